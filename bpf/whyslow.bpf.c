@@ -1,0 +1,1103 @@
+//go:build ignore
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* whyslow's kernel side: tracepoints only (tp_btf with raw_tp twins), no kprobes.
+ * Each handler is one static function; HANDLER() exposes it twice so the loader
+ * can pick the flavour this kernel accepts. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+#include "whyslow.h"
+#include "syscalls.h"
+
+/* mode bits: vmlinux.h carries types, not the uapi macros */
+#define S_IFMT 00170000
+#define S_IFSOCK 0140000
+#define S_IFLNK 0120000
+#define S_IFREG 0100000
+#define S_IFBLK 0060000
+#define S_IFDIR 0040000
+#define S_IFCHR 0020000
+#define S_IFIFO 0010000
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Settings, fixed before load so the verifier prunes what is off. */
+const volatile bool system_wide = false;
+const volatile bool full = false;          /* stream every I/O syscall */
+const volatile __u64 slow_ns = 1000000;    /* default level: stream syscalls at least this slow */
+const volatile __u32 self_pid = 0;         /* whyslow itself, never traced */
+
+extern int CONFIG_HZ __kconfig;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20);
+} meta SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, LOST_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} lost SEC(".maps");
+
+/* The target set: tgids followed through fork. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u8);
+} targets SEC(".maps");
+
+struct inflight {
+	__u64 ts;
+	__u64 req;
+	__s32 fd;
+	__s32 fd2;
+	__u32 nr;
+	__u32 flags;
+	__u32 blocked;
+	__u32 _pad;
+	struct file_ref f;
+	struct file_ref f2;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct inflight);
+} syscalls_inflight SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct agg_key);
+	__type(value, struct agg_val);
+} agg SEC(".maps");
+
+/* Files already described to user space (dev, ino, gen) -> 1, or 2 for a socket with a peer. */
+struct seen_key {
+	__u32 dev;
+	__u32 gen;
+	__u64 ino;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 131072);
+	__type(key, struct seen_key);
+	__type(value, __u8);
+} seen SEC(".maps");
+
+struct offstart {
+	__u64 ts;
+	__u32 state;
+	__s32 stack_id;
+	__s32 syscall;
+	__u32 pid;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct offstart);
+} offcpu_start SEC(".maps");
+
+struct waker {
+	__u64 ts;
+	__u32 pid;
+	__u32 tid;
+	char comm[TASK_COMM_LEN];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct waker);
+} wakers SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct cpu_val);
+} cpu SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 16384);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, STACK_DEPTH * sizeof(__u64));
+} stacks SEC(".maps");
+
+struct rqinfo {
+	__u64 insert_ts;
+	__u64 issue_ts;
+	__u32 pid;
+	__u32 tid;
+	char comm[TASK_COMM_LEN];
+	struct file_ref f;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct rqinfo);
+} requests SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct dirty_key);
+	__type(value, struct dirty_val);
+} dirty SEC(".maps");
+
+struct uring_pending {
+	__u64 ts;
+	__u64 user_data;
+	__u32 pid;
+	__u32 tid;
+	__u32 opcode;
+	__s32 fd;
+	char comm[TASK_COMM_LEN];
+	struct file_ref f;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct uring_pending);
+} uring_inflight SEC(".maps");
+
+struct wb_start {
+	__u64 ts;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, struct wb_start);
+} wb_inflight SEC(".maps");
+
+/* ---- helpers ---- */
+
+static __always_inline void count_lost(__u32 source)
+{
+	__u64 *n = bpf_map_lookup_elem(&lost, &source);
+	if (n)
+		(*n)++;
+}
+
+static __always_inline bool is_target(__u32 tgid)
+{
+	if (tgid == self_pid)
+		return false;
+	if (system_wide)
+		return tgid != 0;
+	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
+}
+
+static __always_inline void fill_hdr(struct hdr *h, __u8 kind)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	h->ts = bpf_ktime_get_ns();
+	h->pid = id >> 32;
+	h->tid = (__u32)id;
+	h->kind = kind;
+	h->cpu = bpf_get_smp_processor_id();
+	h->cgroup = bpf_get_current_cgroup_id();
+	bpf_get_current_comm(h->comm, sizeof(h->comm));
+}
+
+static __always_inline __u32 inode_kind(struct inode *inode, struct file *file)
+{
+	umode_t mode = BPF_CORE_READ(inode, i_mode);
+	switch (mode & S_IFMT) {
+	case S_IFREG: {
+		/* anon inodes are regular-looking inodes on the anon_inodefs superblock */
+		unsigned long magic = BPF_CORE_READ(inode, i_sb, s_magic);
+		return magic == 0x09041934 ? FK_ANON : FK_REG;
+	}
+	case S_IFDIR: return FK_DIR;
+	case S_IFCHR: return FK_CHR;
+	case S_IFBLK: return FK_BLK;
+	case S_IFIFO: return FK_FIFO;
+	case S_IFLNK: return FK_LNK;
+	case S_IFSOCK: {
+		if (!file)
+			return FK_SOCK_OTHER;
+		struct socket *sock = BPF_CORE_READ(file, private_data);
+		__u16 family = BPF_CORE_READ(sock, sk, __sk_common.skc_family);
+		if (family == 2 || family == 10)
+			return FK_SOCK_INET;
+		if (family == 1)
+			return FK_SOCK_UNIX;
+		return FK_SOCK_OTHER;
+	}
+	}
+	unsigned long magic = BPF_CORE_READ(inode, i_sb, s_magic);
+	return magic == 0x09041934 ? FK_ANON : FK_UNKNOWN;
+}
+
+static __always_inline void inode_ref(struct inode *inode, struct file *file, struct file_ref *r)
+{
+	r->dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	r->ino = BPF_CORE_READ(inode, i_ino);
+	r->gen = BPF_CORE_READ(inode, i_generation);
+	r->kind = inode_kind(inode, file);
+}
+
+static __always_inline struct file *fd_file(struct task_struct *task, int fd)
+{
+	struct file *f = NULL;
+	if (fd < 0)
+		return NULL;
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	unsigned int max = BPF_CORE_READ(fdt, max_fds);
+	if ((unsigned int)fd >= max)
+		return NULL;
+	struct file **arr = BPF_CORE_READ(fdt, fd);
+	bpf_probe_read_kernel(&f, sizeof(f), &arr[fd]);
+	return f;
+}
+
+/* Per-CPU scratch for a file_event: too big for the stack, built here and copied out. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct file_event);
+} file_scratch SEC(".maps");
+
+struct walk_ctx {
+	struct dentry *d;
+	struct mount *mnt;
+	__u32 depth;
+	__u32 flags;
+};
+
+/* One step of the walk from leaf to root, crossing mounts when the mount is
+ * known. A bpf_loop callback, so the verifier checks it once. */
+static long walk_step(__u32 i, struct walk_ctx *c)
+{
+	__u32 zero = 0;
+	struct file_event *e = bpf_map_lookup_elem(&file_scratch, &zero);
+	if (!e)
+		return 1;
+	/* locals, not c->...: CO-RE must not relocate through struct walk_ctx */
+	struct dentry *d = c->d;
+	struct mount *mnt = c->mnt;
+	if (mnt) {
+		struct dentry *mnt_root = BPF_CORE_READ(mnt, mnt.mnt_root);
+		if (d == mnt_root) {
+			struct mount *parent = BPF_CORE_READ(mnt, mnt_parent);
+			if (parent == mnt)
+				return 1;
+			c->d = BPF_CORE_READ(mnt, mnt_mountpoint);
+			c->mnt = parent;
+			return 0;
+		}
+	}
+	struct dentry *p = BPF_CORE_READ(d, d_parent);
+	if (!p || p == d)
+		return 1;
+	if (c->depth >= PATH_DEPTH) {
+		c->flags |= FILEF_TRUNCATED;
+		return 1;
+	}
+	const unsigned char *name = BPF_CORE_READ(d, d_name.name);
+	bpf_probe_read_kernel_str(e->names[c->depth & (PATH_DEPTH - 1)], NAME_LEN, name);
+	c->depth++;
+	c->d = p;
+	return 0;
+}
+
+static __always_inline void sock_addrs(struct file_event *e, struct file *file)
+{
+	struct socket *sock = BPF_CORE_READ(file, private_data);
+	struct sock *sk = BPF_CORE_READ(sock, sk);
+	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	e->family = family;
+	e->lport = BPF_CORE_READ(sk, __sk_common.skc_num);
+	e->rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	if (family == 2) {
+		BPF_CORE_READ_INTO(&e->laddr, sk, __sk_common.skc_rcv_saddr);
+		BPF_CORE_READ_INTO(&e->raddr, sk, __sk_common.skc_daddr);
+	} else if (family == 10) {
+		BPF_CORE_READ_INTO(&e->laddr, sk, __sk_common.skc_v6_rcv_saddr);
+		BPF_CORE_READ_INTO(&e->raddr, sk, __sk_common.skc_v6_daddr);
+	}
+}
+
+/* Describes a file to user space once per (dev, ino, gen); sockets again once they have a peer. */
+static __always_inline void describe(struct file *file, struct inode *inode, struct dentry *dentry,
+				     struct vfsmount *mnt, struct file_ref *r)
+{
+	struct seen_key k = { .dev = r->dev, .gen = r->gen, .ino = r->ino };
+	__u8 state = 1;
+	if (r->kind == FK_SOCK_INET && file) {
+		struct socket *sock = BPF_CORE_READ(file, private_data);
+		if (BPF_CORE_READ(sock, sk, __sk_common.skc_dport))
+			state = 2;
+	}
+	__u8 *old = bpf_map_lookup_elem(&seen, &k);
+	if (old && *old >= state)
+		return;
+	bpf_map_update_elem(&seen, &k, &state, BPF_ANY);
+
+	__u32 zero = 0;
+	struct file_event *e = bpf_map_lookup_elem(&file_scratch, &zero);
+	if (!e)
+		return;
+	fill_hdr(&e->h, EV_FILE);
+	e->f = *r;
+	e->flags = 0;
+	e->family = 0;
+	e->lport = 0;
+	e->rport = 0;
+	__builtin_memset(e->laddr, 0, sizeof(e->laddr));
+	__builtin_memset(e->raddr, 0, sizeof(e->raddr));
+	e->size = BPF_CORE_READ(inode, i_size);
+	if (BPF_CORE_READ(inode, __i_nlink) == 0)
+		e->flags |= FILEF_DELETED;
+	if (r->kind == FK_SOCK_INET && file)
+		sock_addrs(e, file);
+	e->depth = 0;
+	if (dentry) {
+		struct walk_ctx c = { .d = dentry };
+		if (mnt)
+			c.mnt = (void *)mnt - bpf_core_field_offset(struct mount, mnt);
+		else
+			c.flags = FILEF_NO_MOUNT;
+		bpf_loop(PATH_DEPTH + 8, walk_step, &c, 0);
+		e->depth = c.depth;
+		e->flags |= c.flags;
+	}
+	if (bpf_ringbuf_output(&meta, e, sizeof(*e), 0)) {
+		count_lost(LOST_FILE);
+		bpf_map_delete_elem(&seen, &k);
+	}
+}
+
+static __always_inline void file_ref_of(struct file *file, struct file_ref *r)
+{
+	if (!file)
+		return;
+	struct inode *inode = BPF_CORE_READ(file, f_inode);
+	if (!inode)
+		return;
+	inode_ref(inode, file, r);
+	describe(file, inode, BPF_CORE_READ(file, f_path.dentry), BPF_CORE_READ(file, f_path.mnt), r);
+}
+
+static __always_inline void fd_ref(int fd, struct file_ref *r)
+{
+	struct task_struct *task = (void *)bpf_get_current_task();
+	file_ref_of(fd_file(task, fd), r);
+}
+
+/* An inode met without a struct file (page cache, writeback): path from its first dentry alias. */
+static __always_inline void inode_only_ref(struct inode *inode, struct file_ref *r)
+{
+	inode_ref(inode, NULL, r);
+	struct hlist_node *first = BPF_CORE_READ(inode, i_dentry.first);
+	struct dentry *d = NULL;
+	if (first)
+		d = (void *)first - bpf_core_field_offset(struct dentry, d_u.d_alias);
+	describe(NULL, inode, d, NULL, r);
+}
+
+/* log2 without a loop, as libbpf-tools' bits.bpf.h does it */
+static __always_inline __u32 lat_slot(__u64 v)
+{
+	__u32 r, shift;
+	__u32 hi = v >> 32;
+	if (hi) {
+		v = hi;
+		r = 32;
+	} else {
+		r = 0;
+	}
+	__u32 w = v;
+	r |= shift = (w > 0xFFFF) << 4; w >>= shift;
+	r |= shift = (w > 0xFF) << 3; w >>= shift;
+	r |= shift = (w > 0xF) << 2; w >>= shift;
+	r |= shift = (w > 0x3) << 1; w >>= shift;
+	r |= (w >> 1);
+	return r < LAT_SLOTS ? r : LAT_SLOTS - 1;
+}
+
+/* ---- I/O syscalls ---- */
+
+static __always_inline int on_sys_enter(struct pt_regs *regs, long id)
+{
+	__u32 cls = syscall_class(id);
+	if (!cls)
+		return 0;
+	__u64 pidtgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pidtgid >> 32, tid = (__u32)pidtgid;
+	/* Syncs are traced for everyone: they are how other processes hurt the target. */
+	if (!is_target(tgid) && !(cls == CLS_SYNC && tgid != self_pid))
+		return 0;
+
+	struct inflight in = {};
+	in.ts = bpf_ktime_get_ns();
+	in.nr = id;
+	in.fd = -1;
+	in.fd2 = -1;
+	unsigned long a0 = BPF_CORE_READ(regs, di), a1 = BPF_CORE_READ(regs, si);
+	unsigned long a2 = BPF_CORE_READ(regs, dx), a3 = BPF_CORE_READ(regs, r10);
+	unsigned long a4 = BPF_CORE_READ(regs, r8);
+
+	switch (id) {
+	case NR_read: case NR_write: case NR_pread64: case NR_pwrite64:
+	case NR_recvfrom: case NR_sendto:
+		in.fd = a0; in.req = a2; break;
+	case NR_readv: case NR_writev: case NR_preadv: case NR_pwritev:
+	case NR_preadv2: case NR_pwritev2: case NR_recvmsg: case NR_sendmsg:
+	case NR_fsync: case NR_fdatasync: case NR_syncfs: case NR_connect:
+	case NR_accept: case NR_accept4: case NR_close:
+		in.fd = a0; break;
+	case NR_sync_file_range:
+		in.fd = a0; in.req = a2; in.flags = a3; break;
+	case NR_io_uring_enter:
+		in.fd = a0; in.req = a1; in.flags = a3; break;
+	case NR_flock:
+		in.fd = a0; in.flags = a1; break;
+	case NR_fcntl:
+		/* only record locks: F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW */
+		if (a1 != 6 && a1 != 7 && a1 != 37 && a1 != 38)
+			return 0;
+		in.fd = a0; in.flags = a1; break;
+	case NR_mmap:
+		/* only file mappings */
+		if ((long)a4 < 0 || (a3 & 0x20))
+			return 0;
+		in.fd = a4; in.req = a1; in.flags = a2; break;
+	case NR_msync:
+		in.req = a1; in.flags = a2; break;
+	case NR_sendfile:
+		in.fd = a1; in.fd2 = a0; in.req = a3; break;
+	case NR_splice:
+		in.fd = a0; in.fd2 = a2; in.req = a4; break;
+	case NR_copy_file_range:
+		in.fd = a0; in.fd2 = a2; in.req = BPF_CORE_READ(regs, r9); break;
+	case NR_openat: case NR_openat2:
+		in.flags = a2; break;
+	case NR_open:
+		in.flags = a1; break;
+	}
+	/* Files are identified at entry, while the fd still names them (close, fsync). */
+	if (in.fd >= 0 && cls != CLS_OPEN)
+		fd_ref(in.fd, &in.f);
+	if (in.fd2 >= 0)
+		fd_ref(in.fd2, &in.f2);
+	bpf_map_update_elem(&syscalls_inflight, &tid, &in, BPF_ANY);
+	return 0;
+}
+
+static __always_inline bool stream_it(struct inflight *in, __u32 cls, long ret, __u64 dur)
+{
+	if (full)
+		return true;
+	if (ret < 0 && ret != -11 /* EAGAIN: polling, not a failure */)
+		return true;
+	if (in->blocked || dur >= slow_ns)
+		return true;
+	return cls == CLS_OPEN || cls == CLS_CLOSE || cls == CLS_SYNC || cls == CLS_LOCK ||
+	       cls == CLS_MMAP || in->nr == NR_connect || in->nr == NR_accept || in->nr == NR_accept4;
+}
+
+static __always_inline void aggregate(struct inflight *in, __u32 pid, __u32 tid, long ret, __u64 now, __u64 dur)
+{
+	struct agg_key k = { .pid = pid, .tid = tid, .nr = in->nr, .dev = in->f.dev,
+			     .ino = in->f.ino, .gen = in->f.gen, .kind = in->f.kind };
+	struct agg_val *v = bpf_map_lookup_elem(&agg, &k);
+	if (!v) {
+		struct agg_val zero = {};
+		zero.first_ts = in->ts;
+		if (bpf_map_update_elem(&agg, &k, &zero, BPF_NOEXIST) && bpf_map_lookup_elem(&agg, &k) == NULL) {
+			count_lost(LOST_AGG);
+			return;
+		}
+		v = bpf_map_lookup_elem(&agg, &k);
+		if (!v) {
+			count_lost(LOST_AGG);
+			return;
+		}
+	}
+	__sync_fetch_and_add(&v->count, 1);
+	if (ret > 0)
+		__sync_fetch_and_add(&v->bytes, ret);
+	else if (ret < 0)
+		__sync_fetch_and_add(&v->errors, 1);
+	__sync_fetch_and_add(&v->total_ns, dur);
+	if (dur > v->max_ns)
+		v->max_ns = dur;
+	v->last_ts = now;
+	__u32 s = lat_slot(dur);
+	if (s < LAT_SLOTS)
+		__sync_fetch_and_add(&v->slots[s], 1);
+}
+
+static __always_inline int on_sys_exit(struct pt_regs *regs, long ret)
+{
+	__u64 pidtgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pidtgid;
+	struct inflight *in = bpf_map_lookup_elem(&syscalls_inflight, &tid);
+	if (!in)
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	__u64 dur = now - in->ts;
+	__u32 cls = syscall_class(in->nr);
+
+	/* A new fd names its file now: opens and accepts. */
+	if (ret >= 0 && (cls == CLS_OPEN || in->nr == NR_accept || in->nr == NR_accept4)) {
+		in->fd = ret;
+		fd_ref(ret, &in->f);
+	}
+	if (in->nr == NR_connect && in->fd >= 0)
+		fd_ref(in->fd, &in->f);   /* now with its peer */
+
+	if (!stream_it(in, cls, ret, dur)) {
+		aggregate(in, pidtgid >> 32, tid, ret, now, dur);
+		bpf_map_delete_elem(&syscalls_inflight, &tid);
+		return 0;
+	}
+	struct syscall_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_SYSCALL);
+		bpf_map_delete_elem(&syscalls_inflight, &tid);
+		return 0;
+	}
+	fill_hdr(&e->h, EV_SYSCALL);
+	e->h.ts = in->ts;
+	e->dur = dur;
+	e->ret = ret;
+	e->req = in->req;
+	e->fd = in->fd;
+	e->fd2 = in->fd2;
+	e->nr = in->nr;
+	e->flags = in->flags;
+	e->blocked = in->blocked;
+	e->_pad = 0;
+	e->f = in->f;
+	e->f2 = in->f2;
+	bpf_ringbuf_submit(e, 0);
+	bpf_map_delete_elem(&syscalls_inflight, &tid);
+	return 0;
+}
+
+/* ---- scheduler: off-CPU intervals, wakers, on-CPU time ---- */
+
+static __always_inline __u32 state_char(bool preempt, unsigned int state)
+{
+	if (preempt || state == 0)
+		return 'R';
+	if (state & 2)
+		return 'D';
+	if (state & 1)
+		return 'S';
+	if (state & 4)
+		return 'T';
+	if (state & 8)
+		return 't';
+	return '?';
+}
+
+static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct *prev,
+				     struct task_struct *next, unsigned int prev_state)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 prev_tgid = BPF_CORE_READ(prev, tgid), prev_tid = BPF_CORE_READ(prev, pid);
+	__u32 next_tgid = BPF_CORE_READ(next, tgid), next_tid = BPF_CORE_READ(next, pid);
+
+	if (prev_tid && is_target(prev_tgid)) {
+		struct offstart s = {};
+		s.ts = now;
+		s.pid = prev_tgid;
+		s.state = state_char(preempt, prev_state);
+		s.syscall = -1;
+		s.stack_id = -1;
+		if (s.state != 'R') {
+			s.stack_id = bpf_get_stackid(ctx, &stacks, 0);
+			if (s.stack_id < 0 && s.stack_id != -14 /* EFAULT: no stack */)
+				count_lost(LOST_STACK);
+			struct inflight *in = bpf_map_lookup_elem(&syscalls_inflight, &prev_tid);
+			if (in) {
+				in->blocked = 1;
+				s.syscall = in->nr;
+			} else {
+				struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+				s.syscall = BPF_CORE_READ(regs, orig_ax);
+			}
+		}
+		bpf_map_update_elem(&offcpu_start, &prev_tid, &s, BPF_ANY);
+		struct cpu_val *c = bpf_map_lookup_elem(&cpu, &prev_tid);
+		if (c && c->on_since) {
+			c->oncpu_ns += now - c->on_since;
+			c->on_since = 0;
+		}
+	}
+
+	if (next_tid && is_target(next_tgid)) {
+		struct cpu_val *c = bpf_map_lookup_elem(&cpu, &next_tid);
+		if (!c) {
+			struct cpu_val zero = {};
+			zero.pid = next_tgid;
+			BPF_CORE_READ_STR_INTO(&zero.comm, next, comm);
+			bpf_map_update_elem(&cpu, &next_tid, &zero, BPF_NOEXIST);
+			c = bpf_map_lookup_elem(&cpu, &next_tid);
+		}
+		if (c)
+			c->on_since = now;
+
+		struct offstart *s = bpf_map_lookup_elem(&offcpu_start, &next_tid);
+		if (!s)
+			return 0;
+		struct offcpu_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+		if (!e) {
+			count_lost(LOST_OFFCPU);
+			bpf_map_delete_elem(&offcpu_start, &next_tid);
+			return 0;
+		}
+		e->h.ts = now;
+		e->h.pid = next_tgid;
+		e->h.tid = next_tid;
+		e->h.kind = EV_OFFCPU;
+		e->h.cpu = bpf_get_smp_processor_id();
+		e->h._pad = 0;
+		e->h.cgroup = 0;
+		BPF_CORE_READ_STR_INTO(&e->h.comm, next, comm);
+		e->off_ns = now - s->ts;
+		e->state = s->state;
+		e->stack_id = s->stack_id;
+		e->syscall = s->syscall;
+		e->runq_ns = s->state == 'R' ? e->off_ns : 0;
+		e->waker_pid = 0;
+		e->waker_tid = 0;
+		e->_pad = 0;
+		__builtin_memset(e->waker_comm, 0, sizeof(e->waker_comm));
+		struct waker *w = bpf_map_lookup_elem(&wakers, &next_tid);
+		if (w && w->ts >= s->ts) {
+			e->runq_ns = now - w->ts;
+			e->waker_pid = w->pid;
+			e->waker_tid = w->tid;
+			__builtin_memcpy(e->waker_comm, w->comm, sizeof(e->waker_comm));
+		}
+		bpf_ringbuf_submit(e, 0);
+		bpf_map_delete_elem(&offcpu_start, &next_tid);
+	}
+	return 0;
+}
+
+static __always_inline int on_wakeup(struct task_struct *p)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid);
+	if (!is_target(tgid))
+		return 0;
+	__u32 tid = BPF_CORE_READ(p, pid);
+	__u64 id = bpf_get_current_pid_tgid();
+	struct waker w = {};
+	w.ts = bpf_ktime_get_ns();
+	w.pid = id >> 32;
+	w.tid = (__u32)id;
+	bpf_get_current_comm(w.comm, sizeof(w.comm));
+	bpf_map_update_elem(&wakers, &tid, &w, BPF_ANY);
+	return 0;
+}
+
+/* ---- process lifecycle ---- */
+
+static __always_inline int on_fork(struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = BPF_CORE_READ(parent, tgid);
+	__u32 cpid = BPF_CORE_READ(child, tgid), ctid = BPF_CORE_READ(child, pid);
+	if (ptgid == self_pid)
+		return 0;
+	if (!system_wide && cpid == ctid && bpf_map_lookup_elem(&targets, &ptgid)) {
+		__u8 one = 1;
+		bpf_map_update_elem(&targets, &cpid, &one, BPF_ANY);
+	}
+	/* Threads are reported for targets only; processes for everyone, so that
+	 * short-lived ones (sync, find) have a name and a parent. */
+	if (cpid != ctid && !is_target(ptgid))
+		return 0;
+	struct fork_event *e = bpf_ringbuf_reserve(&meta, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_META);
+		return 0;
+	}
+	fill_hdr(&e->h, EV_FORK);
+	e->child_pid = cpid;
+	e->child_tid = ctid;
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+static __always_inline int on_exec(struct task_struct *p, struct linux_binprm *bprm)
+{
+	if (BPF_CORE_READ(p, tgid) == self_pid)
+		return 0;
+	struct exec_event *e = bpf_ringbuf_reserve(&meta, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_META);
+		return 0;
+	}
+	fill_hdr(&e->h, EV_EXEC);
+	e->ppid = BPF_CORE_READ(p, real_parent, tgid);
+	const char *fn = BPF_CORE_READ(bprm, filename);
+	bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), fn);
+	unsigned long start = BPF_CORE_READ(p, mm, arg_start), end = BPF_CORE_READ(p, mm, arg_end);
+	unsigned long len = end - start;
+	if (len > EXEC_ARGS_LEN)
+		len = EXEC_ARGS_LEN;
+	e->args_len = 0;
+	if (bpf_probe_read_user(e->args, len, (void *)start) == 0)
+		e->args_len = len;
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+static __always_inline int on_exit(struct task_struct *p, bool group_dead)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
+	if (tgid == self_pid)
+		return 0;
+	if (tgid != tid && !is_target(tgid))
+		return 0;
+	struct exit_event *e = bpf_ringbuf_reserve(&meta, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_META);
+		return 0;
+	}
+	fill_hdr(&e->h, EV_EXIT);
+	e->code = BPF_CORE_READ(p, exit_code);
+	e->group_dead = group_dead;
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+/* ---- block I/O ---- */
+
+static __always_inline __u32 rq_dev(struct request *rq)
+{
+	struct block_device *part = BPF_CORE_READ(rq, part);
+	if (part)
+		return BPF_CORE_READ(part, bd_dev);
+	struct gendisk *disk = BPF_CORE_READ(rq, q, disk);
+	return (BPF_CORE_READ(disk, major) << 20) | BPF_CORE_READ(disk, first_minor);
+}
+
+/* The file whose data a request carries: the page cache page's owner, or, for
+ * O_DIRECT (user pages), the file of the submitter's syscall in progress. */
+static __always_inline void rq_file(struct request *rq, struct file_ref *r)
+{
+	struct page *page = BPF_CORE_READ(rq, bio, bi_io_vec, bv_page);
+	if (page) {
+		struct address_space *mapping = BPF_CORE_READ(page, mapping);
+		if (mapping && !((unsigned long)mapping & 1)) {
+			struct inode *host = BPF_CORE_READ(mapping, host);
+			if (host) {
+				inode_only_ref(host, r);
+				return;
+			}
+		}
+	}
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct inflight *in = bpf_map_lookup_elem(&syscalls_inflight, &tid);
+	if (in)
+		*r = in->f;
+}
+
+static __always_inline struct rqinfo *rq_track(struct request *rq)
+{
+	__u64 key = (__u64)rq;
+	struct rqinfo *info = bpf_map_lookup_elem(&requests, &key);
+	if (info)
+		return info;
+	struct rqinfo fresh = {};
+	__u64 id = bpf_get_current_pid_tgid();
+	fresh.pid = id >> 32;
+	fresh.tid = (__u32)id;
+	bpf_get_current_comm(fresh.comm, sizeof(fresh.comm));
+	rq_file(rq, &fresh.f);
+	bpf_map_update_elem(&requests, &key, &fresh, BPF_ANY);
+	return bpf_map_lookup_elem(&requests, &key);
+}
+
+static __always_inline int on_rq_insert(struct request *rq)
+{
+	struct rqinfo *info = rq_track(rq);
+	if (info && !info->insert_ts)
+		info->insert_ts = bpf_ktime_get_ns();
+	return 0;
+}
+
+static __always_inline int on_rq_issue(struct request *rq)
+{
+	struct rqinfo *info = rq_track(rq);
+	if (info)
+		info->issue_ts = bpf_ktime_get_ns();
+	return 0;
+}
+
+static __always_inline int on_rq_complete(struct request *rq, int error, unsigned int nr_bytes)
+{
+	__u64 key = (__u64)rq;
+	struct rqinfo *info = bpf_map_lookup_elem(&requests, &key);
+	if (!info)
+		return 0;
+	struct block_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_BLOCK);
+		bpf_map_delete_elem(&requests, &key);
+		return 0;
+	}
+	e->h.ts = bpf_ktime_get_ns();
+	e->h.pid = info->pid;
+	e->h.tid = info->tid;
+	e->h.kind = EV_BLOCK;
+	e->h.cpu = bpf_get_smp_processor_id();
+	e->h._pad = 0;
+	e->h.cgroup = 0;
+	__builtin_memcpy(e->h.comm, info->comm, sizeof(e->h.comm));
+	e->insert_ts = info->insert_ts ? info->insert_ts : info->issue_ts;
+	e->issue_ts = info->issue_ts;
+	e->sector = BPF_CORE_READ(rq, __sector);
+	e->bytes = nr_bytes;
+	e->dev = rq_dev(rq);
+	__u32 flags = BPF_CORE_READ(rq, cmd_flags);
+	e->cmd_flags = flags;
+	e->op = flags & 0xff;
+	e->rflags = 0;
+	if (flags & (1u << bpf_core_enum_value(enum req_flag_bits, __REQ_SYNC)))
+		e->rflags |= BLKF_SYNC;
+	if (flags & (1u << bpf_core_enum_value(enum req_flag_bits, __REQ_META)))
+		e->rflags |= BLKF_META;
+	if (flags & (1u << bpf_core_enum_value(enum req_flag_bits, __REQ_FUA)))
+		e->rflags |= BLKF_FUA;
+	e->error = error;
+	e->f = info->f;
+	bpf_ringbuf_submit(e, 0);
+	bpf_map_delete_elem(&requests, &key);
+	return 0;
+}
+
+/* ---- page cache and writeback ---- */
+
+static __always_inline int on_dirty_folio(struct folio *folio, struct address_space *mapping)
+{
+	if (!mapping)
+		return 0;
+	struct inode *host = BPF_CORE_READ(mapping, host);
+	if (!host)
+		return 0;
+	__u64 id = bpf_get_current_pid_tgid();
+	if ((id >> 32) == self_pid)
+		return 0;
+	struct file_ref r = {};
+	inode_only_ref(host, &r);
+	struct dirty_key k = { .pid = id >> 32, .tid = (__u32)id, .dev = r.dev, .gen = r.gen, .ino = r.ino };
+	__u64 pages = 1;
+	unsigned long fl = 0;
+	bpf_probe_read_kernel(&fl, sizeof(fl), folio);
+	if (fl & (1ul << bpf_core_enum_value(enum pageflags, PG_head))) {
+		if (bpf_core_field_exists(folio->_nr_pages))
+			pages = BPF_CORE_READ(folio, _nr_pages);
+	}
+	__u64 now = bpf_ktime_get_ns();
+	struct dirty_val *v = bpf_map_lookup_elem(&dirty, &k);
+	if (!v) {
+		struct dirty_val zero = {};
+		zero.first_ts = now;
+		bpf_get_current_comm(zero.comm, sizeof(zero.comm));
+		bpf_map_update_elem(&dirty, &k, &zero, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&dirty, &k);
+		if (!v) {
+			count_lost(LOST_META);
+			return 0;
+		}
+	}
+	__sync_fetch_and_add(&v->pages, pages);
+	v->last_ts = now;
+	return 0;
+}
+
+static __always_inline int on_balance_dirty_pages(unsigned long dirtied, unsigned long period, long pause,
+						  struct bdi_writeback *wb)
+{
+	if (pause <= 0)
+		return 0;
+	__u64 id = bpf_get_current_pid_tgid();
+	if ((id >> 32) == self_pid)
+		return 0;
+	struct throttle_event *e = bpf_ringbuf_reserve(&meta, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_META);
+		return 0;
+	}
+	fill_hdr(&e->h, EV_THROTTLE);
+	__u64 hz = CONFIG_HZ ? CONFIG_HZ : 250;
+	e->pause_ns = (__u64)pause * 1000000000ull / hz;
+	e->period_ns = (__u64)period * 1000000000ull / hz;
+	e->dirtied = dirtied;
+	e->bdi_dev = BPF_CORE_READ(wb, bdi, dev, devt);
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+static __always_inline int on_wb_inode_start(struct inode *inode)
+{
+	__u64 key = (__u64)inode;
+	struct wb_start s = { .ts = bpf_ktime_get_ns() };
+	bpf_map_update_elem(&wb_inflight, &key, &s, BPF_ANY);
+	return 0;
+}
+
+static __always_inline int on_wb_inode(struct inode *inode, struct writeback_control *wbc, unsigned long nr_to_write)
+{
+	long left = BPF_CORE_READ(wbc, nr_to_write);
+	__u64 key = (__u64)inode;
+	struct wb_start *s = bpf_map_lookup_elem(&wb_inflight, &key);
+	__u64 start = s ? s->ts : 0;
+	bpf_map_delete_elem(&wb_inflight, &key);
+	if ((long)nr_to_write - left <= 0)
+		return 0;
+	struct writeback_event *e = bpf_ringbuf_reserve(&meta, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_META);
+		return 0;
+	}
+	fill_hdr(&e->h, EV_WRITEBACK);
+	__builtin_memset(&e->f, 0, sizeof(e->f));
+	inode_only_ref(inode, &e->f);
+	e->pages = nr_to_write - left;
+	e->dur = start ? e->h.ts - start : 0;
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+/* ---- io_uring ---- */
+
+static __always_inline int on_uring_submit(struct io_kiocb *req)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	if (!is_target(id >> 32))
+		return 0;
+	struct uring_pending p = {};
+	p.ts = bpf_ktime_get_ns();
+	p.pid = id >> 32;
+	p.tid = (__u32)id;
+	p.opcode = BPF_CORE_READ(req, opcode);
+	p.user_data = BPF_CORE_READ(req, cqe.user_data);
+	p.fd = BPF_CORE_READ(req, cqe.fd);
+	bpf_get_current_comm(p.comm, sizeof(p.comm));
+	struct file *f = BPF_CORE_READ(req, file);
+	if (f)
+		file_ref_of(f, &p.f);
+	else
+		fd_ref(p.fd, &p.f);
+	__u64 key = (__u64)req;
+	bpf_map_update_elem(&uring_inflight, &key, &p, BPF_ANY);
+	return 0;
+}
+
+static __always_inline int on_uring_complete(void *req, struct io_uring_cqe *cqe)
+{
+	__u64 key = (__u64)req;
+	struct uring_pending *p = bpf_map_lookup_elem(&uring_inflight, &key);
+	if (!p)
+		return 0;
+	struct uring_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_URING);
+		bpf_map_delete_elem(&uring_inflight, &key);
+		return 0;
+	}
+	__u64 now = bpf_ktime_get_ns();
+	e->h.ts = p->ts;
+	e->h.pid = p->pid;
+	e->h.tid = p->tid;
+	e->h.kind = EV_URING;
+	e->h.cpu = bpf_get_smp_processor_id();
+	e->h._pad = 0;
+	e->h.cgroup = 0;
+	__builtin_memcpy(e->h.comm, p->comm, sizeof(e->h.comm));
+	e->dur = now - p->ts;
+	e->res = BPF_CORE_READ(cqe, res);
+	e->user_data = p->user_data;
+	e->opcode = p->opcode;
+	e->fd = p->fd;
+	e->f = p->f;
+	bpf_ringbuf_submit(e, 0);
+	bpf_map_delete_elem(&uring_inflight, &key);
+	return 0;
+}
+
+/* ---- entry points: tp_btf and raw_tp twins ---- */
+
+#define TWIN(tp, name, args, call)                                            \
+	SEC("tp_btf/" #tp) int BPF_PROG(btf_##name, args) { return call; }   \
+	SEC("raw_tp/" #tp) int BPF_PROG(raw_##name, args) { return call; }
+
+#define COMMA ,
+
+TWIN(sys_enter, sys_enter, struct pt_regs *regs COMMA long id, on_sys_enter(regs, id))
+TWIN(sys_exit, sys_exit, struct pt_regs *regs COMMA long ret, on_sys_exit(regs, ret))
+TWIN(sched_switch, sched_switch,
+     bool preempt COMMA struct task_struct *prev COMMA struct task_struct *next COMMA unsigned int prev_state,
+     on_switch(ctx, preempt, prev, next, prev_state))
+TWIN(sched_wakeup, sched_wakeup, struct task_struct *p, on_wakeup(p))
+TWIN(sched_wakeup_new, sched_wakeup_new, struct task_struct *p, on_wakeup(p))
+TWIN(sched_process_fork, sched_process_fork, struct task_struct *parent COMMA struct task_struct *child,
+     on_fork(parent, child))
+TWIN(sched_process_exec, sched_process_exec,
+     struct task_struct *p COMMA pid_t old_pid COMMA struct linux_binprm *bprm, on_exec(p, bprm))
+TWIN(sched_process_exit, sched_process_exit, struct task_struct *p COMMA bool group_dead, on_exit(p, group_dead))
+TWIN(block_rq_insert, block_rq_insert, struct request *rq, on_rq_insert(rq))
+TWIN(block_rq_issue, block_rq_issue, struct request *rq, on_rq_issue(rq))
+TWIN(block_rq_complete, block_rq_complete,
+     struct request *rq COMMA int error COMMA unsigned int nr_bytes, on_rq_complete(rq, error, nr_bytes))
+TWIN(writeback_dirty_folio, writeback_dirty_folio, struct folio *folio COMMA struct address_space *mapping,
+     on_dirty_folio(folio, mapping))
+TWIN(balance_dirty_pages, balance_dirty_pages,
+     struct bdi_writeback *wb COMMA struct dirty_throttle_control *dtc COMMA unsigned long dirty_ratelimit COMMA
+     unsigned long task_ratelimit COMMA unsigned long dirtied COMMA unsigned long period COMMA long pause COMMA
+     unsigned long start_time,
+     on_balance_dirty_pages(dirtied, period, pause, wb))
+TWIN(writeback_single_inode_start, wb_inode_start,
+     struct inode *inode COMMA struct writeback_control *wbc COMMA unsigned long nr_to_write,
+     on_wb_inode_start(inode))
+TWIN(writeback_single_inode, wb_inode,
+     struct inode *inode COMMA struct writeback_control *wbc COMMA unsigned long nr_to_write,
+     on_wb_inode(inode, wbc, nr_to_write))
+TWIN(io_uring_submit_req, uring_submit, struct io_kiocb *req, on_uring_submit(req))
+TWIN(io_uring_complete, uring_complete,
+     struct io_ring_ctx *ctx_ COMMA void *req COMMA struct io_uring_cqe *cqe, on_uring_complete(req, cqe))
+
+/* Keep every shared type in BTF so bpf2go -type can generate its Go twin. */
+const struct hdr *unused_hdr __attribute__((unused));
+const struct file_ref *unused_file_ref __attribute__((unused));
+const struct syscall_event *unused_syscall_event __attribute__((unused));
+const struct file_event *unused_file_event __attribute__((unused));
+const struct offcpu_event *unused_offcpu_event __attribute__((unused));
+const struct block_event *unused_block_event __attribute__((unused));
+const struct throttle_event *unused_throttle_event __attribute__((unused));
+const struct writeback_event *unused_writeback_event __attribute__((unused));
+const struct fork_event *unused_fork_event __attribute__((unused));
+const struct exec_event *unused_exec_event __attribute__((unused));
+const struct exit_event *unused_exit_event __attribute__((unused));
+const struct uring_event *unused_uring_event __attribute__((unused));
+const struct agg_key *unused_agg_key __attribute__((unused));
+const struct agg_val *unused_agg_val __attribute__((unused));
+const struct dirty_key *unused_dirty_key __attribute__((unused));
+const struct dirty_val *unused_dirty_val __attribute__((unused));
+const struct cpu_val *unused_cpu_val __attribute__((unused));

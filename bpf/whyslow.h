@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Types shared by the kernel side (whyslow.bpf.c) and user space.
+ * Go never mirrors these by hand: bpf2go -type generates them. */
+#ifndef WHYSLOW_H
+#define WHYSLOW_H
+
+#define TASK_COMM_LEN 16
+#define PATH_DEPTH 16   /* path components resolved in the kernel */
+#define NAME_LEN 64     /* bytes kept of each component */
+#define EXEC_ARGS_LEN 256
+#define EXEC_FILE_LEN 128
+#define STACK_DEPTH 32
+#define LAT_SLOTS 32    /* log2(ns) latency buckets */
+
+enum event_kind {
+	EV_SYSCALL = 1,
+	EV_FILE = 2,
+	EV_OFFCPU = 3,
+	EV_BLOCK = 4,
+	EV_THROTTLE = 5,
+	EV_WRITEBACK = 6,
+	EV_FORK = 7,
+	EV_EXEC = 8,
+	EV_EXIT = 9,
+	EV_URING = 10,
+};
+
+/* Lost-event counters, one slot per source, per CPU. */
+enum lost_source {
+	LOST_SYSCALL = 0,
+	LOST_FILE = 1,
+	LOST_OFFCPU = 2,
+	LOST_BLOCK = 3,
+	LOST_META = 4,      /* throttle, writeback, lifecycle */
+	LOST_URING = 5,
+	LOST_AGG = 6,       /* aggregation map full: a syscall neither counted nor streamed */
+	LOST_STACK = 7,     /* stack map full: interval kept, stack missing */
+	LOST_NR = 8,
+};
+
+enum file_kind {
+	FK_UNKNOWN = 0,
+	FK_REG = 1,
+	FK_DIR = 2,
+	FK_CHR = 3,
+	FK_BLK = 4,
+	FK_FIFO = 5,
+	FK_SOCK_INET = 6,
+	FK_SOCK_UNIX = 7,
+	FK_SOCK_OTHER = 8,
+	FK_LNK = 9,
+	FK_ANON = 10,
+};
+
+struct hdr {
+	__u64 ts;        /* CLOCK_MONOTONIC ns */
+	__u64 cgroup;
+	__u32 pid;       /* tgid */
+	__u32 tid;
+	__u8 kind;
+	__u8 cpu;
+	__u16 _pad;
+	char comm[TASK_COMM_LEN];
+};
+
+/* A file as the kernel knows it: device, inode and generation (inode numbers are
+ * reused at once on ext4 and tmpfs; the generation tells a new file from the old). */
+struct file_ref {
+	__u32 dev;       /* kernel dev_t: major << 20 | minor */
+	__u32 gen;
+	__u64 ino;
+	__u32 kind;      /* enum file_kind */
+	__u32 _pad;
+};
+
+struct syscall_event {
+	struct hdr h;    /* ts = entry */
+	__u64 dur;
+	__s64 ret;
+	__u64 req;       /* bytes asked, where the syscall says */
+	__s32 fd;
+	__s32 fd2;       /* second fd: sendfile, splice, copy_file_range */
+	__u32 nr;
+	__u32 flags;     /* open flags, lock cmd, sync flags */
+	__u32 blocked;   /* went off CPU while inside */
+	__u32 _pad;
+	struct file_ref f;
+	struct file_ref f2;
+};
+
+struct file_event {
+	struct hdr h;
+	struct file_ref f;
+	__u16 depth;
+	__u16 flags;     /* FILEF_* */
+	__u16 family;
+	__u16 lport;
+	__u16 rport;
+	__u16 _pad[3];
+	__u8 laddr[16];
+	__u8 raddr[16];
+	__u64 size;
+	char names[PATH_DEPTH][NAME_LEN];  /* leaf first */
+};
+#define FILEF_NO_MOUNT 1    /* path is relative to the filesystem's root: user space adds the mount point */
+#define FILEF_DELETED 2
+#define FILEF_TRUNCATED 4   /* deeper than PATH_DEPTH */
+
+struct offcpu_event {
+	struct hdr h;    /* ts = back on CPU */
+	__u64 off_ns;    /* switched out -> switched in */
+	__u64 runq_ns;   /* woken -> switched in */
+	__u32 state;     /* 'R', 'S', 'D', ... */
+	__s32 stack_id;
+	__s32 syscall;   /* syscall in progress at switch-out, -1 if none */
+	__u32 waker_pid;
+	__u32 waker_tid;
+	__u32 _pad;
+	char waker_comm[TASK_COMM_LEN];
+};
+
+struct block_event {
+	struct hdr h;    /* issuer; ts = completion */
+	__u64 insert_ts;
+	__u64 issue_ts;
+	__u64 sector;
+	__u32 bytes;
+	__u32 dev;
+	__u32 cmd_flags;
+	__s32 error;
+	__u32 op;        /* REQ_OP_* */
+	__u32 rflags;    /* BLKF_* */
+	struct file_ref f;
+};
+#define BLKF_SYNC 1
+#define BLKF_META 2
+#define BLKF_FUA 4
+
+struct throttle_event {
+	struct hdr h;
+	__u64 pause_ns;
+	__u64 period_ns;
+	__u64 dirtied;
+	__u32 bdi_dev;
+	__u32 _pad;
+};
+
+struct writeback_event {
+	struct hdr h;    /* the flusher */
+	struct file_ref f;
+	__u64 pages;
+	__u64 dur;
+};
+
+struct fork_event {
+	struct hdr h;    /* parent */
+	__u32 child_pid;
+	__u32 child_tid;
+};
+
+struct exec_event {
+	struct hdr h;
+	__u32 ppid;
+	__u32 args_len;
+	char filename[EXEC_FILE_LEN];
+	char args[EXEC_ARGS_LEN];
+};
+
+struct exit_event {
+	struct hdr h;
+	__s32 code;
+	__u32 group_dead;
+};
+
+struct uring_event {
+	struct hdr h;    /* submitter; ts = submission */
+	__u64 dur;
+	__s64 res;
+	__u64 user_data;
+	__u32 opcode;
+	__s32 fd;
+	struct file_ref f;
+};
+
+/* Default level: per thread, per file, per syscall counters kept in the kernel. */
+struct agg_key {
+	__u32 pid;
+	__u32 tid;
+	__u32 nr;
+	__u32 dev;
+	__u64 ino;
+	__u32 gen;
+	__u32 kind;
+};
+
+struct agg_val {
+	__u64 count;
+	__u64 bytes;
+	__u64 total_ns;
+	__u64 max_ns;
+	__u64 errors;
+	__u64 first_ts;
+	__u64 last_ts;
+	__u64 slots[LAT_SLOTS];
+};
+
+/* Pages a task dirtied in an inode; drained by user space. */
+struct dirty_key {
+	__u32 pid;
+	__u32 tid;
+	__u32 dev;
+	__u32 gen;
+	__u64 ino;
+};
+
+struct dirty_val {
+	__u64 pages;
+	__u64 first_ts;
+	__u64 last_ts;
+	char comm[TASK_COMM_LEN];
+};
+
+/* On-CPU time per thread; drained by user space. */
+struct cpu_val {
+	__u64 oncpu_ns;
+	__u64 on_since;
+	__u32 pid;
+	__u32 _pad;
+	char comm[TASK_COMM_LEN];
+};
+
+#endif

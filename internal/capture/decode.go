@@ -1,0 +1,198 @@
+package capture
+
+import (
+	"bytes"
+	"fmt"
+	"net/netip"
+	"strings"
+	"unsafe"
+
+	"github.com/whyslow/whyslow/internal/event"
+)
+
+// Wire kinds, from enum event_kind in bpf/whyslow.h.
+const (
+	evSyscall   = 1
+	evFile      = 2
+	evOffCPU    = 3
+	evBlock     = 4
+	evThrottle  = 5
+	evWriteback = 6
+	evFork      = 7
+	evExec      = 8
+	evExit      = 9
+	evUring     = 10
+)
+
+const kindOffset = unsafe.Offsetof(whyslowHdr{}.Kind)
+
+// decoder turns ring-buffer records into domain events. It interns command
+// names so that a busy thread costs no allocation per event for its comm.
+type decoder struct {
+	comms map[[16]byte]string
+}
+
+func newDecoder() *decoder { return &decoder{comms: make(map[[16]byte]string)} }
+
+func (d *decoder) comm(raw [16]int8) string {
+	b := *(*[16]byte)(unsafe.Pointer(&raw))
+	if s, ok := d.comms[b]; ok {
+		return s
+	}
+	s := cString(b[:])
+	if len(d.comms) < 1<<16 {
+		d.comms[b] = s
+	}
+	return s
+}
+
+func cString(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
+}
+
+func int8s(b []int8) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(b))), len(b)) }
+
+func as[T any](raw []byte) (*T, error) {
+	var zero T
+	if len(raw) < int(unsafe.Sizeof(zero)) {
+		return nil, fmt.Errorf("short record: %d bytes for a %T of %d", len(raw), zero, unsafe.Sizeof(zero))
+	}
+	return (*T)(unsafe.Pointer(unsafe.SliceData(raw))), nil
+}
+
+func (d *decoder) hdr(h *whyslowHdr) event.Header {
+	return event.Header{Time: h.Ts, PID: h.Pid, TID: h.Tid, CPU: h.Cpu, Cgroup: h.Cgroup, Comm: d.comm(h.Comm)}
+}
+
+func fileRef(r whyslowFileRef) event.FileRef {
+	return event.FileRef{Dev: r.Dev, Ino: r.Ino, Gen: r.Gen, Kind: event.FileKind(r.Kind)}
+}
+
+// decode turns one record into an event. It never panics on bad input: a short
+// or unknown record is an error.
+func (d *decoder) decode(raw []byte) (event.Event, error) {
+	if len(raw) <= int(kindOffset) {
+		return nil, fmt.Errorf("short record: %d bytes", len(raw))
+	}
+	switch raw[kindOffset] {
+	case evSyscall:
+		w, err := as[whyslowSyscallEvent](raw)
+		if err != nil {
+			return nil, err
+		}
+		return &event.Syscall{Header: d.hdr(&w.H), Dur: w.Dur, Ret: w.Ret, Req: w.Req, FD: w.Fd, FD2: w.Fd2,
+			Nr: w.Nr, Flags: w.Flags, Blocked: w.Blocked != 0, File: fileRef(w.F), File2: fileRef(w.F2)}, nil
+	case evFile:
+		w, err := as[whyslowFileEvent](raw)
+		if err != nil {
+			return nil, err
+		}
+		return d.file(w), nil
+	case evOffCPU:
+		w, err := as[whyslowOffcpuEvent](raw)
+		if err != nil {
+			return nil, err
+		}
+		return &event.OffCPU{Header: d.hdr(&w.H), Off: w.OffNs, Runq: w.RunqNs, State: byte(w.State),
+			StackID: w.StackId, Syscall: w.Syscall, WakerPID: w.WakerPid, WakerTID: w.WakerTid,
+			WakerComm: d.comm(w.WakerComm)}, nil
+	case evBlock:
+		w, err := as[whyslowBlockEvent](raw)
+		if err != nil {
+			return nil, err
+		}
+		return &event.Block{Header: d.hdr(&w.H), InsertTime: w.InsertTs, IssueTime: w.IssueTs, Sector: w.Sector,
+			Bytes: w.Bytes, Dev: w.Dev, Op: event.BlockOp(w.Op), Sync: w.Rflags&1 != 0, Meta: w.Rflags&2 != 0,
+			FUA: w.Rflags&4 != 0, Error: w.Error, File: fileRef(w.F)}, nil
+	case evThrottle:
+		w, err := as[whyslowThrottleEvent](raw)
+		if err != nil {
+			return nil, err
+		}
+		return &event.Throttle{Header: d.hdr(&w.H), Pause: w.PauseNs, Period: w.PeriodNs, Dirtied: w.Dirtied, BDIDev: w.BdiDev}, nil
+	case evWriteback:
+		w, err := as[whyslowWritebackEvent](raw)
+		if err != nil {
+			return nil, err
+		}
+		return &event.Writeback{Header: d.hdr(&w.H), File: fileRef(w.F), Pages: w.Pages, Dur: w.Dur}, nil
+	case evFork:
+		w, err := as[whyslowForkEvent](raw)
+		if err != nil {
+			return nil, err
+		}
+		return &event.Fork{Header: d.hdr(&w.H), ChildPID: w.ChildPid, ChildTID: w.ChildTid}, nil
+	case evExec:
+		w, err := as[whyslowExecEvent](raw)
+		if err != nil {
+			return nil, err
+		}
+		n := min(int(w.ArgsLen), len(w.Args))
+		args := strings.Split(strings.TrimRight(string(int8s(w.Args[:n])), "\x00"), "\x00")
+		if n == 0 {
+			args = nil
+		}
+		return &event.Exec{Header: d.hdr(&w.H), PPID: w.Ppid, Filename: cString(int8s(w.Filename[:])), Args: args}, nil
+	case evExit:
+		w, err := as[whyslowExitEvent](raw)
+		if err != nil {
+			return nil, err
+		}
+		return &event.Exit{Header: d.hdr(&w.H), Code: w.Code, GroupDead: w.GroupDead != 0}, nil
+	case evUring:
+		w, err := as[whyslowUringEvent](raw)
+		if err != nil {
+			return nil, err
+		}
+		return &event.Uring{Header: d.hdr(&w.H), Dur: w.Dur, Res: w.Res, UserData: w.UserData, Opcode: w.Opcode,
+			FD: w.Fd, File: fileRef(w.F)}, nil
+	}
+	return nil, fmt.Errorf("unknown record kind %d", raw[kindOffset])
+}
+
+func (d *decoder) file(w *whyslowFileEvent) *event.File {
+	f := &event.File{Header: d.hdr(&w.H), Ref: fileRef(w.F), Size: w.Size,
+		Deleted: w.Flags&2 != 0, Truncated: w.Flags&4 != 0}
+	depth := min(int(w.Depth), len(w.Names))
+	parts := make([]string, 0, depth)
+	for i := depth - 1; i >= 0; i-- {
+		parts = append(parts, cString(int8s(w.Names[i][:])))
+	}
+	f.Path = "/" + strings.Join(parts, "/")
+	if w.Flags&1 != 0 {
+		f.Path = relativePrefix + f.Path // completed with the mount point by the resolver
+	}
+	if depth == 0 {
+		f.Path = anonName(f.Ref)
+	}
+	switch w.Family {
+	case 2:
+		f.Local = netip.AddrPortFrom(netip.AddrFrom4([4]byte(w.Laddr[:4])), w.Lport)
+		f.Peer = netip.AddrPortFrom(netip.AddrFrom4([4]byte(w.Raddr[:4])), w.Rport)
+	case 10:
+		f.Local = netip.AddrPortFrom(netip.AddrFrom16(w.Laddr).Unmap(), w.Lport)
+		f.Peer = netip.AddrPortFrom(netip.AddrFrom16(w.Raddr).Unmap(), w.Rport)
+	}
+	return f
+}
+
+// relativePrefix marks a path known only relative to its filesystem's root.
+const relativePrefix = "\x00rel:"
+
+// anonName names files that have no path, as /proc/PID/fd does.
+func anonName(r event.FileRef) string {
+	switch r.Kind {
+	case event.KindPipe:
+		return fmt.Sprintf("pipe:[%d]", r.Ino)
+	case event.KindSocketInet, event.KindSocketUnix, event.KindSocketOther:
+		return fmt.Sprintf("socket:[%d]", r.Ino)
+	case event.KindAnon:
+		return "anon_inode"
+	case event.KindBlock:
+		return "[block device: metadata, journal]"
+	}
+	return fmt.Sprintf("inode:[%d]", r.Ino)
+}

@@ -1,0 +1,223 @@
+// Package capture loads whyslow's BPF programs, attaches them to tracepoints
+// (tp_btf, or raw_tp where tp_btf is refused) and turns what they report into
+// domain events.
+package capture
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"github.com/cilium/ebpf/rlimit"
+)
+
+// Level is how much the engine streams.
+type Level int
+
+const (
+	// Default aggregates fast, non-blocking I/O syscalls in the kernel and
+	// streams only syscalls that block, are slow, fail, or open/close/sync.
+	Default Level = iota
+	// Full streams every I/O syscall, like an LTTng recording.
+	Full
+)
+
+// Options say what to capture. The zero value is a default-level, targeted capture.
+type Options struct {
+	Level      Level
+	SystemWide bool
+	// Slow is the default level's streaming threshold for a syscall (1ms when zero).
+	Slow time.Duration
+	// EventsRingBytes sizes the main ring buffer (16 MiB when zero); a power of two, at least a page.
+	EventsRingBytes int
+	// MetaRingBytes sizes the ring buffer for files, lifecycle and writeback (4 MiB when zero).
+	MetaRingBytes int
+	// Flavour forces "tp_btf" or "raw_tp"; empty probes tp_btf first.
+	Flavour string
+}
+
+// Engine is a loaded and attached set of programs.
+type Engine struct {
+	opts     Options
+	coll     *ebpf.Collection
+	links    []link.Link
+	events   *ringbuf.Reader
+	meta     *ringbuf.Reader
+	flavour  string
+	missing  []string // tracepoints that could not be attached
+	resolver *resolver
+	cpuSeen  map[uint32]uint64 // on-CPU ns already reported, per thread
+}
+
+// tracepoints lists every handler by its program suffix and tracepoint name.
+var tracepoints = []struct{ prog, tp string }{
+	{"sys_enter", "sys_enter"},
+	{"sys_exit", "sys_exit"},
+	{"sched_switch", "sched_switch"},
+	{"sched_wakeup", "sched_wakeup"},
+	{"sched_wakeup_new", "sched_wakeup_new"},
+	{"sched_process_fork", "sched_process_fork"},
+	{"sched_process_exec", "sched_process_exec"},
+	{"sched_process_exit", "sched_process_exit"},
+	{"block_rq_insert", "block_rq_insert"},
+	{"block_rq_issue", "block_rq_issue"},
+	{"block_rq_complete", "block_rq_complete"},
+	{"writeback_dirty_folio", "writeback_dirty_folio"},
+	{"balance_dirty_pages", "balance_dirty_pages"},
+	{"wb_inode_start", "writeback_single_inode_start"},
+	{"wb_inode", "writeback_single_inode"},
+	{"uring_submit", "io_uring_submit_req"},
+	{"uring_complete", "io_uring_complete"},
+}
+
+// Tracepoints names every tracepoint the engine uses, for `whyslow check`.
+func Tracepoints() []string {
+	out := make([]string, len(tracepoints))
+	for i, t := range tracepoints {
+		out[i] = t.tp
+	}
+	return out
+}
+
+// Open loads and attaches the programs. Nothing is traced until targets are
+// added (or SystemWide is set).
+func Open(opts Options) (*Engine, error) {
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("removing memlock limit: %w", err)
+	}
+	flavours := []string{"tp_btf", "raw_tp"}
+	if opts.Flavour != "" {
+		flavours = []string{opts.Flavour}
+	}
+	var errs []error
+	for _, fl := range flavours {
+		e, err := open(opts, fl)
+		if err == nil {
+			return e, nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", fl, err))
+	}
+	return nil, errors.Join(errs...)
+}
+
+func open(opts Options, flavour string) (*Engine, error) {
+	spec, err := loadWhyslow()
+	if err != nil {
+		return nil, fmt.Errorf("loading BPF spec: %w", err)
+	}
+	prefix := map[string]string{"tp_btf": "btf_", "raw_tp": "raw_"}[flavour]
+	if prefix == "" {
+		return nil, fmt.Errorf("unknown flavour %q", flavour)
+	}
+	for name := range spec.Programs {
+		if len(name) < len(prefix) || name[:len(prefix)] != prefix {
+			delete(spec.Programs, name)
+		}
+	}
+	slow := opts.Slow
+	if slow == 0 {
+		slow = time.Millisecond
+	}
+	set := map[string]any{
+		"system_wide": opts.SystemWide,
+		"full":        opts.Level == Full,
+		"slow_ns":     uint64(slow),
+		"self_pid":    uint32(os.Getpid()),
+	}
+	for name, v := range set {
+		if err := spec.Variables[name].Set(v); err != nil {
+			return nil, fmt.Errorf("setting %s: %w", name, err)
+		}
+	}
+	if opts.EventsRingBytes > 0 {
+		spec.Maps["events"].MaxEntries = uint32(opts.EventsRingBytes)
+	}
+	if opts.MetaRingBytes > 0 {
+		spec.Maps["meta"].MaxEntries = uint32(opts.MetaRingBytes)
+	}
+	coll, err := ebpf.NewCollection(spec)
+	if err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return nil, fmt.Errorf("loading programs: %+v", ve)
+		}
+		return nil, fmt.Errorf("loading programs: %w", err)
+	}
+	e := &Engine{opts: opts, coll: coll, flavour: flavour, resolver: newResolver()}
+	if err := e.attach(prefix); err != nil {
+		e.Close()
+		return nil, err
+	}
+	if e.events, err = ringbuf.NewReader(coll.Maps["events"]); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("opening events ring buffer: %w", err)
+	}
+	if e.meta, err = ringbuf.NewReader(coll.Maps["meta"]); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("opening meta ring buffer: %w", err)
+	}
+	return e, nil
+}
+
+func (e *Engine) attach(prefix string) error {
+	for _, t := range tracepoints {
+		prog := e.coll.Programs[prefix+t.prog]
+		if prog == nil {
+			return fmt.Errorf("program %s%s missing from the object", prefix, t.prog)
+		}
+		var l link.Link
+		var err error
+		if prefix == "btf_" {
+			l, err = link.AttachTracing(link.TracingOptions{Program: prog})
+		} else {
+			l, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: t.tp, Program: prog})
+		}
+		if errors.Is(err, os.ErrNotExist) {
+			// This kernel lacks the tracepoint: degrade and say so.
+			e.missing = append(e.missing, t.tp)
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("attaching tracepoint %s: %w", t.tp, err)
+		}
+		e.links = append(e.links, l)
+	}
+	return nil
+}
+
+// Flavour says which program type was attached: tp_btf or raw_tp.
+func (e *Engine) Flavour() string { return e.flavour }
+
+// Missing lists tracepoints this kernel does not have.
+func (e *Engine) Missing() []string { return e.missing }
+
+// AddTarget adds a process (and, as they fork, its descendants) to the target set.
+func (e *Engine) AddTarget(pid uint32) error {
+	one := uint8(1)
+	if err := e.coll.Maps["targets"].Put(pid, one); err != nil {
+		return fmt.Errorf("adding target %d: %w", pid, err)
+	}
+	return nil
+}
+
+// Close detaches everything and frees the maps.
+func (e *Engine) Close() error {
+	for _, l := range e.links {
+		l.Close()
+	}
+	e.links = nil
+	if e.events != nil {
+		e.events.Close()
+	}
+	if e.meta != nil {
+		e.meta.Close()
+	}
+	if e.coll != nil {
+		e.coll.Close()
+	}
+	return nil
+}

@@ -1,0 +1,126 @@
+package capture
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/cilium/ebpf/ringbuf"
+	"github.com/whyslow/whyslow/internal/event"
+)
+
+// Sink receives batches of events. It is called from one goroutine at a time.
+type Sink func(batch []event.Event)
+
+const (
+	batchSize   = 4096
+	batchWait   = 50 * time.Millisecond
+	drainPeriod = time.Second
+)
+
+// Run reads both ring buffers and drains the in-kernel aggregates every second,
+// handing events to sink until ctx is done; then it reads what is left and
+// returns. Off-CPU intervals still open at the end are closed at that moment.
+func (e *Engine) Run(ctx context.Context, sink Sink) error {
+	out := make(chan []event.Event, 64)
+	st := newStacks(e.coll.Maps["stacks"])
+	var wg sync.WaitGroup
+	errc := make(chan error, 2)
+	for _, rd := range []*ringbuf.Reader{e.events, e.meta} {
+		wg.Add(1)
+		go func(rd *ringbuf.Reader) {
+			defer wg.Done()
+			errc <- e.read(ctx, rd, out)
+		}(rd)
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(drainPeriod)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if b := e.drain(false); len(b) > 0 {
+					out <- b
+				}
+			}
+		}
+	}()
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		if b := e.drain(true); len(b) > 0 {
+			out <- b
+		}
+		close(out)
+		close(done)
+	}()
+	for b := range out {
+		for _, ev := range b {
+			switch v := ev.(type) {
+			case *event.OffCPU:
+				st.classify(v)
+			case *event.Syscall:
+				st.noteFile(v.PID, v.File)
+			case *event.SyscallTotals:
+				st.noteFile(v.PID, v.File)
+			}
+		}
+		sink(b)
+	}
+	<-done
+	var errs []error
+	for range 2 {
+		if err := <-errc; err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (e *Engine) read(ctx context.Context, rd *ringbuf.Reader, out chan<- []event.Event) error {
+	dec := newDecoder()
+	var rec ringbuf.Record
+	batch := make([]event.Event, 0, batchSize)
+	flushAt := time.Now().Add(batchWait)
+	stopping := false
+	for {
+		if ctx.Err() != nil && !stopping {
+			stopping = true
+			rd.SetDeadline(time.Now()) // read what is buffered, then stop
+		} else if !stopping {
+			rd.SetDeadline(time.Now().Add(batchWait))
+		}
+		err := rd.ReadInto(&rec)
+		if err == nil {
+			ev, derr := dec.decode(rec.RawSample)
+			if derr == nil {
+				if f, ok := ev.(*event.File); ok {
+					e.resolver.complete(f)
+				}
+				batch = append(batch, ev)
+			}
+		} else if errors.Is(err, ringbuf.ErrClosed) {
+			stopping = true
+		} else if !errors.Is(err, os.ErrDeadlineExceeded) {
+			return err
+		}
+		timedOut := err != nil
+		if len(batch) >= batchSize || (len(batch) > 0 && (timedOut || time.Now().After(flushAt))) {
+			out <- batch
+			batch = make([]event.Event, 0, batchSize)
+			flushAt = time.Now().Add(batchWait)
+		}
+		if stopping && timedOut {
+			if len(batch) > 0 {
+				out <- batch
+			}
+			return nil
+		}
+	}
+}

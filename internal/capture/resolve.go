@@ -1,0 +1,69 @@
+package capture
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/procfs"
+	"github.com/whyslow/whyslow/internal/event"
+)
+
+// resolver completes paths the kernel could only give relative to a
+// filesystem's root (inodes met in the page cache or writeback, without a
+// struct file): it prefixes the mount point of the device.
+type resolver struct {
+	mu     sync.Mutex
+	mounts map[string]string // "major:minor" -> mount point of the filesystem root
+	loaded bool
+}
+
+func newResolver() *resolver { return &resolver{} }
+
+func (r *resolver) load() {
+	r.mounts = make(map[string]string)
+	infos, err := procfs.GetMounts()
+	if err != nil {
+		return
+	}
+	for _, m := range infos {
+		if m.Root != "/" {
+			continue // bind mount of a subtree: a path under it would be wrong
+		}
+		if _, ok := r.mounts[m.MajorMinorVer]; !ok {
+			r.mounts[m.MajorMinorVer] = m.MountPoint
+		}
+	}
+	r.loaded = true
+}
+
+// complete rewrites f.Path in place when it is relative to its filesystem.
+func (r *resolver) complete(f *event.File) {
+	if !strings.HasPrefix(f.Path, relativePrefix) {
+		return
+	}
+	rel := strings.TrimPrefix(f.Path, relativePrefix)
+	maj, min := event.Dev(f.Ref.Dev)
+	key := fmt.Sprintf("%d:%d", maj, min)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.loaded {
+		r.load()
+	}
+	mp, ok := r.mounts[key]
+	if !ok {
+		r.load() // mounted since we last looked
+		mp, ok = r.mounts[key]
+	}
+	switch {
+	case !ok:
+		f.Path = fmt.Sprintf("[dev %s]%s", key, rel)
+	case mp == "/":
+		f.Path = rel
+	default:
+		f.Path = mp + rel
+	}
+	if rel == "/" && f.Ref.Kind == event.KindBlock {
+		f.Path = fmt.Sprintf("[metadata %s]", key)
+	}
+}

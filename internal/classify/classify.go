@@ -1,0 +1,175 @@
+// Package classify decides why a thread was off CPU from the kernel stack at
+// switch-out and the syscall in progress, not from the syscall alone: a sync
+// spends its time in writeback waits, a curl in poll.
+package classify
+
+import (
+	"strings"
+
+	"github.com/whyslow/whyslow/internal/event"
+)
+
+// Input is what the kernel told us about one off-CPU interval.
+type Input struct {
+	State   byte     // 'R', 'S', 'D', ...
+	Syscall int32    // in progress, -1 none
+	Frames  []string // kernel stack, innermost first
+	// PollOnSockets: the process had network sockets, so a poll/epoll/select
+	// wait is counted as network rather than ipc/other.
+	PollOnSockets bool
+}
+
+// rule maps a kernel function (matched as a prefix) to a reason. The first rule
+// matching any frame, scanning innermost first, wins.
+type rule struct {
+	prefix string
+	reason event.Reason
+}
+
+var rules = []rule{
+	{"balance_dirty_pages", event.ReasonDirtyThrottle},
+	// socket waits
+	{"sk_wait_data", event.ReasonNetwork},
+	{"sk_stream_wait_memory", event.ReasonNetwork},
+	{"inet_csk_accept", event.ReasonNetwork},
+	{"inet_wait_for_connect", event.ReasonNetwork},
+	{"__inet_stream_connect", event.ReasonNetwork},
+	{"tcp_recvmsg", event.ReasonNetwork},
+	{"tcp_sendmsg", event.ReasonNetwork},
+	{"__skb_wait_for_more_packets", event.ReasonNetwork},
+	{"udp_recvmsg", event.ReasonNetwork},
+	{"unix_stream_read", event.ReasonIPC},
+	{"unix_stream_data_wait", event.ReasonIPC},
+	{"unix_dgram_recvmsg", event.ReasonIPC},
+	{"unix_wait_for_peer", event.ReasonIPC},
+	{"pipe_read", event.ReasonIPC},
+	{"pipe_write", event.ReasonIPC},
+	{"wait_for_partner", event.ReasonIPC},
+	// locks
+	{"futex_wait", event.ReasonLock},
+	{"__futex_wait", event.ReasonLock},
+	{"flock_lock_inode_wait", event.ReasonLock},
+	{"locks_lock_inode_wait", event.ReasonLock},
+	{"fcntl_setlk", event.ReasonLock},
+	{"__mutex_lock", event.ReasonLock},
+	{"mutex_lock", event.ReasonLock},
+	{"rwsem_down_", event.ReasonLock},
+	{"down_read", event.ReasonLock},
+	{"down_write", event.ReasonLock},
+	{"percpu_rwsem_wait", event.ReasonLock},
+	// storage writes
+	{"folio_wait_writeback", event.ReasonDiskWrite},
+	{"wait_on_page_writeback", event.ReasonDiskWrite},
+	{"__filemap_fdatawait_range", event.ReasonDiskWrite},
+	{"filemap_fdatawait", event.ReasonDiskWrite},
+	{"jbd2_log_wait_commit", event.ReasonDiskWrite},
+	{"jbd2__journal_start", event.ReasonDiskWrite},
+	{"wait_transaction_locked", event.ReasonDiskWrite},
+	{"add_transaction_credits", event.ReasonDiskWrite},
+	{"blkdev_issue_flush", event.ReasonDiskWrite},
+	{"submit_bio_wait", event.ReasonDiskWrite},
+	{"__blkdev_direct_IO", event.ReasonDiskWrite},
+	{"iomap_dio_rw", event.ReasonDiskWrite},
+	{"__iomap_dio_rw", event.ReasonDiskWrite},
+	{"wb_wait_for_completion", event.ReasonDiskWrite},
+	{"sync_inodes_sb", event.ReasonDiskWrite},
+	// storage reads
+	{"filemap_fault", event.ReasonDiskRead},
+	{"filemap_read", event.ReasonDiskRead},
+	{"filemap_get_pages", event.ReasonDiskRead},
+	{"folio_wait_bit", event.ReasonDiskRead},
+	{"__folio_lock", event.ReasonDiskRead},
+	{"__bread", event.ReasonDiskRead},
+	{"bh_read", event.ReasonDiskRead},
+	{"__wait_on_buffer", event.ReasonDiskRead},
+	{"ext4_read_", event.ReasonDiskRead},
+	{"do_read_cache", event.ReasonDiskRead},
+	// sleeping
+	{"do_nanosleep", event.ReasonSleep},
+	{"hrtimer_nanosleep", event.ReasonSleep},
+	{"msleep", event.ReasonSleep},
+	// children
+	{"do_wait", event.ReasonChild},
+	{"kernel_wait4", event.ReasonChild},
+	{"kernel_waitid", event.ReasonChild},
+}
+
+// syncSyscalls are the calls whose whole wait is the cost of syncing.
+var syncSyscalls = map[int32]bool{74: true, 75: true, 162: true, 306: true, 277: true, 26: true}
+
+var pollSyscalls = map[int32]bool{7: true, 23: true, 232: true, 281: true, 441: true, 271: true, 270: true}
+
+var readSyscalls = map[int32]bool{0: true, 17: true, 19: true, 295: true, 327: true}
+
+// Reason classifies one off-CPU interval.
+func Reason(in Input) event.Reason {
+	if in.State == 'R' {
+		return event.ReasonRunqueue
+	}
+	if syncSyscalls[in.Syscall] {
+		// A sync that waits on a lock still waits because of the sync.
+		return event.ReasonSync
+	}
+	for _, f := range in.Frames {
+		for _, r := range rules {
+			if strings.HasPrefix(f, r.prefix) {
+				if r.reason == event.ReasonDiskRead && !readSyscalls[in.Syscall] && isWriteContext(in.Frames) {
+					return event.ReasonDiskWrite
+				}
+				return r.reason
+			}
+		}
+		if strings.HasPrefix(f, "do_sys_poll") || strings.HasPrefix(f, "do_select") ||
+			strings.HasPrefix(f, "ep_poll") || strings.HasPrefix(f, "do_epoll_wait") {
+			return pollReason(in)
+		}
+	}
+	if pollSyscalls[in.Syscall] {
+		return pollReason(in)
+	}
+	switch in.Syscall {
+	case 202:
+		return event.ReasonLock
+	case 35, 230, 34:
+		return event.ReasonSleep
+	case 61, 247:
+		return event.ReasonChild
+	}
+	if in.State == 'D' {
+		if hasFrame(in.Frames, "io_schedule") {
+			if readSyscalls[in.Syscall] {
+				return event.ReasonDiskRead
+			}
+			return event.ReasonDiskWrite
+		}
+	}
+	return event.ReasonOther
+}
+
+func pollReason(in Input) event.Reason {
+	if in.PollOnSockets {
+		return event.ReasonNetwork
+	}
+	return event.ReasonIPC
+}
+
+// isWriteContext: a page lock or page wait taken on the way to writing (write
+// begin, writeback) is a write cost, not a read.
+func isWriteContext(frames []string) bool {
+	for _, f := range frames {
+		if strings.Contains(f, "write_begin") || strings.Contains(f, "writepages") ||
+			strings.Contains(f, "_write_iter") || strings.HasPrefix(f, "ksys_write") {
+			return true
+		}
+	}
+	return false
+}
+
+func hasFrame(frames []string, prefix string) bool {
+	for _, f := range frames {
+		if strings.HasPrefix(f, prefix) {
+			return true
+		}
+	}
+	return false
+}

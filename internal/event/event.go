@@ -1,0 +1,163 @@
+// Package event holds whyslow's domain events: what the kernel told us, in Go
+// types that carry no trace of how they were captured (no cilium/ebpf import).
+package event
+
+import "net/netip"
+
+// Header is common to every event. Time is CLOCK_MONOTONIC nanoseconds; the
+// recording's clock mapping turns it into wall time once, at output.
+type Header struct {
+	Time   uint64
+	PID    uint32 // process (tgid)
+	TID    uint32 // thread
+	CPU    uint8
+	Cgroup uint64
+	Comm   string
+}
+
+// Event is any of the types below.
+type Event interface{ Hdr() *Header }
+
+func (h *Header) Hdr() *Header { return h }
+
+// FileRef names a file the way the kernel does. Gen tells apart files that
+// reuse an inode number after a delete.
+type FileRef struct {
+	Dev  uint32 // kernel dev_t: major<<20 | minor
+	Ino  uint64
+	Gen  uint32
+	Kind FileKind
+}
+
+// Known reports whether the kernel resolved a file at all.
+func (r FileRef) Known() bool { return r.Ino != 0 || r.Dev != 0 }
+
+// Syscall is one I/O syscall, entry and exit paired.
+type Syscall struct {
+	Header
+	Dur     uint64
+	Ret     int64
+	Req     uint64 // bytes asked, where the syscall has such an argument
+	FD, FD2 int32
+	Nr      uint32
+	Flags   uint32
+	Blocked bool // went off CPU inside the call
+	File    FileRef
+	File2   FileRef
+}
+
+// File describes a file once, when whyslow first meets it.
+type File struct {
+	Header
+	Ref       FileRef
+	Path      string
+	Deleted   bool
+	Truncated bool
+	Size      uint64
+	Local     netip.AddrPort // sockets
+	Peer      netip.AddrPort
+}
+
+// OffCPU is an interval a thread spent off CPU; Header.Time is when it ran again.
+type OffCPU struct {
+	Header
+	Off       uint64 // switched out until switched in
+	Runq      uint64 // woken until switched in
+	State     byte   // 'R' preempted, 'S', 'D', ...
+	StackID   int32
+	Syscall   int32 // in progress at switch-out, -1 none
+	WakerPID  uint32
+	WakerTID  uint32
+	WakerComm string
+	Reason    Reason   // filled by the classifier
+	Stack     []string // kernel stack at switch-out, innermost first
+}
+
+// Block is one block request; Header names the task that issued it, Time is completion.
+type Block struct {
+	Header
+	InsertTime uint64
+	IssueTime  uint64
+	Sector     uint64
+	Bytes      uint32
+	Dev        uint32
+	Op         BlockOp
+	Sync, Meta, FUA bool
+	Error      int32
+	File       FileRef
+}
+
+// Throttle is one balance_dirty_pages pause.
+type Throttle struct {
+	Header
+	Pause   uint64
+	Period  uint64
+	Dirtied uint64
+	BDIDev  uint32
+}
+
+// Writeback is one inode written back by a flusher (Header is the flusher).
+type Writeback struct {
+	Header
+	File  FileRef
+	Pages uint64
+	Dur   uint64
+}
+
+type Fork struct {
+	Header
+	ChildPID, ChildTID uint32
+}
+
+type Exec struct {
+	Header
+	PPID     uint32
+	Filename string
+	Args     []string
+}
+
+type Exit struct {
+	Header
+	Code      int32
+	GroupDead bool
+}
+
+// Uring is one io_uring operation from submission to completion.
+type Uring struct {
+	Header
+	Dur      uint64
+	Res      int64
+	UserData uint64
+	Opcode   uint32
+	FD       int32
+	File     FileRef
+}
+
+// SyscallTotals is the default level's in-kernel aggregate for one thread,
+// file and syscall over [First, Last].
+type SyscallTotals struct {
+	Header  // Time = First
+	Last    uint64
+	Nr      uint32
+	File    FileRef
+	Count   uint64
+	Bytes   uint64
+	TotalNS uint64
+	MaxNS   uint64
+	Errors  uint64
+	Slots   []uint64 // log2(ns) histogram
+}
+
+// Dirtied counts pages a task dirtied in an inode over [Time, Last].
+type Dirtied struct {
+	Header
+	Last  uint64
+	File  FileRef
+	Pages uint64
+}
+
+// CPUTime is on-CPU time a thread accumulated since the previous sample.
+type CPUTime struct {
+	Header
+	OnCPU uint64
+}

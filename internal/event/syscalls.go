@@ -1,0 +1,108 @@
+package event
+
+// Class groups syscalls the way the analyses report them. The numbers match
+// CLS_* in bpf/syscalls.h.
+type Class uint8
+
+const (
+	ClassNone Class = iota
+	ClassRead
+	ClassWrite
+	ClassOpen
+	ClassClose
+	ClassSync
+	ClassNet
+	ClassMmap
+	ClassLock
+	ClassUring
+	ClassXfer
+)
+
+var classNames = [...]string{"none", "read", "write", "open", "close", "sync", "net", "mmap", "lock", "uring", "xfer"}
+
+func (c Class) String() string {
+	if int(c) < len(classNames) {
+		return classNames[c]
+	}
+	return "none"
+}
+
+// ClassByName is the inverse of String.
+func ClassByName(name string) (Class, bool) {
+	for i, n := range classNames {
+		if n == name && i != 0 {
+			return Class(i), true
+		}
+	}
+	return ClassNone, false
+}
+
+type syscallInfo struct {
+	name  string
+	class Class
+}
+
+// x86_64 numbers; bpf/syscalls.h carries the same table (TestSyscallTableMatchesBPF).
+var syscalls = map[uint32]syscallInfo{
+	0: {"read", ClassRead}, 17: {"pread64", ClassRead}, 19: {"readv", ClassRead},
+	295: {"preadv", ClassRead}, 327: {"preadv2", ClassRead},
+	1: {"write", ClassWrite}, 18: {"pwrite64", ClassWrite}, 20: {"writev", ClassWrite},
+	296: {"pwritev", ClassWrite}, 328: {"pwritev2", ClassWrite},
+	2: {"open", ClassOpen}, 257: {"openat", ClassOpen}, 437: {"openat2", ClassOpen}, 85: {"creat", ClassOpen},
+	3: {"close", ClassClose},
+	74: {"fsync", ClassSync}, 75: {"fdatasync", ClassSync}, 162: {"sync", ClassSync},
+	306: {"syncfs", ClassSync}, 277: {"sync_file_range", ClassSync}, 26: {"msync", ClassSync},
+	42: {"connect", ClassNet}, 43: {"accept", ClassNet}, 288: {"accept4", ClassNet},
+	44: {"sendto", ClassNet}, 45: {"recvfrom", ClassNet}, 46: {"sendmsg", ClassNet}, 47: {"recvmsg", ClassNet},
+	9:  {"mmap", ClassMmap},
+	73: {"flock", ClassLock}, 72: {"fcntl", ClassLock},
+	426: {"io_uring_enter", ClassUring},
+	40:  {"sendfile", ClassXfer}, 275: {"splice", ClassXfer}, 326: {"copy_file_range", ClassXfer},
+}
+
+// Other syscalls the classifier needs to recognise while a thread waits.
+var waitSyscalls = map[int32]string{
+	7: "poll", 23: "select", 232: "epoll_wait", 281: "epoll_pwait", 441: "epoll_pwait2",
+	271: "ppoll", 270: "pselect6", 202: "futex", 35: "nanosleep", 230: "clock_nanosleep",
+	61: "wait4", 247: "waitid", 34: "pause", 130: "rt_sigsuspend", 128: "rt_sigtimedwait",
+}
+
+// SyscallName names a traced syscall, or a wait syscall, or "syscall_N".
+func SyscallName(nr int32) string {
+	if s, ok := syscalls[uint32(nr)]; ok && nr >= 0 {
+		return s.name
+	}
+	if s, ok := waitSyscalls[nr]; ok {
+		return s
+	}
+	if nr < 0 {
+		return ""
+	}
+	return "syscall_" + itoa(int(nr))
+}
+
+// SyscallClass is the class of a traced syscall.
+func SyscallClass(nr uint32) Class { return syscalls[nr].class }
+
+// TracedSyscalls lists the numbers the kernel side follows.
+func TracedSyscalls() map[uint32]string {
+	out := make(map[uint32]string, len(syscalls))
+	for nr, s := range syscalls {
+		out[nr] = s.name
+	}
+	return out
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	var b [20]byte
+	i := len(b)
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return string(b[i:])
+}
