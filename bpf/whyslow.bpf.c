@@ -796,8 +796,9 @@ static __always_inline __u32 rq_dev(struct request *rq)
 	return (BPF_CORE_READ(disk, major) << 20) | BPF_CORE_READ(disk, first_minor);
 }
 
-/* The file whose data a request carries: the page cache page's owner, or, for
- * O_DIRECT (user pages), the file of the submitter's syscall in progress. */
+/* The file whose data a request carries: the page cache page's owner when it
+ * lives on this device (or is the device's own metadata); otherwise (O_DIRECT
+ * from user pages, anonymous or shmem) the file of the submitter's syscall. */
 static __always_inline void rq_file(struct request *rq, struct file_ref *r)
 {
 	struct page *page = BPF_CORE_READ(rq, bio, bi_io_vec, bv_page);
@@ -806,8 +807,12 @@ static __always_inline void rq_file(struct request *rq, struct file_ref *r)
 		if (mapping && !((unsigned long)mapping & 1)) {
 			struct inode *host = BPF_CORE_READ(mapping, host);
 			if (host) {
-				inode_only_ref(host, r);
-				return;
+				struct file_ref pr = {};
+				inode_ref(host, NULL, &pr);
+				if (pr.kind == FK_BLK || pr.dev == rq_dev(rq)) {
+					inode_only_ref(host, r);
+					return;
+				}
 			}
 		}
 	}
@@ -1055,7 +1060,9 @@ TWIN(sys_exit, sys_exit, struct pt_regs *regs COMMA long ret, on_sys_exit(regs, 
 TWIN(sched_switch, sched_switch,
      bool preempt COMMA struct task_struct *prev COMMA struct task_struct *next COMMA unsigned int prev_state,
      on_switch(ctx, preempt, prev, next, prev_state))
-TWIN(sched_wakeup, sched_wakeup, struct task_struct *p, on_wakeup(p))
+/* sched_waking, not sched_wakeup: it runs in the waker's context, while
+ * sched_wakeup may run later on the target CPU (ttwu wake list) as swapper. */
+TWIN(sched_waking, sched_waking, struct task_struct *p, on_wakeup(p))
 TWIN(sched_wakeup_new, sched_wakeup_new, struct task_struct *p, on_wakeup(p))
 TWIN(sched_process_fork, sched_process_fork, struct task_struct *parent COMMA struct task_struct *child,
      on_fork(parent, child))

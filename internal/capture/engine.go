@@ -58,7 +58,7 @@ var tracepoints = []struct{ prog, tp string }{
 	{"sys_enter", "sys_enter"},
 	{"sys_exit", "sys_exit"},
 	{"sched_switch", "sched_switch"},
-	{"sched_wakeup", "sched_wakeup"},
+	{"sched_waking", "sched_waking"},
 	{"sched_wakeup_new", "sched_wakeup_new"},
 	{"sched_process_fork", "sched_process_fork"},
 	{"sched_process_exec", "sched_process_exec"},

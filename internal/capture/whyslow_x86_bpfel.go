@@ -290,8 +290,8 @@ const (
 	whyslowProgBtfSchedProcessExit    = "btf_sched_process_exit"
 	whyslowProgBtfSchedProcessFork    = "btf_sched_process_fork"
 	whyslowProgBtfSchedSwitch         = "btf_sched_switch"
-	whyslowProgBtfSchedWakeup         = "btf_sched_wakeup"
 	whyslowProgBtfSchedWakeupNew      = "btf_sched_wakeup_new"
+	whyslowProgBtfSchedWaking         = "btf_sched_waking"
 	whyslowProgBtfSysEnter            = "btf_sys_enter"
 	whyslowProgBtfSysExit             = "btf_sys_exit"
 	whyslowProgBtfUringComplete       = "btf_uring_complete"
@@ -307,8 +307,8 @@ const (
 	whyslowProgRawSchedProcessExit    = "raw_sched_process_exit"
 	whyslowProgRawSchedProcessFork    = "raw_sched_process_fork"
 	whyslowProgRawSchedSwitch         = "raw_sched_switch"
-	whyslowProgRawSchedWakeup         = "raw_sched_wakeup"
 	whyslowProgRawSchedWakeupNew      = "raw_sched_wakeup_new"
+	whyslowProgRawSchedWaking         = "raw_sched_waking"
 	whyslowProgRawSysEnter            = "raw_sys_enter"
 	whyslowProgRawSysExit             = "raw_sys_exit"
 	whyslowProgRawUringComplete       = "raw_uring_complete"
@@ -389,8 +389,8 @@ type whyslowProgramSpecs struct {
 	BtfSchedProcessExit    *ebpf.ProgramSpec `ebpf:"btf_sched_process_exit"`
 	BtfSchedProcessFork    *ebpf.ProgramSpec `ebpf:"btf_sched_process_fork"`
 	BtfSchedSwitch         *ebpf.ProgramSpec `ebpf:"btf_sched_switch"`
-	BtfSchedWakeup         *ebpf.ProgramSpec `ebpf:"btf_sched_wakeup"`
 	BtfSchedWakeupNew      *ebpf.ProgramSpec `ebpf:"btf_sched_wakeup_new"`
+	BtfSchedWaking         *ebpf.ProgramSpec `ebpf:"btf_sched_waking"`
 	BtfSysEnter            *ebpf.ProgramSpec `ebpf:"btf_sys_enter"`
 	BtfSysExit             *ebpf.ProgramSpec `ebpf:"btf_sys_exit"`
 	BtfUringComplete       *ebpf.ProgramSpec `ebpf:"btf_uring_complete"`
@@ -406,8 +406,8 @@ type whyslowProgramSpecs struct {
 	RawSchedProcessExit    *ebpf.ProgramSpec `ebpf:"raw_sched_process_exit"`
 	RawSchedProcessFork    *ebpf.ProgramSpec `ebpf:"raw_sched_process_fork"`
 	RawSchedSwitch         *ebpf.ProgramSpec `ebpf:"raw_sched_switch"`
-	RawSchedWakeup         *ebpf.ProgramSpec `ebpf:"raw_sched_wakeup"`
 	RawSchedWakeupNew      *ebpf.ProgramSpec `ebpf:"raw_sched_wakeup_new"`
+	RawSchedWaking         *ebpf.ProgramSpec `ebpf:"raw_sched_waking"`
 	RawSysEnter            *ebpf.ProgramSpec `ebpf:"raw_sys_enter"`
 	RawSysExit             *ebpf.ProgramSpec `ebpf:"raw_sys_exit"`
 	RawUringComplete       *ebpf.ProgramSpec `ebpf:"raw_uring_complete"`
@@ -564,8 +564,8 @@ type whyslowPrograms struct {
 	BtfSchedProcessExit    *ebpf.Program `ebpf:"btf_sched_process_exit"`
 	BtfSchedProcessFork    *ebpf.Program `ebpf:"btf_sched_process_fork"`
 	BtfSchedSwitch         *ebpf.Program `ebpf:"btf_sched_switch"`
-	BtfSchedWakeup         *ebpf.Program `ebpf:"btf_sched_wakeup"`
 	BtfSchedWakeupNew      *ebpf.Program `ebpf:"btf_sched_wakeup_new"`
+	BtfSchedWaking         *ebpf.Program `ebpf:"btf_sched_waking"`
 	BtfSysEnter            *ebpf.Program `ebpf:"btf_sys_enter"`
 	BtfSysExit             *ebpf.Program `ebpf:"btf_sys_exit"`
 	BtfUringComplete       *ebpf.Program `ebpf:"btf_uring_complete"`
@@ -581,8 +581,8 @@ type whyslowPrograms struct {
 	RawSchedProcessExit    *ebpf.Program `ebpf:"raw_sched_process_exit"`
 	RawSchedProcessFork    *ebpf.Program `ebpf:"raw_sched_process_fork"`
 	RawSchedSwitch         *ebpf.Program `ebpf:"raw_sched_switch"`
-	RawSchedWakeup         *ebpf.Program `ebpf:"raw_sched_wakeup"`
 	RawSchedWakeupNew      *ebpf.Program `ebpf:"raw_sched_wakeup_new"`
+	RawSchedWaking         *ebpf.Program `ebpf:"raw_sched_waking"`
 	RawSysEnter            *ebpf.Program `ebpf:"raw_sys_enter"`
 	RawSysExit             *ebpf.Program `ebpf:"raw_sys_exit"`
 	RawUringComplete       *ebpf.Program `ebpf:"raw_uring_complete"`
@@ -602,8 +602,8 @@ func (p *whyslowPrograms) Close() error {
 		p.BtfSchedProcessExit,
 		p.BtfSchedProcessFork,
 		p.BtfSchedSwitch,
-		p.BtfSchedWakeup,
 		p.BtfSchedWakeupNew,
+		p.BtfSchedWaking,
 		p.BtfSysEnter,
 		p.BtfSysExit,
 		p.BtfUringComplete,
@@ -619,8 +619,8 @@ func (p *whyslowPrograms) Close() error {
 		p.RawSchedProcessExit,
 		p.RawSchedProcessFork,
 		p.RawSchedSwitch,
-		p.RawSchedWakeup,
 		p.RawSchedWakeupNew,
+		p.RawSchedWaking,
 		p.RawSysEnter,
 		p.RawSysExit,
 		p.RawUringComplete,

@@ -1,0 +1,142 @@
+package capture
+
+import (
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/whyslow/whyslow/internal/event"
+)
+
+func TestDirectWriteBlockEvents(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "direct.out")
+	script := `
+import os, sys, mmap
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY | os.O_DIRECT, 0o644)
+buf = mmap.mmap(-1, 1 << 20)   # page-aligned, as O_DIRECT wants
+buf.write(b"d" * (1 << 20))
+os.write(fd, buf)
+os.close(fd)
+`
+	c := runCaptured(t, Options{}, python(t), "-c", script, file)
+	var bytes uint64
+	for _, b := range eventsOf[*event.Block](c) {
+		if b.Op.String() == "write" && c.path(b.File) == file {
+			bytes += uint64(b.Bytes)
+			if b.IssueTime == 0 || b.Time < b.IssueTime {
+				t.Errorf("block request times: issue %d, complete %d", b.IssueTime, b.Time)
+			}
+		}
+	}
+	if bytes < 1<<20 {
+		t.Fatalf("block writes tied to %s: %d bytes, want at least %d", file, bytes, 1<<20)
+	}
+}
+
+func TestMmapMsyncDirties(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "mapped.out")
+	script := `
+import os, sys, mmap
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_RDWR, 0o644)
+os.ftruncate(fd, 1 << 20)
+m = mmap.mmap(fd, 1 << 20)
+m.write(b"m" * (1 << 20))
+m.flush()                     # msync(MS_SYNC)
+m.close(); os.close(fd)
+`
+	c := runCaptured(t, Options{}, python(t), "-c", script, file)
+	var pages uint64
+	for _, d := range eventsOf[*event.Dirtied](c) {
+		if d.PID == c.pid && c.path(d.File) == file {
+			pages += d.Pages
+		}
+	}
+	if pages < 256 {
+		t.Errorf("dirtied pages of %s by the target: %d, want at least 256", file, pages)
+	}
+	if len(c.syscalls("msync")) == 0 {
+		t.Error("no msync event")
+	}
+	var mmapped bool
+	for _, s := range c.syscalls("mmap") {
+		mmapped = mmapped || c.path(s.File) == file
+	}
+	if !mmapped {
+		t.Error("no mmap event naming the file")
+	}
+}
+
+func TestSocketWaitOffCPU(t *testing.T) {
+	script := `
+import socket, threading, time
+srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen(1)
+port = srv.getsockname()[1]
+def serve():
+    conn, _ = srv.accept()
+    time.sleep(0.3)
+    conn.sendall(b"late answer")
+    conn.close()
+threading.Thread(target=serve, name="server").start()
+cli = socket.create_connection(("127.0.0.1", port))
+cli.recv(100)
+`
+	c := runCaptured(t, Options{}, python(t), "-c", script)
+	var found *event.OffCPU
+	for _, o := range eventsOf[*event.OffCPU](c) {
+		if o.TID == c.pid && o.State == 'S' && o.Off > 250e6 && o.Reason == event.ReasonNetwork {
+			found = o
+		}
+	}
+	if found == nil {
+		t.Fatal("no 250ms+ off-CPU interval in S state classified as network for the client thread")
+	}
+	if !slices.ContainsFunc(found.Stack, func(f string) bool { return strings.HasPrefix(f, "sk_wait_data") || strings.HasPrefix(f, "tcp_recvmsg") }) {
+		t.Errorf("stack has no socket wait: %v", found.Stack)
+	}
+	if found.WakerPID != c.pid || found.WakerTID == c.pid {
+		t.Errorf("woken by %d/%d (%s); want the server thread of %d", found.WakerPID, found.WakerTID, found.WakerComm, c.pid)
+	}
+}
+
+func TestFioIOUring(t *testing.T) {
+	fio, err := exec.LookPath("fio")
+	if err != nil {
+		t.Fatal("fio is needed (apt install fio; make deps does it)")
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "fio.dat")
+	c := runCaptured(t, Options{}, fio, "--name=uring", "--ioengine=io_uring", "--rw=randwrite", "--bs=4k",
+		"--size=4m", "--filename="+file, "--iodepth=8", "--direct=1")
+	var ops int
+	for _, u := range eventsOf[*event.Uring](c) {
+		if c.path(u.File) == file && u.Res > 0 {
+			ops++
+		}
+	}
+	if ops < 1024 {
+		t.Fatalf("io_uring operations naming %s: %d, want at least 1024", file, ops)
+	}
+}
+
+// The lost counters must prove themselves: a ring buffer of one page, flooded
+// with full-level syscalls, has to lose events and say so.
+func TestLostCounterCountsFlood(t *testing.T) {
+	script := `
+import os
+fd = os.open("/dev/zero", os.O_RDONLY)
+for _ in range(200000):
+    os.read(fd, 1)
+`
+	c := runCaptured(t, Options{Level: Full, EventsRingBytes: 4096}, python(t), "-c", script)
+	if c.lost["syscall"] == 0 {
+		t.Fatalf("flooded a 4 KiB ring with 200000 reads and lost nothing: %v", c.lost)
+	}
+	got := len(c.syscalls("read"))
+	if uint64(got)+c.lost["syscall"] < 200000 {
+		t.Errorf("delivered %d + lost %d < 200000 reads", got, c.lost["syscall"])
+	}
+}
