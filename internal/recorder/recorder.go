@@ -1,0 +1,295 @@
+// Package recorder runs a capture into a recording: it starts or finds the
+// target, feeds the engine's events to the store, and stops when asked.
+package recorder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/whyslow/whyslow/internal/capture"
+	"github.com/whyslow/whyslow/internal/store"
+	"github.com/whyslow/whyslow/internal/target"
+	"golang.org/x/sys/unix"
+)
+
+// Version is whyslow's version, set by the CLI.
+var Version = "dev"
+
+// Config says what to record.
+type Config struct {
+	Path     string
+	Capture  capture.Options
+	Command  []string      // run this command as the target
+	PID      int           // or follow this running process
+	Duration time.Duration // stop after this long (0: until the target exits or ctx ends)
+	// Linger keeps recording after the target exits, so that writeback of the
+	// data it left dirty is seen.
+	Linger time.Duration
+	Status io.Writer // a one-line live status, or nil
+	// Ready is closed once capture is attached (tests and harnesses wait on it).
+	Ready chan<- struct{}
+}
+
+// Result is what a recording produced.
+type Result struct {
+	TargetPID  int
+	ExitCode   int // the command's, as a shell reports it
+	Started    time.Time
+	TargetEnd  time.Time // when the target exited (zero if it did not)
+	Rows       uint64
+	Lost       map[string]uint64
+	DirtyAtEnd uint64 // bytes dirty or under writeback system-wide when the target exited
+}
+
+// Record captures until the command exits, the pid exits, the duration passes,
+// or ctx is done. The recording is complete and closed when it returns.
+func Record(ctx context.Context, cfg Config) (*Result, error) {
+	opts := cfg.Capture
+	opts.SystemWide = len(cfg.Command) == 0 && cfg.PID == 0
+	if cfg.PID != 0 {
+		if err := target.Exists(cfg.PID); err != nil {
+			return nil, err
+		}
+	}
+	eng, err := capture.Open(opts)
+	if err != nil {
+		return nil, fmt.Errorf("starting capture: %w", err)
+	}
+	defer eng.Close()
+	w, err := store.Create(cfg.Path)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Started: time.Now(), ExitCode: -1}
+	if err := w.SetMeta(startMeta(cfg, eng, res.Started)); err != nil {
+		w.Close(nil)
+		return nil, err
+	}
+
+	var gated *target.Gated
+	switch {
+	case len(cfg.Command) > 0:
+		if gated, err = target.Start(cfg.Command); err != nil {
+			w.Close(nil)
+			os.Remove(cfg.Path)
+			return nil, err
+		}
+		res.TargetPID = gated.PID()
+	case cfg.PID != 0:
+		res.TargetPID = cfg.PID
+	}
+	if res.TargetPID != 0 {
+		for _, pid := range append([]int{res.TargetPID}, descendants(res.TargetPID)...) {
+			if err := eng.AddTarget(uint32(pid)); err != nil {
+				w.Close(nil)
+				return nil, err
+			}
+		}
+	}
+
+	runCtx, stopCapture := context.WithCancel(context.Background())
+	defer stopCapture()
+	var runErr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		runErr = eng.Run(runCtx, w.Write)
+	}()
+	if cfg.Ready != nil {
+		close(cfg.Ready)
+	}
+	stopStatus := startStatus(cfg, w, eng, res.Started)
+
+	targetDone := make(chan struct{})
+	if gated != nil {
+		if err := gated.Open(); err != nil {
+			stopCapture()
+			wg.Wait()
+			w.Close(nil)
+			return nil, err
+		}
+		go func() {
+			res.ExitCode, _ = gated.Wait()
+			close(targetDone)
+		}()
+	} else if cfg.PID != 0 {
+		go func() {
+			waitExit(ctx, cfg.PID)
+			close(targetDone)
+		}()
+	}
+	var deadline <-chan time.Time
+	if cfg.Duration > 0 {
+		deadline = time.After(cfg.Duration)
+	}
+	select {
+	case <-targetDone:
+		res.TargetEnd = time.Now()
+		res.DirtyAtEnd = dirtyBytes()
+		if cfg.Linger > 0 {
+			select {
+			case <-time.After(cfg.Linger):
+			case <-ctx.Done():
+			}
+		}
+	case <-deadline:
+	case <-ctx.Done():
+	}
+	if gated != nil {
+		select {
+		case <-targetDone:
+		default:
+			// Asked to stop while the command runs: wait for it, as `time` does;
+			// the terminal's Ctrl-C reached it too.
+			<-targetDone
+			res.TargetEnd = time.Now()
+		}
+	}
+	stopCapture()
+	wg.Wait()
+	stopStatus()
+	res.Rows = w.Rows()
+	if res.Lost, err = eng.Lost(); err != nil {
+		res.Lost = map[string]uint64{}
+	}
+	end := time.Now()
+	meta := map[string]string{
+		"end_wall":        end.UTC().Format(time.RFC3339Nano),
+		"duration_ns":     fmt.Sprint(end.Sub(res.Started).Nanoseconds()),
+		"target_pid":      fmt.Sprint(res.TargetPID),
+		"exit_code":       fmt.Sprint(res.ExitCode),
+		"dirty_at_exit":   fmt.Sprint(res.DirtyAtEnd),
+		"target_end_mono": fmt.Sprint(monoOf(res.TargetEnd)),
+	}
+	var errs []error
+	if err := w.SetMeta(meta); err != nil {
+		errs = append(errs, err)
+	}
+	if err := w.Close(res.Lost); err != nil {
+		errs = append(errs, err)
+	}
+	if runErr != nil {
+		errs = append(errs, fmt.Errorf("reading events: %w", runErr))
+	}
+	return res, errors.Join(errs...)
+}
+
+func startMeta(cfg Config, eng *capture.Engine, start time.Time) map[string]string {
+	host, _ := os.Hostname()
+	var uts unix.Utsname
+	unix.Uname(&uts)
+	level := "default"
+	if cfg.Capture.Level == capture.Full {
+		level = "full"
+	}
+	scope := "system"
+	if len(cfg.Command) > 0 {
+		scope = "command"
+	} else if cfg.PID != 0 {
+		scope = "pid"
+	}
+	return map[string]string{
+		"host":            host,
+		"kernel":          unix.ByteSliceToString(uts.Release[:]),
+		"arch":            runtime.GOARCH,
+		"whyslow_version": Version,
+		"start_wall":      start.UTC().Format(time.RFC3339Nano),
+		"clock_offset_ns": fmt.Sprint(start.UnixNano() - int64(monoOf(start))),
+		"start_mono":      fmt.Sprint(monoOf(start)),
+		"level":           level,
+		"scope":           scope,
+		"command":         strings.Join(cfg.Command, "\x00"),
+		"flavour":         eng.Flavour(),
+		"missing":         strings.Join(eng.Missing(), ","),
+		"slow_ns":         fmt.Sprint(cfg.Capture.Slow.Nanoseconds()),
+	}
+}
+
+// monoOf converts a wall time near now to CLOCK_MONOTONIC ns.
+func monoOf(t time.Time) uint64 {
+	if t.IsZero() {
+		return 0
+	}
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return uint64(ts.Nano() - time.Since(t).Nanoseconds())
+}
+
+// descendants lists a running process's descendants, so that attach follows
+// children started before it.
+func descendants(pid int) []int {
+	children := map[int][]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		var p int
+		if _, err := fmt.Sscan(e.Name(), &p); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		var state string
+		var ppid int
+		fmt.Sscan(s[i+1:], &state, &ppid)
+		children[ppid] = append(children[ppid], p)
+	}
+	var out []int
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			out = append(out, c)
+			queue = append(queue, c)
+		}
+	}
+	return out
+}
+
+// waitExit returns when pid has exited (or ctx ends): a pidfd becomes readable then.
+func waitExit(ctx context.Context, pid int) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	for ctx.Err() == nil {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, _ := unix.Poll(fds, 200)
+		if n > 0 {
+			return
+		}
+	}
+}
+
+// dirtyBytes is Dirty + Writeback from /proc/meminfo.
+func dirtyBytes() uint64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	var total uint64
+	for _, line := range strings.Split(string(b), "\n") {
+		var name string
+		var kb uint64
+		if _, err := fmt.Sscan(line, &name, &kb); err == nil && (name == "Dirty:" || name == "Writeback:") {
+			total += kb * 1024
+		}
+	}
+	return total
+}
+

@@ -1,0 +1,100 @@
+package store
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+
+	_ "github.com/duckdb/duckdb-go/v2"
+)
+
+// ErrNotRecording is a file that is not a whyslow recording (or is damaged).
+var ErrNotRecording = errors.New("not a whyslow recording")
+
+// Recording is an open recording, read-only.
+type Recording struct {
+	DB   *sql.DB
+	Meta map[string]string
+}
+
+// Open opens a recording for analysis and checks that it is one.
+func Open(path string) (*Recording, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("opening recording: %w", err)
+	}
+	if st.IsDir() {
+		return nil, fmt.Errorf("%s is a directory: %w", path, ErrNotRecording)
+	}
+	if err := checkMagic(path); err != nil {
+		return nil, err
+	}
+	// Read-write, not read-only: a recording cut short by SIGKILL has a WAL to replay.
+	db, err := sql.Open("duckdb", path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, ErrNotRecording)
+	}
+	meta := map[string]string{}
+	rows, err := db.Query("SELECT key, value FROM meta")
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%s: %w", path, ErrNotRecording)
+	}
+	for rows.Next() {
+		var k, v string
+		if rows.Scan(&k, &v) == nil {
+			meta[k] = v
+		}
+	}
+	rows.Close()
+	if meta["format"] != "whyslow-recording" {
+		db.Close()
+		return nil, fmt.Errorf("%s: %w", path, ErrNotRecording)
+	}
+	if v, _ := strconv.Atoi(meta["schema_version"]); v != SchemaVersion {
+		db.Close()
+		return nil, fmt.Errorf("%s has schema version %q; this whyslow reads version %d", path, meta["schema_version"], SchemaVersion)
+	}
+	// Views are recreated so that a recording cut short still has them.
+	for _, v := range views {
+		db.Exec(v)
+	}
+	return &Recording{DB: db, Meta: meta}, nil
+}
+
+// checkMagic refuses files that are not DuckDB databases before DuckDB sees them.
+func checkMagic(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("opening recording: %w", err)
+	}
+	defer f.Close()
+	head := make([]byte, 16)
+	if n, _ := f.Read(head); n < 12 || string(head[8:12]) != "DUCK" {
+		return fmt.Errorf("%s: %w", path, ErrNotRecording)
+	}
+	return nil
+}
+
+// Close closes the recording.
+func (r *Recording) Close() error { return r.DB.Close() }
+
+// Lost returns the recording's lost-event counts by source (only non-zero ones).
+func (r *Recording) Lost() map[string]uint64 {
+	out := map[string]uint64{}
+	rows, err := r.DB.Query("SELECT source, sum(count) FROM lost GROUP BY source HAVING sum(count) > 0")
+	if err != nil {
+		return out
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var s string
+		var n uint64
+		if rows.Scan(&s, &n) == nil {
+			out[s] = n
+		}
+	}
+	return out
+}

@@ -1,0 +1,274 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/duckdb/duckdb-go/v2"
+	"github.com/whyslow/whyslow/internal/event"
+)
+
+// Writer appends events to a recording. Rows are buffered by DuckDB's
+// appenders and flushed at most every FlushEvery, so a recording killed with
+// SIGKILL keeps everything up to its last flush.
+type Writer struct {
+	path      string
+	connector *duckdb.Connector
+	conn      driver.Conn
+	db        *sql.DB
+	app       map[string]*duckdb.Appender
+	comms     map[uint32]string // tid -> comm, for kernel aggregates that carry none
+	stacks    map[int32]bool
+	lastFlush time.Time
+	rows      uint64
+	mu        sync.Mutex
+	err       error
+}
+
+// FlushEvery bounds what a crash can lose.
+const FlushEvery = time.Second
+
+// Create makes a new recording at path; an existing file is an error, so a
+// recording is never overwritten by accident.
+func Create(path string) (*Writer, error) {
+	if _, err := os.Stat(path); err == nil {
+		return nil, fmt.Errorf("%s already exists: choose another name or remove it", path)
+	}
+	connector, err := duckdb.NewConnector(path, nil)
+	if err != nil {
+		return nil, fmt.Errorf("creating recording %s: %w", path, err)
+	}
+	w := &Writer{path: path, connector: connector, db: sql.OpenDB(connector), app: map[string]*duckdb.Appender{},
+		comms: map[uint32]string{}, stacks: map[int32]bool{}, lastFlush: time.Now()}
+	if err := w.init(); err != nil {
+		w.db.Close()
+		connector.Close()
+		os.Remove(path)
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *Writer) init() error {
+	for _, t := range tables {
+		if _, err := w.db.Exec(fmt.Sprintf("CREATE TABLE %s (%s)", t.name, t.columns)); err != nil {
+			return fmt.Errorf("creating table %s: %w", t.name, err)
+		}
+	}
+	for _, v := range views {
+		if _, err := w.db.Exec(v); err != nil {
+			return fmt.Errorf("creating view: %w", err)
+		}
+	}
+	if err := w.SetMeta(map[string]string{"schema_version": fmt.Sprint(SchemaVersion), "format": "whyslow-recording"}); err != nil {
+		return err
+	}
+	conn, err := w.connector.Connect(context.Background())
+	if err != nil {
+		return fmt.Errorf("connecting to recording: %w", err)
+	}
+	w.conn = conn
+	for _, t := range tables {
+		if t.name == "meta" {
+			continue
+		}
+		a, err := duckdb.NewAppenderFromConn(conn, "", t.name)
+		if err != nil {
+			return fmt.Errorf("opening appender for %s: %w", t.name, err)
+		}
+		w.app[t.name] = a
+	}
+	return nil
+}
+
+// SetMeta records key/value metadata (replacing earlier values).
+func (w *Writer) SetMeta(kv map[string]string) error {
+	for k, v := range kv {
+		if _, err := w.db.Exec("INSERT OR REPLACE INTO meta VALUES (?, ?)", k, v); err != nil {
+			return fmt.Errorf("writing metadata %s: %w", k, err)
+		}
+	}
+	return nil
+}
+
+// Rows is how many rows were appended.
+func (w *Writer) Rows() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.rows
+}
+
+// Err is the first write error; after it the writer drops events.
+func (w *Writer) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// Write appends a batch. A write error (a full disk) stops further writes and
+// is kept for Err; what was flushed before stays readable.
+func (w *Writer) Write(batch []event.Event) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return
+	}
+	for _, ev := range batch {
+		if err := w.append(ev); err != nil {
+			w.err = err
+			return
+		}
+		w.rows++
+	}
+	if time.Since(w.lastFlush) >= FlushEvery {
+		w.err = w.flushLocked()
+	}
+}
+
+// Flush makes everything appended so far durable.
+func (w *Writer) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.flushLocked()
+}
+
+func (w *Writer) flushLocked() error {
+	w.lastFlush = time.Now()
+	for name, a := range w.app {
+		if err := a.Flush(); err != nil {
+			return fmt.Errorf("flushing %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func (w *Writer) comm(h *event.Header) string {
+	if h.Comm != "" {
+		w.comms[h.TID] = h.Comm
+		return h.Comm
+	}
+	return w.comms[h.TID]
+}
+
+func (w *Writer) row(table string, vals ...driver.Value) error {
+	if err := w.app[table].AppendRow(vals...); err != nil {
+		return fmt.Errorf("appending to %s: %w", table, err)
+	}
+	return nil
+}
+
+func (w *Writer) append(ev event.Event) error {
+	switch e := ev.(type) {
+	case *event.Syscall:
+		c := event.SyscallClass(e.Nr)
+		return w.row("syscalls", e.Time, e.Dur, e.PID, e.TID, w.comm(&e.Header), event.SyscallName(int32(e.Nr)), c.String(),
+			e.FD, e.Ret, e.Req, e.Blocked, e.File.Dev, e.File.Ino, e.File.Gen, e.File.Kind.String(),
+			e.FD2, e.File2.Dev, e.File2.Ino, e.File2.Gen, e.Flags)
+	case *event.SyscallTotals:
+		c := event.SyscallClass(e.Nr)
+		return w.row("syscall_totals", e.Time, e.Last, e.PID, e.TID, w.comm(&e.Header), event.SyscallName(int32(e.Nr)), c.String(),
+			e.File.Dev, e.File.Ino, e.File.Gen, e.File.Kind.String(), e.Count, e.Bytes, e.TotalNS, e.MaxNS, e.Errors, e.Slots)
+	case *event.File:
+		return w.row("files", e.Time, e.Ref.Dev, e.Ref.Ino, e.Ref.Gen, e.Ref.Kind.String(), e.Path, e.Deleted, e.Truncated, e.Size,
+			addr(e.Local.String(), e.Local.IsValid()), addr(e.Peer.String(), e.Peer.IsValid() && e.Peer.Port() != 0))
+	case *event.OffCPU:
+		if e.StackID >= 0 && !w.stacks[e.StackID] && e.Stack != nil {
+			w.stacks[e.StackID] = true
+			if err := w.row("stacks", e.StackID, e.Stack); err != nil {
+				return err
+			}
+		}
+		return w.row("offcpu", e.Time, e.Time-e.Off, e.Off, e.Runq, e.PID, e.TID, w.comm(&e.Header), string(rune(e.State)),
+			string(e.Reason), e.StackID, event.SyscallName(e.Syscall), e.WakerPID, e.WakerTID, e.WakerComm)
+	case *event.Block:
+		return w.row("block", e.Time, e.InsertTime, e.IssueTime, e.PID, e.TID, e.Comm, e.Dev, e.Sector, e.Bytes, e.Op.String(),
+			e.Sync, e.Meta, e.FUA, e.Error, e.File.Dev, e.File.Ino, e.File.Gen)
+	case *event.Throttle:
+		return w.row("throttle", e.Time, e.PID, e.TID, w.comm(&e.Header), e.Pause, e.Period, e.Dirtied, e.BDIDev)
+	case *event.Writeback:
+		return w.row("writeback", e.Time, e.PID, e.TID, e.Comm, e.File.Dev, e.File.Ino, e.File.Gen, e.Pages, e.Dur)
+	case *event.Dirtied:
+		return w.row("dirtied", e.Time, e.Last, e.PID, e.TID, w.comm(&e.Header), e.File.Dev, e.File.Ino, e.File.Gen, e.Pages)
+	case *event.CPUTime:
+		return w.row("cputime", e.Time, e.PID, e.TID, w.comm(&e.Header), e.OnCPU)
+	case *event.Fork:
+		return w.row("forks", e.Time, e.PID, e.TID, w.comm(&e.Header), e.ChildPID, e.ChildTID)
+	case *event.Exec:
+		return w.row("execs", e.Time, e.PID, e.TID, w.comm(&e.Header), e.PPID, e.Filename, nonNil(e.Args), cgroupOf(e.PID))
+	case *event.Exit:
+		return w.row("exits", e.Time, e.PID, e.TID, w.comm(&e.Header), e.Code, e.GroupDead)
+	case *event.Uring:
+		return w.row("uring", e.Time, e.Dur, e.PID, e.TID, e.Comm, e.Opcode, e.Res, e.UserData, e.FD, e.File.Dev, e.File.Ino, e.File.Gen, e.File.Kind.String())
+	}
+	return nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func addr(s string, ok bool) any {
+	if !ok {
+		return nil
+	}
+	return s
+}
+
+// cgroupOf reads a process's cgroup path at exec: on a shared host it names
+// the service or container when a pid does not.
+func cgroupOf(pid uint32) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) == 3 && (parts[1] == "" || strings.Contains(parts[1], "cpu") || strings.Contains(parts[1], "name=systemd")) && parts[2] != "/" {
+			return parts[2]
+		}
+	}
+	return "/"
+}
+
+// Close flushes, records lost counts and devices, and closes the file.
+func (w *Writer) Close(lost map[string]uint64) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var errs []error
+	for src, n := range lost {
+		if err := w.row("lost", src, n); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for dev, name := range blockDevices() {
+		if err := w.row("devices", dev, name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for name, a := range w.app {
+		if err := a.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("closing appender %s: %w", name, err))
+		}
+	}
+	if w.conn != nil {
+		w.conn.Close()
+	}
+	if _, err := w.db.Exec("CHECKPOINT"); err != nil {
+		errs = append(errs, fmt.Errorf("checkpointing: %w", err))
+	}
+	errs = append(errs, w.db.Close(), w.connector.Close())
+	if w.err != nil {
+		errs = append([]error{w.err}, errs...)
+	}
+	return errors.Join(errs...)
+}
