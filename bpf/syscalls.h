@@ -18,13 +18,13 @@ enum {
 	NR_sync_file_range = 277, NR_accept4 = 288, NR_preadv = 295,
 	NR_pwritev = 296, NR_syncfs = 306, NR_copy_file_range = 326,
 	NR_preadv2 = 327, NR_pwritev2 = 328, NR_io_uring_enter = 426,
-	NR_openat2 = 437,
+	NR_openat2 = 437, NR_rmdir = 84, NR_unlink = 87, NR_unlinkat = 263,
 };
 
 enum {
 	CLS_NONE = 0, CLS_READ = 1, CLS_WRITE = 2, CLS_OPEN = 3, CLS_CLOSE = 4,
 	CLS_SYNC = 5, CLS_NET = 6, CLS_MMAP = 7, CLS_LOCK = 8, CLS_URING = 9,
-	CLS_XFER = 10,
+	CLS_XFER = 10, CLS_UNLINK = 11,
 };
 
 static __always_inline __u32 syscall_class(long nr)
@@ -52,6 +52,8 @@ static __always_inline __u32 syscall_class(long nr)
 		return CLS_URING;
 	case NR_sendfile: case NR_splice: case NR_copy_file_range:
 		return CLS_XFER;
+	case NR_unlink: case NR_unlinkat: case NR_rmdir:
+		return CLS_UNLINK;
 	}
 	return CLS_NONE;
 }

@@ -123,8 +123,9 @@ struct {
 	__type(value, struct waker);
 } wakers SEC(".maps");
 
+/* LRU: threads come and go in a long system-wide recording. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
 	__type(key, __u32);
 	__type(value, struct cpu_val);
@@ -493,6 +494,26 @@ static __always_inline int on_sys_enter(struct pt_regs *regs, long id)
 		in.flags = a2; break;
 	case NR_open:
 		in.flags = a1; break;
+	case NR_unlink: case NR_rmdir:
+		in.req = a0; in.fd = -100; break;
+	case NR_unlinkat:
+		in.req = a1; in.fd = a0; in.flags = a2; break;
+	}
+	if (cls == CLS_UNLINK) {
+		/* the directory a relative name lives in: dirfd, or the cwd */
+		if ((int)in.fd == -100) {
+			struct task_struct *task = (void *)bpf_get_current_task();
+			struct dentry *d = BPF_CORE_READ(task, fs, pwd.dentry);
+			struct inode *inode = BPF_CORE_READ(d, d_inode);
+			if (inode) {
+				inode_ref(inode, NULL, &in.f);
+				describe(NULL, inode, d, BPF_CORE_READ(task, fs, pwd.mnt), &in.f);
+			}
+		} else {
+			fd_ref(in.fd, &in.f);
+		}
+		bpf_map_update_elem(&syscalls_inflight, &tid, &in, BPF_ANY);
+		return 0;
 	}
 	/* Files are identified at entry, while the fd still names them (close, fsync). */
 	if (in.fd >= 0 && cls != CLS_OPEN)
@@ -547,6 +568,25 @@ static __always_inline void aggregate(struct inflight *in, __u32 pid, __u32 tid,
 		__sync_fetch_and_add(&v->slots[s], 1);
 }
 
+static __always_inline void emit_unlink(struct inflight *in, long ret, __u64 dur)
+{
+	struct unlink_event *e = bpf_ringbuf_reserve(&meta, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_META);
+		return;
+	}
+	fill_hdr(&e->h, EV_UNLINK);
+	e->h.ts = in->ts;
+	e->ret = ret;
+	e->dur = dur;
+	e->nr = in->nr;
+	e->_pad = 0;
+	e->dir = in->f;
+	if (bpf_probe_read_user_str(e->name, sizeof(e->name), (void *)in->req) < 0)
+		e->name[0] = 0;
+	bpf_ringbuf_submit(e, 0);
+}
+
 static __always_inline int on_sys_exit(struct pt_regs *regs, long ret)
 {
 	__u64 pidtgid = bpf_get_current_pid_tgid();
@@ -566,6 +606,11 @@ static __always_inline int on_sys_exit(struct pt_regs *regs, long ret)
 	if (in->nr == NR_connect && in->fd >= 0)
 		fd_ref(in->fd, &in->f);   /* now with its peer */
 
+	if (cls == CLS_UNLINK) {
+		emit_unlink(in, ret, dur);
+		bpf_map_delete_elem(&syscalls_inflight, &tid);
+		return 0;
+	}
 	if (!stream_it(in, cls, ret, dur)) {
 		aggregate(in, pidtgid >> 32, tid, ret, now, dur);
 		bpf_map_delete_elem(&syscalls_inflight, &tid);
@@ -619,7 +664,13 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 	__u32 prev_tgid = BPF_CORE_READ(prev, tgid), prev_tid = BPF_CORE_READ(prev, pid);
 	__u32 next_tgid = BPF_CORE_READ(next, tgid), next_tid = BPF_CORE_READ(next, pid);
 
-	if (prev_tid && is_target(prev_tgid)) {
+	/* A dying task's last switch is no wait: it never runs again. */
+	bool dead = (prev_state & 0x80) || BPF_CORE_READ(prev, exit_state);
+	if (prev_tid && dead) {
+		bpf_map_delete_elem(&offcpu_start, &prev_tid);
+		bpf_map_delete_elem(&wakers, &prev_tid);
+	}
+	if (prev_tid && !dead && is_target(prev_tgid)) {
 		struct offstart s = {};
 		s.ts = now;
 		s.pid = prev_tgid;
@@ -640,11 +691,12 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 			}
 		}
 		bpf_map_update_elem(&offcpu_start, &prev_tid, &s, BPF_ANY);
-		struct cpu_val *c = bpf_map_lookup_elem(&cpu, &prev_tid);
-		if (c && c->on_since) {
-			c->oncpu_ns += now - c->on_since;
-			c->on_since = 0;
-		}
+	}
+	/* close the on-CPU stretch, dying or not */
+	struct cpu_val *pc = prev_tid ? bpf_map_lookup_elem(&cpu, &prev_tid) : NULL;
+	if (pc && pc->on_since) {
+		pc->oncpu_ns += now - pc->on_since;
+		pc->on_since = 0;
 	}
 
 	if (next_tid && is_target(next_tgid)) {
@@ -1103,6 +1155,7 @@ const struct fork_event *unused_fork_event __attribute__((unused));
 const struct exec_event *unused_exec_event __attribute__((unused));
 const struct exit_event *unused_exit_event __attribute__((unused));
 const struct uring_event *unused_uring_event __attribute__((unused));
+const struct unlink_event *unused_unlink_event __attribute__((unused));
 const struct agg_key *unused_agg_key __attribute__((unused));
 const struct agg_val *unused_agg_val __attribute__((unused));
 const struct dirty_key *unused_dirty_key __attribute__((unused));

@@ -23,6 +23,7 @@ enum event_kind {
 	EV_EXEC = 8,
 	EV_EXIT = 9,
 	EV_URING = 10,
+	EV_UNLINK = 11,
 };
 
 /* Lost-event counters, one slot per source, per CPU. */
@@ -180,6 +181,18 @@ struct uring_event {
 	__u32 opcode;
 	__s32 fd;
 	struct file_ref f;
+};
+
+/* A name removed from a directory: unlink, unlinkat, rmdir. */
+#define UNLINK_NAME_LEN 256
+struct unlink_event {
+	struct hdr h;
+	__s64 ret;
+	__u64 dur;
+	__u32 nr;
+	__u32 _pad;
+	struct file_ref dir;   /* the directory the name is relative to (dirfd or cwd) */
+	char name[UNLINK_NAME_LEN];
 };
 
 /* Default level: per thread, per file, per syscall counters kept in the kernel. */

@@ -22,6 +22,7 @@ const (
 	evExec      = 8
 	evExit      = 9
 	evUring     = 10
+	evUnlink    = 11
 )
 
 const kindOffset = unsafe.Offsetof(whyslowHdr{}.Kind)
@@ -53,7 +54,9 @@ func cString(b []byte) string {
 	return string(b)
 }
 
-func int8s(b []int8) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(b))), len(b)) }
+func int8s(b []int8) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(b))), len(b))
+}
 
 func as[T any](raw []byte) (*T, error) {
 	var zero T
@@ -149,6 +152,12 @@ func (d *decoder) decode(raw []byte) (event.Event, error) {
 		}
 		return &event.Uring{Header: d.hdr(&w.H), Dur: w.Dur, Res: w.Res, UserData: w.UserData, Opcode: w.Opcode,
 			FD: w.Fd, File: fileRef(w.F)}, nil
+	case evUnlink:
+		w, err := as[whyslowUnlinkEvent](raw)
+		if err != nil {
+			return nil, err
+		}
+		return &event.Unlink{Header: d.hdr(&w.H), Dur: w.Dur, Ret: w.Ret, Nr: w.Nr, Dir: fileRef(w.Dir), Name: cString(int8s(w.Name[:]))}, nil
 	}
 	return nil, fmt.Errorf("unknown record kind %d", raw[kindOffset])
 }

@@ -48,7 +48,7 @@ func (e *Engine) drain(final bool) []event.Event {
 		out = append(out, &event.Dirtied{
 			Header: event.Header{Time: dv.FirstTs, PID: k.Pid, TID: k.Tid, Comm: dec.comm(dv.Comm)},
 			Last:   dv.LastTs, File: event.FileRef{Dev: k.Dev, Ino: k.Ino, Gen: k.Gen, Kind: event.KindRegular},
-			Pages:  dv.Pages,
+			Pages: dv.Pages,
 		})
 	}
 

@@ -94,7 +94,9 @@ cli.recv(100)
 	if found == nil {
 		t.Fatal("no 250ms+ off-CPU interval in S state classified as network for the client thread")
 	}
-	if !slices.ContainsFunc(found.Stack, func(f string) bool { return strings.HasPrefix(f, "sk_wait_data") || strings.HasPrefix(f, "tcp_recvmsg") }) {
+	if !slices.ContainsFunc(found.Stack, func(f string) bool {
+		return strings.HasPrefix(f, "sk_wait_data") || strings.HasPrefix(f, "tcp_recvmsg")
+	}) {
 		t.Errorf("stack has no socket wait: %v", found.Stack)
 	}
 	if found.WakerPID != c.pid || found.WakerTID == c.pid {

@@ -218,6 +218,17 @@ type whyslowThrottleEvent struct {
 	Pad      uint32
 }
 
+type whyslowUnlinkEvent struct {
+	_    structs.HostLayout
+	H    whyslowHdr
+	Ret  int64
+	Dur  uint64
+	Nr   uint32
+	Pad  uint32
+	Dir  whyslowFileRef
+	Name [256]int8
+}
+
 type whyslowUringEvent struct {
 	_        structs.HostLayout
 	H        whyslowHdr
@@ -335,6 +346,7 @@ const (
 	whyslowVarUnusedOffcpuEvent       = "unused_offcpu_event"
 	whyslowVarUnusedSyscallEvent      = "unused_syscall_event"
 	whyslowVarUnusedThrottleEvent     = "unused_throttle_event"
+	whyslowVarUnusedUnlinkEvent       = "unused_unlink_event"
 	whyslowVarUnusedUringEvent        = "unused_uring_event"
 	whyslowVarUnusedWritebackEvent    = "unused_writeback_event"
 )
@@ -462,6 +474,7 @@ type whyslowVariableSpecs struct {
 	UnusedOffcpuEvent    *ebpf.VariableSpec `ebpf:"unused_offcpu_event"`
 	UnusedSyscallEvent   *ebpf.VariableSpec `ebpf:"unused_syscall_event"`
 	UnusedThrottleEvent  *ebpf.VariableSpec `ebpf:"unused_throttle_event"`
+	UnusedUnlinkEvent    *ebpf.VariableSpec `ebpf:"unused_unlink_event"`
 	UnusedUringEvent     *ebpf.VariableSpec `ebpf:"unused_uring_event"`
 	UnusedWritebackEvent *ebpf.VariableSpec `ebpf:"unused_writeback_event"`
 }
@@ -548,6 +561,7 @@ type whyslowVariables struct {
 	UnusedOffcpuEvent    *ebpf.Variable `ebpf:"unused_offcpu_event"`
 	UnusedSyscallEvent   *ebpf.Variable `ebpf:"unused_syscall_event"`
 	UnusedThrottleEvent  *ebpf.Variable `ebpf:"unused_throttle_event"`
+	UnusedUnlinkEvent    *ebpf.Variable `ebpf:"unused_unlink_event"`
 	UnusedUringEvent     *ebpf.Variable `ebpf:"unused_uring_event"`
 	UnusedWritebackEvent *ebpf.Variable `ebpf:"unused_writeback_event"`
 }

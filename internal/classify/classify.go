@@ -43,7 +43,10 @@ var rules = []rule{
 	{"unix_dgram_recvmsg", event.ReasonIPC},
 	{"unix_wait_for_peer", event.ReasonIPC},
 	{"pipe_read", event.ReasonIPC},
+	{"anon_pipe_read", event.ReasonIPC},
 	{"pipe_write", event.ReasonIPC},
+	{"anon_pipe_write", event.ReasonIPC},
+	{"pipe_wait", event.ReasonIPC},
 	{"wait_for_partner", event.ReasonIPC},
 	// locks
 	{"futex_wait", event.ReasonLock},
@@ -92,6 +95,7 @@ var rules = []rule{
 	{"do_wait", event.ReasonChild},
 	{"kernel_wait4", event.ReasonChild},
 	{"kernel_waitid", event.ReasonChild},
+	{"wait_for_vfork_done", event.ReasonChild},
 }
 
 // syncSyscalls are the calls whose whole wait is the cost of syncing.
@@ -132,7 +136,7 @@ func Reason(in Input) event.Reason {
 		return event.ReasonLock
 	case 35, 230, 34:
 		return event.ReasonSleep
-	case 61, 247:
+	case 61, 247, 58: // wait4, waitid, vfork
 		return event.ReasonChild
 	}
 	if in.State == 'D' {

@@ -76,15 +76,15 @@ type OffCPU struct {
 // Block is one block request; Header names the task that issued it, Time is completion.
 type Block struct {
 	Header
-	InsertTime uint64
-	IssueTime  uint64
-	Sector     uint64
-	Bytes      uint32
-	Dev        uint32
-	Op         BlockOp
+	InsertTime      uint64
+	IssueTime       uint64
+	Sector          uint64
+	Bytes           uint32
+	Dev             uint32
+	Op              BlockOp
 	Sync, Meta, FUA bool
-	Error      int32
-	File       FileRef
+	Error           int32
+	File            FileRef
 }
 
 // Throttle is one balance_dirty_pages pause.
@@ -160,4 +160,15 @@ type Dirtied struct {
 type CPUTime struct {
 	Header
 	OnCPU uint64
+}
+
+// Unlink is a name removed from a directory (unlink, unlinkat, rmdir). Name is
+// as the program passed it; Dir is the directory a relative name lives in.
+type Unlink struct {
+	Header
+	Dur  uint64
+	Ret  int64
+	Nr   uint32
+	Dir  FileRef
+	Name string
 }

@@ -16,9 +16,10 @@ const (
 	ClassLock
 	ClassUring
 	ClassXfer
+	ClassUnlink
 )
 
-var classNames = [...]string{"none", "read", "write", "open", "close", "sync", "net", "mmap", "lock", "uring", "xfer"}
+var classNames = [...]string{"none", "read", "write", "open", "close", "sync", "net", "mmap", "lock", "uring", "xfer", "unlink"}
 
 func (c Class) String() string {
 	if int(c) < len(classNames) {
@@ -49,7 +50,7 @@ var syscalls = map[uint32]syscallInfo{
 	1: {"write", ClassWrite}, 18: {"pwrite64", ClassWrite}, 20: {"writev", ClassWrite},
 	296: {"pwritev", ClassWrite}, 328: {"pwritev2", ClassWrite},
 	2: {"open", ClassOpen}, 257: {"openat", ClassOpen}, 437: {"openat2", ClassOpen}, 85: {"creat", ClassOpen},
-	3: {"close", ClassClose},
+	3:  {"close", ClassClose},
 	74: {"fsync", ClassSync}, 75: {"fdatasync", ClassSync}, 162: {"sync", ClassSync},
 	306: {"syncfs", ClassSync}, 277: {"sync_file_range", ClassSync}, 26: {"msync", ClassSync},
 	42: {"connect", ClassNet}, 43: {"accept", ClassNet}, 288: {"accept4", ClassNet},
@@ -57,7 +58,8 @@ var syscalls = map[uint32]syscallInfo{
 	9:  {"mmap", ClassMmap},
 	73: {"flock", ClassLock}, 72: {"fcntl", ClassLock},
 	426: {"io_uring_enter", ClassUring},
-	40:  {"sendfile", ClassXfer}, 275: {"splice", ClassXfer}, 326: {"copy_file_range", ClassXfer},
+	87:  {"unlink", ClassUnlink}, 263: {"unlinkat", ClassUnlink}, 84: {"rmdir", ClassUnlink},
+	40: {"sendfile", ClassXfer}, 275: {"splice", ClassXfer}, 326: {"copy_file_range", ClassXfer},
 }
 
 // Other syscalls the classifier needs to recognise while a thread waits.

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/whyslow/whyslow/internal/format"
 )
 
 // Column is one column of a text table.
@@ -25,7 +27,7 @@ func (t *Table) Row(vals ...any) {
 	r := make([]string, len(t.Cols))
 	for i := range t.Cols {
 		if i < len(vals) {
-			s := Safe(fmt.Sprint(vals[i]))
+			s := format.Safe(fmt.Sprint(vals[i]))
 			if m := t.Cols[i].Max; m > 0 && utf8.RuneCountInString(s) > m {
 				s = TrimLeft(s, m)
 			}

@@ -108,6 +108,9 @@ func Record(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	stopStatus := startStatus(cfg, w, eng, res.Started)
 
+	if res.TargetPID != 0 {
+		w.SetMeta(map[string]string{"target_start_mono": fmt.Sprint(monoOf(time.Now()))})
+	}
 	targetDone := make(chan struct{})
 	if gated != nil {
 		if err := gated.Open(); err != nil {
@@ -292,4 +295,3 @@ func dirtyBytes() uint64 {
 	}
 	return total
 }
-

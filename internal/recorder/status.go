@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/whyslow/whyslow/internal/capture"
-	"github.com/whyslow/whyslow/internal/output"
+	"github.com/whyslow/whyslow/internal/format"
 	"github.com/whyslow/whyslow/internal/store"
 	"golang.org/x/sys/unix"
 )
@@ -44,7 +44,7 @@ func startStatus(cfg Config, w *store.Writer, eng *capture.Engine, start time.Ti
 					size += st.Size()
 				}
 				fmt.Fprintf(f, "\r\033[Krecording %s  events %d  lost %d  %s",
-					time.Since(start).Round(100*time.Millisecond), w.Rows(), lost, output.Bytes(uint64(size)))
+					time.Since(start).Round(100*time.Millisecond), w.Rows(), lost, format.Bytes(uint64(size)))
 			}
 		}
 	}()

@@ -22,6 +22,7 @@ var tables = []struct{ name, columns string }{
 	{"execs", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, ppid UINTEGER, filename VARCHAR, args VARCHAR[], cgroup VARCHAR"},
 	{"exits", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, code INTEGER, group_dead BOOLEAN"},
 	{"uring", "ts UBIGINT, dur UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, opcode UINTEGER, res BIGINT, user_data UBIGINT, fd INTEGER, dev UINTEGER, ino UBIGINT, gen UINTEGER, fkind VARCHAR"},
+	{"unlink_raw", "ts UBIGINT, dur UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, name VARCHAR, ret BIGINT, ddev UINTEGER, dino UBIGINT, dgen UINTEGER, target VARCHAR"},
 	{"lost", "source VARCHAR, count UBIGINT"},
 	{"devices", "dev UINTEGER, name VARCHAR"},
 }
@@ -43,6 +44,14 @@ var views = []string{
 	 SELECT t.ts, t.last_ts, t.max_ns, t.pid, t.tid, t.comm, t.name, t.class, NULL, NULL,
 	        t.bytes, t.count, t.total_ns, t.dev, t.ino, t.gen, t.fkind, f.path, f.peer, false
 	 FROM syscall_totals t LEFT JOIN file_names f USING (dev, ino, gen)`,
+	// unlinks: removed names made absolute with the directory the kernel resolved.
+	`CREATE OR REPLACE VIEW unlinks AS
+	 SELECT u.ts, u.dur, u.pid, u.tid, u.comm, u.name AS syscall, u.ret,
+	        CASE WHEN u.target LIKE '/%' THEN u.target
+	             WHEN f.path IS NULL THEN u.target
+	             WHEN f.path = '/' THEN '/' || u.target
+	             ELSE f.path || '/' || u.target END AS path
+	 FROM unlink_raw u LEFT JOIN file_names f ON f.dev = u.ddev AND f.ino = u.dino AND f.gen = u.dgen`,
 	`CREATE OR REPLACE VIEW disk AS
 	 SELECT b.*, d.name AS device, f.path, (b.ts - b.issue_ts) AS service_ns,
 	        (b.issue_ts - b.insert_ts) AS queue_ns, (b.ts - b.insert_ts) AS total_ns

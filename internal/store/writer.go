@@ -204,6 +204,9 @@ func (w *Writer) append(ev event.Event) error {
 		return w.row("execs", e.Time, e.PID, e.TID, w.comm(&e.Header), e.PPID, e.Filename, nonNil(e.Args), cgroupOf(e.PID))
 	case *event.Exit:
 		return w.row("exits", e.Time, e.PID, e.TID, w.comm(&e.Header), e.Code, e.GroupDead)
+	case *event.Unlink:
+		return w.row("unlink_raw", e.Time, e.Dur, e.PID, e.TID, w.comm(&e.Header), event.SyscallName(int32(e.Nr)), e.Ret,
+			e.Dir.Dev, e.Dir.Ino, e.Dir.Gen, e.Name)
 	case *event.Uring:
 		return w.row("uring", e.Time, e.Dur, e.PID, e.TID, e.Comm, e.Opcode, e.Res, e.UserData, e.FD, e.File.Dev, e.File.Ino, e.File.Gen, e.File.Kind.String())
 	}

@@ -89,3 +89,16 @@ func Exists(pid int) error {
 	}
 	return nil
 }
+
+// Resolve finds argv[0] as a shell would; a non-executable file is fs.ErrPermission.
+func Resolve(name string) (string, error) {
+	p, err := exec.LookPath(name)
+	if err != nil {
+		var ee *exec.Error
+		if errors.As(err, &ee) && errors.Is(ee.Err, os.ErrPermission) {
+			return "", os.ErrPermission
+		}
+		return "", fmt.Errorf("%s: %w", name, ErrNotFound)
+	}
+	return p, nil
+}

@@ -1,7 +1,7 @@
-// Package output renders analyses for people (aligned text, bars, human
-// units, 80 columns) and machines (JSON). Every string that came from a
-// traced program goes through Safe before it reaches a terminal.
-package output
+// Package format turns numbers and untrusted strings into text people can
+// read: human units, and Safe for every string that came from a traced
+// program, before it reaches a terminal.
+package format
 
 import (
 	"fmt"

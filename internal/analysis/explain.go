@@ -1,0 +1,311 @@
+package analysis
+
+import (
+	"database/sql"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/whyslow/whyslow/internal/event"
+)
+
+// Explanation is the answer to "where did the time go?" for one target: the
+// schema whyslow.run/v1 (docs/run-json.md).
+type Explanation struct {
+	Schema     string            `json:"schema"`
+	Target     TargetInfo        `json:"target"`
+	WallS      float64           `json:"wall_s"`
+	Time       TimeBreakdown     `json:"time"`
+	Verdict    Verdict           `json:"verdict"`
+	Threads    []ThreadTime      `json:"threads"`
+	Files      []FileUse         `json:"files"`
+	FileGroups []FileGroup       `json:"file_groups"`
+	Devices    []DeviceUse       `json:"devices"`
+	Network    []PeerUse         `json:"network"`
+	AfterExit  AfterExit         `json:"after_exit"`
+	Blame      []Blame           `json:"blame"`
+	LostEvents uint64            `json:"lost_events"`
+	Lost       map[string]uint64 `json:"lost_by_source,omitempty"`
+}
+
+type TargetInfo struct {
+	Command  string   `json:"command"`
+	PID      uint32   `json:"pid"`
+	ExitCode *int     `json:"exit_code"`
+	PIDs     []uint32 `json:"pids"`
+}
+
+// TimeBreakdown sums thread time: on CPU, waiting for a CPU, off CPU by reason.
+// IdleS is time spent waiting for work (accept, a poll with no data I/O, a
+// join of a traced thread or child): reported, but no part of the verdict.
+type TimeBreakdown struct {
+	OnCPUS    float64            `json:"on_cpu_s"`
+	RunqueueS float64            `json:"runqueue_s"`
+	OffCPUS   map[string]float64 `json:"off_cpu_s"`
+	IdleS     float64            `json:"idle_s"`
+	ThreadS   float64            `json:"thread_s"`
+}
+
+type Verdict struct {
+	Reason  string   `json:"reason"`
+	Share   float64  `json:"share"`
+	Summary string   `json:"summary"`
+	Ranked  []Ranked `json:"ranked"`
+}
+
+type Ranked struct {
+	Reason string  `json:"reason"`
+	S      float64 `json:"s"`
+	Share  float64 `json:"share"`
+}
+
+type ThreadTime struct {
+	PID        uint32             `json:"pid"`
+	TID        uint32             `json:"tid"`
+	Comm       string             `json:"comm"`
+	OnCPUS     float64            `json:"on_cpu_s"`
+	OffCPUS    float64            `json:"off_cpu_s"`
+	IdleS      float64            `json:"idle_s"`
+	ByReason   map[string]float64 `json:"by_reason"`
+	ReadBytes  uint64             `json:"read_bytes"`
+	WriteBytes uint64             `json:"write_bytes"`
+}
+
+type FileUse struct {
+	Path       string  `json:"path"`
+	ReadBytes  uint64  `json:"read_bytes"`
+	WriteBytes uint64  `json:"write_bytes"`
+	Ops        uint64  `json:"ops"`
+	WaitS      float64 `json:"wait_s"`
+	Created    bool    `json:"created"`
+	Deleted    bool    `json:"deleted"`
+}
+
+type FileGroup struct {
+	Pattern    string `json:"pattern"`
+	Files      int    `json:"files"`
+	Created    int    `json:"created"`
+	Deleted    int    `json:"deleted"`
+	ReadBytes  uint64 `json:"read_bytes"`
+	WriteBytes uint64 `json:"write_bytes"`
+	Summary    string `json:"summary"`
+}
+
+type DeviceUse struct {
+	Name        string  `json:"name"`
+	ReadBytes   uint64  `json:"read_bytes"`
+	WriteBytes  uint64  `json:"write_bytes"`
+	Requests    uint64  `json:"requests"`
+	AwaitMS     float64 `json:"await_ms"`
+	TargetBytes uint64  `json:"target_bytes"`
+}
+
+type PeerUse struct {
+	Peer     string  `json:"peer"`
+	WaitS    float64 `json:"wait_s"`
+	BytesIn  uint64  `json:"bytes_in"`
+	BytesOut uint64  `json:"bytes_out"`
+}
+
+// AfterExit is what the kernel was still doing for the target once it exited.
+type AfterExit struct {
+	DirtyAtExitBytes uint64   `json:"dirty_at_exit_bytes"`
+	WrittenBytes     uint64   `json:"written_bytes"`
+	WritingS         float64  `json:"writing_s"`
+	Files            []string `json:"files"`
+}
+
+type Blame struct {
+	PID      uint32  `json:"pid"`
+	Comm     string  `json:"comm"`
+	Activity string  `json:"activity"`
+	Share    float64 `json:"share"`
+	Summary  string  `json:"summary"`
+}
+
+// Explain accounts for the time of pid and its descendants.
+func Explain(s *Source, pid uint32) (*Explanation, error) {
+	pids, err := s.targetSet(pid)
+	if err != nil {
+		return nil, err
+	}
+	x := &Explanation{Schema: "whyslow.run/v1", Lost: s.Lost,
+		Time: TimeBreakdown{OffCPUS: map[string]float64{}}}
+	x.Target = TargetInfo{PID: pid, PIDs: pids, Command: strings.ReplaceAll(s.Meta["command"], "\x00", " ")}
+	if code, err := strconv.Atoi(s.Meta["exit_code"]); err == nil && code >= 0 && s.Meta["scope"] == "command" {
+		x.Target.ExitCode = &code
+	}
+	for _, n := range s.Lost {
+		x.LostEvents += n
+	}
+	win := s.window()
+	x.WallS = float64(win.end-win.begin) / 1e9
+	if x.Target.Command == "" {
+		x.Target.Command = s.commOf(pid)
+	}
+
+	if err := x.threads(s, pids, win); err != nil {
+		return nil, err
+	}
+	if err := x.files(s, pids); err != nil {
+		return nil, err
+	}
+	if err := x.devices(s, pids, win); err != nil {
+		return nil, err
+	}
+	if err := x.network(s, pids); err != nil {
+		return nil, err
+	}
+	if err := x.afterExit(s, pids); err != nil {
+		return nil, err
+	}
+	if err := x.blame(s, pids, win); err != nil {
+		return nil, err
+	}
+	x.verdict()
+	return x, nil
+}
+
+type window struct{ begin, end uint64 }
+
+// window is the target's lifetime in the recording.
+func (s *Source) window() window {
+	w := window{begin: s.Clock.StartMono, end: s.Clock.EndMono}
+	if v, _ := strconv.ParseUint(s.Meta["target_start_mono"], 10, 64); v != 0 {
+		w.begin = v
+	}
+	if v, _ := strconv.ParseUint(s.Meta["target_end_mono"], 10, 64); v != 0 {
+		w.end = v
+	}
+	if w.end < w.begin {
+		w.end = w.begin
+	}
+	return w
+}
+
+func (s *Source) commOf(pid uint32) string {
+	var c sql.NullString
+	s.DB.QueryRow("SELECT comm FROM processes WHERE pid = ?", pid).Scan(&c)
+	return c.String
+}
+
+// idleSQL marks waits that are waiting for work rather than slowness: accept,
+// a poll/select/epoll in a thread that moved no socket data, or a wait ended
+// by a traced thread's or child's exit (a join).
+const idleSQL = `
+  (o.syscall IN ('accept', 'accept4')
+   OR (o.syscall IN ('poll','select','epoll_wait','epoll_pwait','epoll_pwait2','ppoll','pselect6')
+       AND o.tid NOT IN (SELECT tid FROM io WHERE fkind = 'socket' AND class IN ('read','write','net') AND name NOT IN ('accept','accept4')))
+   OR (o.reason IN ('lock','child','other') AND EXISTS (
+       SELECT 1 FROM exits e WHERE e.tid = o.waker_tid AND e.ts BETWEEN o.ts - o.runq_ns - 5000000 AND o.ts)))`
+
+func (x *Explanation) threads(s *Source, pids []uint32, win window) error {
+	in := inList("o.pid", pids)
+	// Intervals are clipped to the window; the run-queue part is the interval's tail.
+	q := `WITH clipped AS (
+	        SELECT o.*, greatest(least(o.ts, $e) - greatest(o.start_ts, $b), 0) AS off_c,
+	               greatest(least(o.ts, $e) - greatest(o.ts - o.runq_ns, $b), 0) AS runq_c
+	        FROM offcpu o WHERE ` + in + ` AND o.ts > $b AND o.start_ts < $e)
+	      SELECT o.pid, o.tid, arg_max(o.comm, o.ts), o.reason, o.state,
+	        sum(o.off_c - least(o.runq_c, o.off_c)), sum(least(o.runq_c, o.off_c)), ` + idleSQL + ` AS idle
+	      FROM clipped o GROUP BY o.pid, o.tid, o.reason, o.state, idle`
+	rows, err := s.DB.Query(q, sql.Named("b", win.begin), sql.Named("e", win.end))
+	if err != nil {
+		return fmt.Errorf("accounting off-CPU time: %w", err)
+	}
+	defer rows.Close()
+	byTID := map[uint32]*ThreadTime{}
+	get := func(pid, tid uint32, comm string) *ThreadTime {
+		t := byTID[tid]
+		if t == nil {
+			t = &ThreadTime{PID: pid, TID: tid, Comm: comm, ByReason: map[string]float64{}}
+			byTID[tid] = t
+		}
+		if t.Comm == "" {
+			t.Comm = comm
+		}
+		return t
+	}
+	for rows.Next() {
+		var pid, tid uint32
+		var comm sql.NullString
+		var reason, state string
+		var off, runq float64
+		var idle bool
+		if err := rows.Scan(&pid, &tid, &comm, &reason, &state, &off, &runq, &idle); err != nil {
+			return err
+		}
+		t := get(pid, tid, comm.String)
+		t.ByReason[string(event.ReasonRunqueue)] += runq / 1e9
+		if reason == string(event.ReasonRunqueue) {
+			t.ByReason[reason] += off / 1e9
+			continue
+		}
+		if idle {
+			t.IdleS += off / 1e9
+		} else {
+			t.ByReason[reason] += off / 1e9
+		}
+	}
+	rows.Close()
+
+	in = inList("pid", pids)
+	crow, err := s.DB.Query("SELECT pid, tid, arg_max(comm, ts), sum(oncpu_ns) FROM cputime WHERE "+in+" GROUP BY pid, tid")
+	if err != nil {
+		return fmt.Errorf("accounting on-CPU time: %w", err)
+	}
+	defer crow.Close()
+	for crow.Next() {
+		var pid, tid uint32
+		var comm sql.NullString
+		var on float64
+		if err := crow.Scan(&pid, &tid, &comm, &on); err != nil {
+			return err
+		}
+		get(pid, tid, comm.String).OnCPUS = on / 1e9
+	}
+	crow.Close()
+
+	io, err := s.DB.Query(`SELECT tid, sum(CASE WHEN class = 'read' OR name IN ('recvfrom','recvmsg') THEN bytes ELSE 0 END),
+	   sum(CASE WHEN class = 'write' OR name IN ('sendto','sendmsg') THEN bytes ELSE 0 END) FROM io WHERE `+in+` GROUP BY tid`)
+	if err != nil {
+		return fmt.Errorf("summing thread I/O: %w", err)
+	}
+	defer io.Close()
+	for io.Next() {
+		var tid uint32
+		var r, w sql.NullFloat64
+		if err := io.Scan(&tid, &r, &w); err != nil {
+			return err
+		}
+		if t := byTID[tid]; t != nil {
+			t.ReadBytes, t.WriteBytes = uint64(r.Float64), uint64(w.Float64)
+		}
+	}
+
+	for _, t := range byTID {
+		for r, v := range t.ByReason {
+			if r == string(event.ReasonRunqueue) {
+				x.Time.RunqueueS += v
+			} else {
+				x.Time.OffCPUS[r] += v
+			}
+			if r != string(event.ReasonRunqueue) {
+				t.OffCPUS += v
+			}
+		}
+		x.Time.OnCPUS += t.OnCPUS
+		x.Time.IdleS += t.IdleS
+		x.Threads = append(x.Threads, *t)
+	}
+	sort.Slice(x.Threads, func(i, j int) bool {
+		a, b := x.Threads[i], x.Threads[j]
+		return a.OnCPUS+a.OffCPUS > b.OnCPUS+b.OffCPUS
+	})
+	x.Time.ThreadS = x.Time.OnCPUS + x.Time.RunqueueS + x.Time.IdleS
+	for _, v := range x.Time.OffCPUS {
+		x.Time.ThreadS += v
+	}
+	return nil
+}

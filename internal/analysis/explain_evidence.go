@@ -1,0 +1,213 @@
+package analysis
+
+import (
+	"database/sql"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// files: per file the target touched, bytes, operations and time inside syscalls.
+func (x *Explanation) files(s *Source, pids []uint32) error {
+	in := inList("i.pid", pids)
+	q := `WITH created AS (
+	        SELECT DISTINCT dev, ino, gen FROM syscalls i
+	        WHERE ` + in + ` AND class = 'open' AND (flags & 64) <> 0 AND ret >= 0
+	          AND (dev, ino, gen) IN (SELECT dev, ino, gen FROM files GROUP BY dev, ino, gen HAVING arg_min(size, ts) = 0))
+	      SELECT coalesce(i.path, 'inode:[' || i.ino || ']'),
+	        sum(CASE WHEN i.class = 'read' THEN i.bytes ELSE 0 END),
+	        sum(CASE WHEN i.class = 'write' THEN i.bytes ELSE 0 END),
+	        sum(i.count), sum(i.total_ns),
+	        bool_or((i.dev, i.ino, i.gen) IN (SELECT * FROM created)),
+	        coalesce(bool_or(f.deleted), false) OR coalesce(bool_or(u.path IS NOT NULL), false)
+	      FROM io i LEFT JOIN file_names f USING (dev, ino, gen)
+	        LEFT JOIN (SELECT DISTINCT path FROM unlinks WHERE ret = 0) u ON u.path = i.path
+	      WHERE ` + in + ` AND i.fkind = 'file'
+	      GROUP BY 1`
+	rows, err := s.DB.Query(q)
+	if err != nil {
+		return fmt.Errorf("summing file use: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var f FileUse
+		var r, w, ops, wait sql.NullFloat64
+		if err := rows.Scan(&f.Path, &r, &w, &ops, &wait, &f.Created, &f.Deleted); err != nil {
+			return err
+		}
+		f.ReadBytes, f.WriteBytes, f.Ops, f.WaitS = uint64(r.Float64), uint64(w.Float64), uint64(ops.Float64), wait.Float64/1e9
+		x.Files = append(x.Files, f)
+	}
+	sort.Slice(x.Files, func(i, j int) bool {
+		a, b := x.Files[i], x.Files[j]
+		if a.WaitS != b.WaitS {
+			return a.WaitS > b.WaitS
+		}
+		return a.ReadBytes+a.WriteBytes > b.ReadBytes+b.WriteBytes
+	})
+	x.FileGroups = groupFiles(x.Files)
+	return nil
+}
+
+// groupFiles folds files whose paths differ only in generated parts (uuids,
+// numbers, hex) into patterns: /tmp/*/*.txt, 1000 files.
+func groupFiles(files []FileUse) []FileGroup {
+	groups := map[string]*FileGroup{}
+	for _, f := range files {
+		p := pathPattern(f.Path)
+		if p == f.Path {
+			continue
+		}
+		g := groups[p]
+		if g == nil {
+			g = &FileGroup{Pattern: p}
+			groups[p] = g
+		}
+		g.Files++
+		g.ReadBytes += f.ReadBytes
+		g.WriteBytes += f.WriteBytes
+		if f.Created {
+			g.Created++
+		}
+		if f.Deleted {
+			g.Deleted++
+		}
+	}
+	var out []FileGroup
+	for _, g := range groups {
+		if g.Files < 3 {
+			continue
+		}
+		var did []string
+		if g.Created > 0 {
+			did = append(did, fmt.Sprintf("%d created", g.Created))
+		}
+		if g.WriteBytes > 0 {
+			did = append(did, "written")
+		}
+		if g.ReadBytes > 0 {
+			did = append(did, "read")
+		}
+		if g.Deleted > 0 {
+			did = append(did, fmt.Sprintf("%d deleted", g.Deleted))
+		}
+		g.Summary = fmt.Sprintf("%s: %d files %s", g.Pattern, g.Files, strings.Join(did, ", "))
+		out = append(out, *g)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Files > out[j].Files })
+	return out
+}
+
+// pathPattern replaces generated components with *: /tmp/1f0e.../17.txt -> /tmp/*/*.txt.
+func pathPattern(path string) string {
+	parts := strings.Split(path, "/")
+	for i, p := range parts {
+		if p == "" {
+			continue
+		}
+		stem, ext := p, ""
+		if j := strings.LastIndexByte(p, '.'); j > 0 {
+			stem, ext = p[:j], p[j:]
+		}
+		if generated(stem) {
+			parts[i] = "*" + ext
+		}
+	}
+	return strings.Join(parts, "/")
+}
+
+func generated(s string) bool {
+	if s == "" {
+		return false
+	}
+	digits, hex, other := 0, 0, 0
+	for _, c := range s {
+		switch {
+		case c >= '0' && c <= '9':
+			digits++
+		case (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') || c == '-':
+			hex++
+		default:
+			other++
+		}
+	}
+	if other == 0 && hex == 0 {
+		return true // a number
+	}
+	return other == 0 && len(s) >= 8 && digits > 0 // uuid or hex id
+}
+
+// devices: block I/O during the target's life, all issuers, with the target's own part.
+func (x *Explanation) devices(s *Source, pids []uint32, win window) error {
+	in := inList("pid", pids)
+	q := `SELECT coalesce(device, 'dev ' || (dev >> 20) || ':' || (dev & 1048575)),
+	        sum(CASE WHEN op = 'read' THEN bytes ELSE 0 END), sum(CASE WHEN op = 'write' THEN bytes ELSE 0 END),
+	        count(*), avg(total_ns) / 1e6, sum(CASE WHEN ` + in + ` THEN bytes ELSE 0 END)
+	      FROM disk WHERE ts BETWEEN ? AND ? GROUP BY 1 ORDER BY sum(bytes) DESC`
+	rows, err := s.DB.Query(q, win.begin, win.end)
+	if err != nil {
+		return fmt.Errorf("summing devices: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var d DeviceUse
+		var r, w, tb sql.NullFloat64
+		var await sql.NullFloat64
+		if err := rows.Scan(&d.Name, &r, &w, &d.Requests, &await, &tb); err != nil {
+			return err
+		}
+		d.ReadBytes, d.WriteBytes, d.AwaitMS, d.TargetBytes = uint64(r.Float64), uint64(w.Float64), await.Float64, uint64(tb.Float64)
+		x.Devices = append(x.Devices, d)
+	}
+	return nil
+}
+
+// network: per peer, bytes each way and time inside socket syscalls.
+func (x *Explanation) network(s *Source, pids []uint32) error {
+	in := inList("pid", pids)
+	q := `SELECT coalesce(peer, path), sum(CASE WHEN class = 'read' OR name IN ('recvfrom','recvmsg') THEN bytes ELSE 0 END),
+	        sum(CASE WHEN class = 'write' OR name IN ('sendto','sendmsg') THEN bytes ELSE 0 END), sum(total_ns)
+	      FROM io WHERE ` + in + ` AND fkind = 'socket' AND peer IS NOT NULL GROUP BY 1 ORDER BY 4 DESC`
+	rows, err := s.DB.Query(q)
+	if err != nil {
+		return fmt.Errorf("summing network: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var p PeerUse
+		var bi, bo, wait sql.NullFloat64
+		if err := rows.Scan(&p.Peer, &bi, &bo, &wait); err != nil {
+			return err
+		}
+		p.BytesIn, p.BytesOut, p.WaitS = uint64(bi.Float64), uint64(bo.Float64), wait.Float64/1e9
+		x.Network = append(x.Network, p)
+	}
+	return nil
+}
+
+// afterExit: writeback of inodes the target dirtied, after it exited.
+func (x *Explanation) afterExit(s *Source, pids []uint32) error {
+	fmt.Sscan(s.Meta["dirty_at_exit"], &x.AfterExit.DirtyAtExitBytes)
+	end := s.window().end
+	in := inList("d.pid", pids)
+	q := `SELECT sum(w.pages) * 4096, max(w.ts) - ?, coalesce(string_agg(DISTINCT f.path, chr(10)), '')
+	      FROM writeback w JOIN (SELECT DISTINCT dev, ino, gen FROM dirtied d WHERE ` + in + `) t USING (dev, ino, gen)
+	      LEFT JOIN file_names f USING (dev, ino, gen)
+	      WHERE w.ts > ?`
+	var bytes, span sql.NullFloat64
+	var paths string
+	row := s.DB.QueryRow(q, end, end)
+	if err := row.Scan(&bytes, &span, &paths); err != nil && err != sql.ErrNoRows {
+		return fmt.Errorf("finding writeback after exit: %w", err)
+	}
+	x.AfterExit.WrittenBytes = uint64(bytes.Float64)
+	if span.Valid && span.Float64 > 0 {
+		x.AfterExit.WritingS = span.Float64 / 1e9
+	}
+	for _, p := range strings.Split(paths, "\n") {
+		if p != "" && len(x.AfterExit.Files) < 10 {
+			x.AfterExit.Files = append(x.AfterExit.Files, p)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/whyslow/whyslow/internal/recorder"
+)
+
+type attachOptions struct {
+	capture   captureFlags
+	pid       int
+	duration  time.Duration
+	jsonPath  string
+	recording string
+}
+
+func newAttach() *cobra.Command {
+	var o attachOptions
+	cmd := &cobra.Command{
+		Use:   "attach -p PID [flags]",
+		Short: "Watch a running process and explain where its time went",
+		Long: `Follows a running process, its threads and its descendants until the
+duration passes, Ctrl-C, or the process exits; then prints where its time went,
+a verdict with evidence, and which other processes caused its waits.`,
+		Example: `  whyslow attach -p 4242 -d 10s`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.pid <= 0 {
+				return usageErr("attach needs -p PID (a positive process id)")
+			}
+			return runAttach(o)
+		},
+	}
+	o.capture.bind(cmd.Flags())
+	cmd.Flags().IntVarP(&o.pid, "pid", "p", 0, "process to follow")
+	cmd.Flags().DurationVarP(&o.duration, "duration", "d", 0, "stop after this long (default: until Ctrl-C or the process exits)")
+	cmd.Flags().StringVar(&o.jsonPath, "json", "", "also write the explanation as JSON (schema whyslow.run/v1) to this file")
+	cmd.Flags().StringVarP(&o.recording, "output", "o", "", "keep the recording in this file (DuckDB) for 'whyslow report'")
+	return cmd
+}
+
+func runAttach(o attachOptions) error {
+	if err := needPrivileges(); err != nil {
+		return err
+	}
+	path, keep := o.recording, o.recording != ""
+	if !keep {
+		var err error
+		if path, err = tempRecording(); err != nil {
+			return err
+		}
+		defer os.Remove(path)
+		defer os.Remove(path + ".wal")
+	}
+	ctx, stop := interruptible()
+	defer stop()
+	res, err := recorder.Record(ctx, recorder.Config{
+		Path: path, Capture: o.capture.options(), PID: o.pid, Duration: o.duration, Status: statusWriter(),
+	})
+	if err != nil {
+		if res == nil {
+			return withCode(ExitUsage, err)
+		}
+		report(err)
+	}
+	if err := explainTo(path, uint32(o.pid), o.jsonPath); err != nil {
+		return err
+	}
+	if keep {
+		fmt.Fprintf(os.Stderr, "\nrecording kept in %s\n", path)
+	}
+	return nil
+}
+
+func statusWriter() *os.File {
+	if stderrIsTerminal() {
+		return os.Stderr
+	}
+	return nil
+}

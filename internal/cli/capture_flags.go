@@ -1,0 +1,59 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/whyslow/whyslow/internal/capture"
+	"github.com/whyslow/whyslow/internal/sysinfo"
+)
+
+// captureFlags are shared by run, attach and record.
+type captureFlags struct {
+	full bool
+	slow time.Duration
+}
+
+func (c *captureFlags) bind(fs *pflag.FlagSet) {
+	fs.BoolVar(&c.full, "full", false, "stream every I/O syscall (like an LTTng recording) instead of aggregating fast ones in the kernel")
+	fs.DurationVar(&c.slow, "slow", time.Millisecond, "default level: stream syscalls at least this slow")
+}
+
+func (c *captureFlags) options() capture.Options {
+	o := capture.Options{Slow: c.slow}
+	if c.full {
+		o.Level = capture.Full
+	}
+	return o
+}
+
+// needPrivileges explains what is missing before any capture starts.
+func needPrivileges() error {
+	caps, err := sysinfo.FS{Root: "/"}.EffectiveCaps("self")
+	if err == nil && sysinfo.CanTrace(caps) {
+		return nil
+	}
+	return withCode(ExitNoCapture, fmt.Errorf("capture needs root, or CAP_BPF and CAP_PERFMON (this process has CapEff %016x); run 'whyslow check' for details", caps))
+}
+
+// interruptible is a context that ends on SIGINT or SIGTERM.
+func interruptible() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// tempRecording is where run and attach record when -o is not given.
+func tempRecording() (string, error) {
+	f, err := os.CreateTemp("", "whyslow-*.db")
+	if err != nil {
+		return "", fmt.Errorf("creating a temporary recording: %w", err)
+	}
+	name := f.Name()
+	f.Close()
+	os.Remove(name) // the store creates it; it refuses to overwrite
+	return name, nil
+}

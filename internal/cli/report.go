@@ -1,0 +1,197 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/output"
+	"github.com/whyslow/whyslow/internal/store"
+)
+
+// filterFlags are common to every analysis.
+type filterFlags struct {
+	timerange, begin, end string
+	utc                   bool
+	pids, tids            []uint
+	comms                 []string
+	file                  string
+	minsize, maxsize      string
+	min, max              time.Duration
+	limit                 int
+	json                  bool
+}
+
+func (f *filterFlags) bind(fs *pflag.FlagSet) {
+	fs.StringVar(&f.timerange, "timerange", "", "[BEGIN,END]: only what overlaps this range")
+	fs.StringVar(&f.begin, "begin", "", "start: hh:mm:ss[.ns], a date and time, or +offset from the recording start (+2.5s)")
+	fs.StringVar(&f.end, "end", "", "end, in the same forms as --begin")
+	fs.BoolVar(&f.utc, "utc", false, "read and print times in UTC")
+	fs.BoolVar(&f.utc, "gmt", false, "alias of --utc")
+	fs.UintSliceVar(&f.pids, "pid", nil, "only these processes (comma-separated)")
+	fs.UintSliceVar(&f.tids, "tid", nil, "only these threads")
+	fs.StringSliceVar(&f.comms, "comm", nil, "only these command names")
+	fs.StringVar(&f.file, "file", "", "only files whose path matches this glob")
+	fs.StringVar(&f.minsize, "minsize", "", "only operations of at least this many bytes (4096, 4k, 1M)")
+	fs.StringVar(&f.maxsize, "maxsize", "", "only operations of at most this many bytes")
+	fs.DurationVar(&f.min, "min", 0, "only operations at least this slow (10ms)")
+	fs.DurationVar(&f.max, "max", 0, "only operations at most this slow")
+	fs.IntVar(&f.limit, "limit", 10, "rows per table")
+	fs.BoolVar(&f.json, "json", false, "print JSON (docs/report-json.md) instead of text")
+}
+
+func (f *filterFlags) filter(src *analysis.Source) (analysis.Filter, error) {
+	out := analysis.NoFilter()
+	out.Limit = f.limit
+	if f.limit <= 0 {
+		return out, usageErr("--limit must be positive")
+	}
+	var err error
+	if f.timerange != "" {
+		if out.Begin, out.End, err = src.Clock.ParseRange(f.timerange, f.utc); err != nil {
+			return out, withCode(ExitUsage, err)
+		}
+	}
+	if f.begin != "" {
+		if out.Begin, err = src.Clock.ParseTime(f.begin, f.utc); err != nil {
+			return out, withCode(ExitUsage, err)
+		}
+	}
+	if f.end != "" {
+		if out.End, err = src.Clock.ParseTime(f.end, f.utc); err != nil {
+			return out, withCode(ExitUsage, err)
+		}
+	}
+	for _, p := range f.pids {
+		out.PIDs = append(out.PIDs, uint32(p))
+	}
+	for _, p := range f.tids {
+		out.TIDs = append(out.TIDs, uint32(p))
+	}
+	out.Comms = f.comms
+	out.FileGlob = f.file
+	if out.MinSize, err = parseSize(f.minsize); err != nil {
+		return out, err
+	}
+	if out.MaxSize, err = parseSize(f.maxsize); err != nil {
+		return out, err
+	}
+	out.Min, out.Max = f.min, f.max
+	return out, nil
+}
+
+// parseSize reads 4096, 4k, 1M, 2G; empty is -1 (no limit).
+func parseSize(s string) (int64, error) {
+	if s == "" {
+		return -1, nil
+	}
+	mult := int64(1)
+	switch strings.ToLower(s[len(s)-1:]) {
+	case "k":
+		mult = 1 << 10
+	case "m":
+		mult = 1 << 20
+	case "g":
+		mult = 1 << 30
+	}
+	if mult > 1 {
+		s = s[:len(s)-1]
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, usageErr("bad size %q: want bytes, e.g. 4096, 4k, 1M", s)
+	}
+	return n * mult, nil
+}
+
+func openSource(path string) (*analysis.Source, func(), error) {
+	rec, err := store.Open(path)
+	if err != nil {
+		return nil, nil, withCode(ExitBadFile, err)
+	}
+	return analysis.NewSource(rec), func() { rec.Close() }, nil
+}
+
+func newReport() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "report ANALYSIS FILE [filters]",
+		Short: "Analyse a recording: explain, usage, stats, freq, top, log",
+		Long: `Analyses of a recording made by 'whyslow record' (or run/attach -o).
+Every analysis takes the same filters and --json.`,
+	}
+	cmd.AddCommand(newExplain())
+	cmd.AddCommand(newLatencyReports()...)
+	return cmd
+}
+
+func newExplain() *cobra.Command {
+	var f filterFlags
+	var pid uint
+	cmd := &cobra.Command{
+		Use:   "explain FILE [--pid PID]",
+		Short: "Where a process's time went: verdict, evidence, blame (what run and attach print)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			src, done, err := openSource(args[0])
+			if err != nil {
+				return err
+			}
+			defer done()
+			if pid == 0 {
+				p, _ := strconv.Atoi(src.Meta["target_pid"])
+				if p <= 0 {
+					return usageErr("this recording has no target process: give --pid")
+				}
+				pid = uint(p)
+			}
+			x, err := analysis.Explain(src, uint32(pid))
+			if err != nil {
+				return err
+			}
+			if f.json {
+				return writeJSON(cmd.OutOrStdout(), x)
+			}
+			output.Explanation(cmd.OutOrStdout(), x)
+			return nil
+		},
+	}
+	cmd.Flags().UintVar(&pid, "pid", 0, "the process to explain (default: the recording's target)")
+	cmd.Flags().BoolVar(&f.json, "json", false, "print JSON (schema whyslow.run/v1)")
+	return cmd
+}
+
+// explainTo prints the explanation of a finished run to stderr, and JSON to a file.
+func explainTo(path string, pid uint32, jsonPath string) error {
+	src, done, err := openSource(path)
+	if err != nil {
+		return err
+	}
+	defer done()
+	x, err := analysis.Explain(src, pid)
+	if err != nil {
+		return fmt.Errorf("explaining: %w", err)
+	}
+	output.Explanation(os.Stderr, x)
+	if jsonPath != "" {
+		f, err := os.Create(jsonPath)
+		if err != nil {
+			return fmt.Errorf("writing JSON: %w", err)
+		}
+		defer f.Close()
+		return writeJSON(f, x)
+	}
+	return nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

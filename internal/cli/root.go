@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/whyslow/whyslow/internal/recorder"
+)
+
+// Version is set at build time (-ldflags "-X .../cli.Version=...").
+var Version = "0.1.0-dev"
+
+const exitCodesHelp = `Exit codes:
+  0    success (run, attach: the command's own exit code is passed through)
+  1    capture or analysis failed
+  2    bad flags or arguments
+  3    not a whyslow recording, or unreadable
+  4    missing privilege or kernel feature
+  126  run: the command cannot be executed
+  127  run: command not found`
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "whyslow",
+		Short: "Explain why a Linux program is slow, from the kernel's own evidence",
+		Long: `whyslow follows a program with eBPF (tracepoints only) and tells where its wall
+time went: on CPU, waiting for a CPU, disk reads or writes, dirty-page
+throttling, fsync, network, locks; and who and what: the thread, the file,
+the device, the peer, and the other processes that caused the wait.
+
+` + exitCodesHelp,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       Version,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return withCode(ExitUsage, fmt.Errorf("%s (see '%s --help')", err, c.CommandPath()))
+	})
+	root.AddCommand(newCheck(), newRun(), newAttach(), newRecord(), newReport(), newSQL())
+	return root
+}
+
+// Main runs whyslow with args and returns the process exit code.
+func Main(args []string) int {
+	recorder.Version = Version
+	root := newRoot()
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return ExitOK
+	}
+	var ce childExit
+	if errors.As(err, &ce) {
+		return int(ce)
+	}
+	if strings.HasPrefix(err.Error(), "unknown command") || strings.HasPrefix(err.Error(), "unknown flag") ||
+		strings.Contains(err.Error(), "accepts ") || strings.Contains(err.Error(), "requires at least") {
+		report(err)
+		return ExitUsage
+	}
+	report(err)
+	return codeOf(err)
+}
+
+func stderrIsTerminal() bool {
+	st, err := os.Stderr.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,86 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/whyslow/whyslow/internal/recorder"
+	"github.com/whyslow/whyslow/internal/target"
+)
+
+type runOptions struct {
+	capture   captureFlags
+	jsonPath  string
+	recording string
+	linger    time.Duration
+}
+
+func newRun() *cobra.Command {
+	var o runOptions
+	cmd := &cobra.Command{
+		Use:   "run [flags] -- CMD [ARGS...]",
+		Short: "Run a command and explain where its wall time went",
+		Long: `Runs CMD as a child with its stdin, stdout and stderr untouched, follows it,
+its threads and all its descendants, and when it exits prints to stderr where
+its time went, a verdict with evidence, and which other processes caused its
+waits. whyslow exits with the command's exit code (128+N for a signal death).`,
+		Example: `  whyslow run -- python3 app.py
+  whyslow run --json out.json -o rec.db -- ./build.sh`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return runRun(o, args) },
+	}
+	o.capture.bind(cmd.Flags())
+	cmd.Flags().StringVar(&o.jsonPath, "json", "", "also write the explanation as JSON (schema whyslow.run/v1) to this file")
+	cmd.Flags().StringVarP(&o.recording, "output", "o", "", "keep the recording in this file (DuckDB) for 'whyslow report'")
+	cmd.Flags().DurationVar(&o.linger, "linger", time.Second, "keep recording this long after the command exits, to see writeback of its data")
+	return cmd
+}
+
+func runRun(o runOptions, argv []string) error {
+	if err := needPrivileges(); err != nil {
+		return err
+	}
+	if _, err := target.Resolve(argv[0]); err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return withCode(ExitNotExec, fmt.Errorf("%s: permission denied", argv[0]))
+		}
+		return withCode(ExitNotFound, fmt.Errorf("%s: command not found", argv[0]))
+	}
+	path, keep := o.recording, o.recording != ""
+	if !keep {
+		var err error
+		if path, err = tempRecording(); err != nil {
+			return err
+		}
+		defer os.Remove(path)
+		defer os.Remove(path + ".wal")
+	}
+	// Like time(1): Ctrl-C goes to the command; whyslow waits for it and explains.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGQUIT)
+	defer signal.Stop(sigs)
+
+	res, err := recorder.Record(context.Background(), recorder.Config{
+		Path: path, Capture: o.capture.options(), Command: argv, Linger: o.linger, Status: nil,
+	})
+	if err != nil {
+		if res == nil {
+			return err
+		}
+		report(err) // the recording may still explain something
+	}
+	if err := explainTo(path, uint32(res.TargetPID), o.jsonPath); err != nil {
+		report(err)
+	}
+	if keep {
+		fmt.Fprintf(os.Stderr, "\nrecording kept in %s (whyslow report --help)\n", path)
+	}
+	return childExit(res.ExitCode)
+}

@@ -1,0 +1,151 @@
+package output
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/whyslow/whyslow/internal/format"
+
+	"github.com/whyslow/whyslow/internal/analysis"
+)
+
+// Explanation prints where a target's time went, at most 80 columns wide.
+func Explanation(w io.Writer, x *analysis.Explanation) {
+	fmt.Fprintf(w, "\nwhyslow: %s (pid %d)", format.Safe(TrimLeft(x.Target.Command, 50)), x.Target.PID)
+	if x.Target.ExitCode != nil {
+		fmt.Fprintf(w, ", exit %d", *x.Target.ExitCode)
+	}
+	fmt.Fprintf(w, ", wall %s\n", format.Seconds(x.WallS))
+	fmt.Fprintf(w, "\nverdict: %s\n", strings.ToUpper(x.Verdict.Reason))
+	for _, line := range wrap(x.Verdict.Summary, 76) {
+		fmt.Fprintf(w, "  %s\n", line)
+	}
+
+	Heading(w, "Where the time went (all threads)")
+	maxS := 0.0
+	for _, r := range x.Verdict.Ranked {
+		maxS = max(maxS, r.S)
+	}
+	t := Table{Cols: []Column{{Title: "reason"}, {Title: "time", Right: true}, {Title: "share", Right: true}, {Title: ""}}}
+	for _, r := range x.Verdict.Ranked {
+		t.Row(r.Reason, format.Seconds(r.S), format.Pct(r.Share), Bar(r.S, maxS, 40))
+	}
+	if x.Time.IdleS > 0 {
+		t.Row("(idle)", format.Seconds(x.Time.IdleS), "", "waiting for work: not counted")
+	}
+	t.Write(w)
+
+	if len(x.Threads) > 0 {
+		Heading(w, "Threads")
+		t := Table{Cols: []Column{{Title: "tid", Right: true}, {Title: "comm", Max: 16}, {Title: "on-cpu", Right: true},
+			{Title: "off-cpu", Right: true}, {Title: "read", Right: true}, {Title: "written", Right: true}, {Title: "mostly"}}}
+		for i, th := range x.Threads {
+			if i == 8 {
+				break
+			}
+			t.Row(th.TID, th.Comm, format.Seconds(th.OnCPUS), format.Seconds(th.OffCPUS), format.Bytes(th.ReadBytes), format.Bytes(th.WriteBytes), mostly(th))
+		}
+		t.Write(w)
+	}
+	if len(x.FileGroups) > 0 {
+		Heading(w, "Files created and removed in bulk")
+		for i, g := range x.FileGroups {
+			if i == 5 {
+				break
+			}
+			fmt.Fprintf(w, "%s\n  read %s, written %s\n", format.Safe(g.Summary), format.Bytes(g.ReadBytes), format.Bytes(g.WriteBytes))
+		}
+	}
+	if len(x.Files) > 0 {
+		Heading(w, "Files (by time waited)")
+		t := Table{Cols: []Column{{Title: "waited", Right: true}, {Title: "read", Right: true}, {Title: "written", Right: true},
+			{Title: "ops", Right: true}, {Title: "path", Max: 40}}}
+		for i, f := range x.Files {
+			if i == 8 {
+				break
+			}
+			t.Row(format.Seconds(f.WaitS), format.Bytes(f.ReadBytes), format.Bytes(f.WriteBytes), f.Ops, f.Path)
+		}
+		t.Write(w)
+	}
+	if len(x.Devices) > 0 {
+		Heading(w, "Devices (all processes, while the target ran)")
+		t := Table{Cols: []Column{{Title: "device"}, {Title: "read", Right: true}, {Title: "written", Right: true},
+			{Title: "requests", Right: true}, {Title: "await", Right: true}, {Title: "by target", Right: true}}}
+		for _, d := range x.Devices {
+			t.Row(d.Name, format.Bytes(d.ReadBytes), format.Bytes(d.WriteBytes), d.Requests, fmt.Sprintf("%.1f ms", d.AwaitMS), format.Bytes(d.TargetBytes))
+		}
+		t.Write(w)
+	}
+	if len(x.Network) > 0 {
+		Heading(w, "Network peers")
+		t := Table{Cols: []Column{{Title: "peer", Max: 40}, {Title: "in", Right: true}, {Title: "out", Right: true}, {Title: "in syscalls", Right: true}}}
+		for i, p := range x.Network {
+			if i == 8 {
+				break
+			}
+			t.Row(p.Peer, format.Bytes(p.BytesIn), format.Bytes(p.BytesOut), format.Seconds(p.WaitS))
+		}
+		t.Write(w)
+	}
+	if a := x.AfterExit; a.WrittenBytes > 0 || a.DirtyAtExitBytes > 1<<20 {
+		Heading(w, "After exit")
+		fmt.Fprintf(w, "dirty or under writeback system-wide at exit: %s\n", format.Bytes(a.DirtyAtExitBytes))
+		if a.WrittenBytes > 0 {
+			fmt.Fprintf(w, "the kernel was still writing the target's data: %s over %s after exit\n", format.Bytes(a.WrittenBytes), format.Seconds(a.WritingS))
+			for _, f := range a.Files {
+				fmt.Fprintf(w, "  %s\n", format.Safe(TrimLeft(f, 76)))
+			}
+		}
+	}
+	if len(x.Blame) > 0 {
+		Heading(w, "Who else (share of the target's storage waits)")
+		for i, b := range x.Blame {
+			if i == 5 {
+				break
+			}
+			for j, line := range wrap(fmt.Sprintf("%5s  %s", format.Pct(b.Share), b.Summary), 78) {
+				if j > 0 {
+					line = "       " + line
+				}
+				fmt.Fprintln(w, line)
+			}
+		}
+	}
+	if x.LostEvents > 0 {
+		fmt.Fprintf(w, "\nwarning: %d events were lost; totals may be low\n", x.LostEvents)
+	}
+}
+
+func mostly(th analysis.ThreadTime) string {
+	best, bv := "cpu", th.OnCPUS
+	for r, v := range th.ByReason {
+		if v > bv {
+			best, bv = r, v
+		}
+	}
+	if th.IdleS > bv {
+		return "idle"
+	}
+	return best
+}
+
+// wrap breaks text at spaces into lines of at most n runes.
+func wrap(s string, n int) []string {
+	var lines []string
+	var cur []string
+	length := 0
+	for _, word := range strings.Fields(s) {
+		if length+len([]rune(word))+len(cur) > n && len(cur) > 0 {
+			lines = append(lines, strings.Join(cur, " "))
+			cur, length = nil, 0
+		}
+		cur = append(cur, word)
+		length += len([]rune(word))
+	}
+	if len(cur) > 0 {
+		lines = append(lines, strings.Join(cur, " "))
+	}
+	return lines
+}

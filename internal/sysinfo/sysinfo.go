@@ -1,0 +1,88 @@
+// Package sysinfo answers what this machine offers capture: privileges, BTF,
+// tracefs, PSI, delay accounting, cgroup version. Paths hang off an FS root
+// so tests can point it at fixtures.
+package sysinfo
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// FS is the root under which /proc and /sys are read ("/" on a live system).
+type FS struct{ Root string }
+
+func (fs FS) path(p string) string { return filepath.Join(fs.Root, p) }
+
+// Capabilities whyslow needs (linux/capability.h).
+const (
+	CapSysAdmin = 21
+	CapPerfmon  = 38
+	CapBPF      = 39
+)
+
+// EffectiveCaps reads CapEff of a process ("self" for this one).
+func (fs FS) EffectiveCaps(pid string) (uint64, error) {
+	b, err := os.ReadFile(fs.path("/proc/" + pid + "/status"))
+	if err != nil {
+		return 0, err
+	}
+	return parseCapEff(string(b))
+}
+
+func parseCapEff(status string) (uint64, error) {
+	for _, line := range strings.Split(status, "\n") {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			return strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+		}
+	}
+	return 0, os.ErrNotExist
+}
+
+// CanTrace reports whether caps allow loading tracing programs.
+func CanTrace(caps uint64) bool {
+	has := func(c uint) bool { return caps&(1<<c) != 0 }
+	return has(CapSysAdmin) || (has(CapBPF) && has(CapPerfmon))
+}
+
+// HasBTF reports whether the kernel exposes its BTF (CO-RE needs it).
+func (fs FS) HasBTF() bool {
+	_, err := os.Stat(fs.path("/sys/kernel/btf/vmlinux"))
+	return err == nil
+}
+
+// TracefsMounted reports whether tracefs is mounted at /sys/kernel/tracing.
+func (fs FS) TracefsMounted() bool {
+	_, err := os.Stat(fs.path("/sys/kernel/tracing/events"))
+	return err == nil
+}
+
+// HasPSI reports whether pressure stall information is available.
+func (fs FS) HasPSI() bool {
+	_, err := os.Stat(fs.path("/proc/pressure/io"))
+	return err == nil
+}
+
+// DelayAccounting reads kernel.task_delayacct: "on", "off" or "absent".
+func (fs FS) DelayAccounting() string {
+	b, err := os.ReadFile(fs.path("/proc/sys/kernel/task_delayacct"))
+	if err != nil {
+		return "absent"
+	}
+	if strings.TrimSpace(string(b)) == "1" {
+		return "on"
+	}
+	return "off"
+}
+
+// CgroupVersion is "v2" (unified), "v1" or "hybrid", from what is mounted.
+func (fs FS) CgroupVersion() string {
+	if _, err := os.Stat(fs.path("/sys/fs/cgroup/cgroup.controllers")); err == nil {
+		return "v2"
+	}
+	if _, err := os.Stat(fs.path("/sys/fs/cgroup/unified/cgroup.controllers")); err == nil {
+		return "hybrid"
+	}
+	return "v1"
+}
