@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/whyslow/whyslow/internal/format"
 )
@@ -79,7 +80,9 @@ func (x *Explanation) blame(s *Source, pids []uint32, win window) error {
 		if err := rows.Scan(&b.PID, &b.Comm, &undirtied, &path, &bytes, &all); err != nil {
 			return err
 		}
-		if target[b.PID] || all == 0 {
+		if target[b.PID] || all == 0 || (!undirtied && kernelThread(b.Comm)) {
+			// A kernel thread that "dirtied" data is a layer under someone's I/O
+			// (a loop device's worker, the journal), not a culprit of its own.
 			continue
 		}
 		b.Share = bytes / all
@@ -103,4 +106,14 @@ func (x *Explanation) blame(s *Source, pids []uint32, win window) error {
 	}
 	sort.SliceStable(x.Blame, func(i, j int) bool { return x.Blame[i].Share > x.Blame[j].Share })
 	return nil
+}
+
+// kernelThread recognises the kernel's own workers by name.
+func kernelThread(comm string) bool {
+	for _, p := range []string{"kworker/", "jbd2/", "loop", "kswapd", "ksoftirqd/", "flush-", "kcompactd", "writeback"} {
+		if strings.HasPrefix(comm, p) {
+			return true
+		}
+	}
+	return false
 }

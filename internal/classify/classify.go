@@ -19,8 +19,9 @@ type Input struct {
 	PollOnSockets bool
 }
 
-// rule maps a kernel function (matched as a prefix) to a reason. The first rule
-// matching any frame, scanning innermost first, wins.
+// rule maps a kernel function (matched as a prefix) to a reason. Rules are in
+// priority order: the first rule that matches any frame wins, so a specific
+// wait (folio_wait_writeback) beats the generic one inside it (folio_wait_bit).
 type rule struct {
 	prefix string
 	reason event.Reason
@@ -80,13 +81,15 @@ var rules = []rule{
 	{"filemap_fault", event.ReasonDiskRead},
 	{"filemap_read", event.ReasonDiskRead},
 	{"filemap_get_pages", event.ReasonDiskRead},
-	{"folio_wait_bit", event.ReasonDiskRead},
-	{"__folio_lock", event.ReasonDiskRead},
 	{"__bread", event.ReasonDiskRead},
 	{"bh_read", event.ReasonDiskRead},
 	{"__wait_on_buffer", event.ReasonDiskRead},
 	{"ext4_read_", event.ReasonDiskRead},
 	{"do_read_cache", event.ReasonDiskRead},
+	// generic page waits, only when nothing more specific matched
+	{"folio_wait_bit", event.ReasonDiskRead},
+	{"__folio_lock", event.ReasonDiskRead},
+	{"bit_wait_io", event.ReasonDiskRead},
 	// sleeping
 	{"do_nanosleep", event.ReasonSleep},
 	{"hrtimer_nanosleep", event.ReasonSleep},
@@ -114,8 +117,8 @@ func Reason(in Input) event.Reason {
 		// A sync that waits on a lock still waits because of the sync.
 		return event.ReasonSync
 	}
-	for _, f := range in.Frames {
-		for _, r := range rules {
+	for _, r := range rules {
+		for _, f := range in.Frames {
 			if strings.HasPrefix(f, r.prefix) {
 				if r.reason == event.ReasonDiskRead && !readSyscalls[in.Syscall] && isWriteContext(in.Frames) {
 					return event.ReasonDiskWrite
@@ -123,6 +126,8 @@ func Reason(in Input) event.Reason {
 				return r.reason
 			}
 		}
+	}
+	for _, f := range in.Frames {
 		if strings.HasPrefix(f, "do_sys_poll") || strings.HasPrefix(f, "do_select") ||
 			strings.HasPrefix(f, "ep_poll") || strings.HasPrefix(f, "do_epoll_wait") {
 			return pollReason(in)
@@ -161,7 +166,7 @@ func pollReason(in Input) event.Reason {
 // begin, writeback) is a write cost, not a read.
 func isWriteContext(frames []string) bool {
 	for _, f := range frames {
-		if strings.Contains(f, "write_begin") || strings.Contains(f, "writepages") ||
+		if strings.Contains(f, "write_begin") || strings.Contains(f, "writepages") || strings.Contains(f, "truncate") ||
 			strings.Contains(f, "_write_iter") || strings.HasPrefix(f, "ksys_write") {
 			return true
 		}

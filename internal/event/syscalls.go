@@ -67,6 +67,10 @@ var waitSyscalls = map[int32]string{
 	7: "poll", 23: "select", 232: "epoll_wait", 281: "epoll_pwait", 441: "epoll_pwait2",
 	271: "ppoll", 270: "pselect6", 202: "futex", 35: "nanosleep", 230: "clock_nanosleep",
 	61: "wait4", 247: "waitid", 34: "pause", 130: "rt_sigsuspend", 128: "rt_sigtimedwait",
+	4: "stat", 5: "fstat", 6: "lstat", 8: "lseek", 10: "mprotect", 11: "munmap", 12: "brk", 16: "ioctl",
+	56: "clone", 57: "fork", 58: "vfork", 59: "execve", 60: "exit", 76: "truncate", 77: "ftruncate",
+	82: "rename", 83: "mkdir", 217: "getdents64", 231: "exit_group", 262: "newfstatat", 285: "fallocate",
+	316: "renameat2", 332: "statx", 435: "clone3",
 }
 
 // SyscallName names a traced syscall, or a wait syscall, or "syscall_N".
