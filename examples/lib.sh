@@ -14,3 +14,16 @@ wait_port() { # port
 	done
 }
 free_port() { "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# measured CMD...: runs the step a scenario is about, under `whyslow run` when
+# WHYSLOW=1 (JSON to $WHYSLOW_JSON, recording to $WHYSLOW_OUT when set), and
+# prints "seconds: N" for it on stderr.
+measured() {
+	t0=$("$py" -c 'import time; print(time.monotonic())')
+	if [ "${WHYSLOW:-}" = 1 ]; then
+		"$bin/whyslow" run ${WHYSLOW_JSON:+--json "$WHYSLOW_JSON"} ${WHYSLOW_OUT:+-o "$WHYSLOW_OUT"} -- "$@"
+	else
+		"$@"
+	fi
+	"$py" -c 'import sys, time; print("seconds: %.3f" % (time.monotonic() - float(sys.argv[1])), file=sys.stderr)' "$t0"
+}

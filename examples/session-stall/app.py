@@ -26,11 +26,12 @@ if not os.path.exists(db_path):
 
 class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
-        sess = os.path.join(sessions, "sess_%d" % (hash(self.client_address) % 16))
-        with open(sess, "a+") as f:          # PHP's session_start()
+        sess = os.path.join(sessions, "sess_board")
+        with open(sess, "a+") as f:          # PHP's session_start(): open, read
             f.seek(0)
-            f.read()
-            f.write("visit %f\n" % time.time())
+            data = f.read()[-4000:]
+            f.truncate(0)                    # session_write_close(): truncate, write
+            f.write(data + "visit %f\n" % time.time())
         db = sqlite3.connect(db_path)
         rows = db.execute("SELECT title, body FROM posts ORDER BY id DESC LIMIT 20").fetchall()
         db.close()
