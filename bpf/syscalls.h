@@ -19,6 +19,7 @@ enum {
 	NR_pwritev = 296, NR_syncfs = 306, NR_copy_file_range = 326,
 	NR_preadv2 = 327, NR_pwritev2 = 328, NR_io_uring_enter = 426,
 	NR_openat2 = 437, NR_rmdir = 84, NR_unlink = 87, NR_unlinkat = 263,
+	NR_ftruncate = 77, NR_fallocate = 285,
 };
 
 enum {
@@ -33,6 +34,7 @@ static __always_inline __u32 syscall_class(long nr)
 	case NR_read: case NR_pread64: case NR_readv: case NR_preadv: case NR_preadv2:
 		return CLS_READ;
 	case NR_write: case NR_pwrite64: case NR_writev: case NR_pwritev: case NR_pwritev2:
+	case NR_ftruncate: case NR_fallocate:
 		return CLS_WRITE;
 	case NR_open: case NR_openat: case NR_openat2: case NR_creat:
 		return CLS_OPEN;

@@ -464,8 +464,10 @@ static __always_inline int on_sys_enter(struct pt_regs *regs, long id)
 	case NR_readv: case NR_writev: case NR_preadv: case NR_pwritev:
 	case NR_preadv2: case NR_pwritev2: case NR_recvmsg: case NR_sendmsg:
 	case NR_fsync: case NR_fdatasync: case NR_syncfs: case NR_connect:
-	case NR_accept: case NR_accept4: case NR_close:
+	case NR_accept: case NR_accept4: case NR_close: case NR_ftruncate:
 		in.fd = a0; break;
+	case NR_fallocate:
+		in.fd = a0; in.req = a3; in.flags = a1; break;
 	case NR_sync_file_range:
 		in.fd = a0; in.req = a2; in.flags = a3; break;
 	case NR_io_uring_enter:

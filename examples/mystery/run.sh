@@ -4,7 +4,7 @@
 #   run.sh cpu       adds numbers for 2 s
 #   run.sh writes    writes 48 MiB buffered, twice in a row on a slow disk;
 #                    the second run is slow: the first run's pages are still being flushed
-#   run.sh fsync     the same with fsync: the cost is paid inside the program
+#   run.sh fsync     one run with fsync: the cost is paid inside the program
 # With WHYSLOW=1 the measured run goes through `whyslow run`.
 set -eu
 . "$(cd "$(dirname "$0")" && pwd)/../lib.sh"
@@ -24,14 +24,16 @@ writes | fsync)
 	if [ -z "${SLOWDISK_DIR:-}" ]; then
 		exec "$bin/slowdisk" --write-bps 8M --dirty-bytes 64M --dirty-background-bytes 32M -- "$0" "$@"
 	fi
-	extra=""
-	[ "$1" = fsync ] && extra=--fsync
+	if [ "$1" = fsync ]; then
+		measured "$py" "$here/writer.py" "$SLOWDISK_DIR/out" 48 --fsync
+		exit 0
+	fi
 	echo "first run:" >&2
 	t0=$("$py" -c 'import time; print(time.monotonic())')
 	"$py" "$here/writer.py" "$SLOWDISK_DIR/out1" 48
 	"$py" -c 'import sys, time; print("seconds: %.3f" % (time.monotonic() - float(sys.argv[1])), file=sys.stderr)' "$t0"
 	echo "second run:" >&2
-	measured "$py" "$here/writer.py" "$SLOWDISK_DIR/out2" 48 $extra
+	measured "$py" "$here/writer.py" "$SLOWDISK_DIR/out2" 48
 	;;
 *)
 	echo "usage: run.sh network|cpu|writes|fsync" >&2

@@ -22,7 +22,6 @@ cli=$!
 sleep 2
 sh "$here/noisy.sh" "$SLOWDISK_DIR" 10
 wait $cli
-# under whyslow run, the server is whyslow's child: stop the app itself
-pkill -TERM -f "$here/app.py $SLOWDISK_DIR $port" 2>/dev/null || true
+kill -TERM $srv # whyslow run passes SIGTERM on to the app, then explains
 wait $srv 2>/dev/null || true
 trap - EXIT

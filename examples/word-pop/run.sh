@@ -1,7 +1,8 @@
 #!/bin/sh
 # word-pop on a slow disk: times /popularity (1000 temp files per request) and
 # /popular (in memory). With WHYSLOW=1, `whyslow attach` watches the Flask
-# server during the /popularity request (JSON to $WHYSLOW_JSON if set).
+# server during each request (JSON to $WHYSLOW_JSON for /popularity and
+# $WHYSLOW_JSON_POPULAR for /popular, when set).
 set -eu
 . "$(cd "$(dirname "$0")" && pwd)/../lib.sh"
 if [ -z "${SLOWDISK_DIR:-}" ]; then
@@ -13,14 +14,18 @@ srv=$!
 trap 'kill $srv 2>/dev/null; wait $srv 2>/dev/null || true' EXIT
 wait_port "$port"
 "$py" "$here/client.py" "http://127.0.0.1:$port/" >/dev/null
-if [ "${WHYSLOW:-}" = 1 ]; then
-	"$bin/whyslow" attach -p "$srv" ${WHYSLOW_JSON:+--json "$WHYSLOW_JSON"} ${WHYSLOW_OUT:+-o "$WHYSLOW_OUT"} &
-	att=$!
-	sleep 1
-fi
-"$py" "$here/client.py" "http://127.0.0.1:$port/popularity/linux"
-if [ "${WHYSLOW:-}" = 1 ]; then
-	kill -INT $att
-	wait $att || true
-fi
-"$py" "$here/client.py" "http://127.0.0.1:$port/popular/linux"
+# request PATH [JSON]: one timed request, watched by whyslow attach when WHYSLOW=1
+request() {
+	if [ "${WHYSLOW:-}" = 1 ]; then
+		"$bin/whyslow" attach -p "$srv" ${2:+--json "$2"} ${WHYSLOW_OUT:+-o "$WHYSLOW_OUT"} &
+		att=$!
+		sleep 1
+	fi
+	"$py" "$here/client.py" "http://127.0.0.1:$port$1"
+	if [ "${WHYSLOW:-}" = 1 ]; then
+		kill -INT $att
+		wait $att || true
+	fi
+}
+request /popularity/linux "${WHYSLOW_JSON:-}"
+WHYSLOW_OUT="" request /popular/linux "${WHYSLOW_JSON_POPULAR:-}"

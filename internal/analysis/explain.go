@@ -70,6 +70,7 @@ type ThreadTime struct {
 	ByReason   map[string]float64 `json:"by_reason"`
 	ReadBytes  uint64             `json:"read_bytes"`
 	WriteBytes uint64             `json:"write_bytes"`
+	TopFile    string             `json:"top_file,omitempty"` // where it spent most time in syscalls
 }
 
 type FileUse struct {
@@ -281,6 +282,21 @@ func (x *Explanation) threads(s *Source, pids []uint32, win window) error {
 		}
 		if t := byTID[tid]; t != nil {
 			t.ReadBytes, t.WriteBytes = uint64(r.Float64), uint64(w.Float64)
+		}
+	}
+
+	top, err := s.DB.Query(`SELECT tid, arg_max(path, w) FROM (
+	    SELECT tid, path, sum(total_ns) AS w FROM io WHERE ` + in + ` AND fkind = 'file' AND path IS NOT NULL GROUP BY tid, path)
+	  GROUP BY tid`)
+	if err != nil {
+		return fmt.Errorf("finding threads' files: %w", err)
+	}
+	defer top.Close()
+	for top.Next() {
+		var tid uint32
+		var path string
+		if top.Scan(&tid, &path) == nil && byTID[tid] != nil {
+			byTID[tid].TopFile = path
 		}
 	}
 

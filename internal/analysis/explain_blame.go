@@ -58,11 +58,11 @@ func (x *Explanation) blame(s *Source, pids []uint32, win window) error {
 	     dirtier AS (
 	       SELECT dev, ino, gen, arg_max(pid, pages) AS pid, arg_max(comm, pages) AS comm
 	       FROM dirtied GROUP BY dev, ino, gen)
-	     SELECT coalesce(d.pid, b.pid), coalesce(d.comm, b.comm), d.pid IS NULL AS undirtied,
-	            any_value(f.path), sum(b.bytes), (SELECT sum(bytes) FROM during)
+	     SELECT coalesce(d.pid, 0), coalesce(d.comm, ''), d.pid IS NULL AS undirtied,
+	            any_value(f.path), sum(b.bytes), (SELECT sum(bytes) FROM during), any_value(b.comm)
 	     FROM during b LEFT JOIN dirtier d ON d.dev = b.fdev AND d.ino = b.ino AND d.gen = b.gen
 	          LEFT JOIN file_names f ON f.dev = b.fdev AND f.ino = b.ino AND f.gen = b.gen
-	     GROUP BY 1, 2, 3 ORDER BY 5 DESC`
+	     GROUP BY 1, 2, 3, CASE WHEN d.pid IS NULL THEN coalesce(f.path, b.comm) END ORDER BY 5 DESC`
 	rows, err = s.DB.Query(q)
 	if err != nil {
 		return fmt.Errorf("charging disk traffic: %w", err)
@@ -77,10 +77,17 @@ func (x *Explanation) blame(s *Source, pids []uint32, win window) error {
 		var undirtied bool
 		var path sql.NullString
 		var bytes, all float64
-		if err := rows.Scan(&b.PID, &b.Comm, &undirtied, &path, &bytes, &all); err != nil {
+		var issuer string
+		if err := rows.Scan(&b.PID, &b.Comm, &undirtied, &path, &bytes, &all, &issuer); err != nil {
 			return err
 		}
-		if target[b.PID] || all == 0 || (!undirtied && kernelThread(b.Comm)) {
+		if undirtied && !path.Valid {
+			if kernelThread(issuer) {
+				continue // metadata or journal of the filesystem: no owner to name
+			}
+			b.PID, b.Comm = 0, issuer
+		}
+		if (!undirtied && target[b.PID]) || all == 0 || (!undirtied && kernelThread(b.Comm)) {
 			// A kernel thread that "dirtied" data is a layer under someone's I/O
 			// (a loop device's worker, the journal), not a culprit of its own.
 			continue
@@ -95,8 +102,8 @@ func (x *Explanation) blame(s *Source, pids []uint32, win window) error {
 		}
 		if undirtied {
 			b.Activity = "writeback"
-			b.Summary = fmt.Sprintf("writeback%s, data dirtied before the recording, written by %s: %s, %s of the disk traffic during the waits",
-				where, format.Safe(b.Comm), format.Bytes(uint64(bytes)), format.Pct(b.Share))
+			b.Summary = fmt.Sprintf("writeback%s (data dirtied before the recording): %s, %s of the disk traffic during the waits",
+				where, format.Bytes(uint64(bytes)), format.Pct(b.Share))
 		} else {
 			b.Activity = "dirtied"
 			b.Summary = fmt.Sprintf("%s (pid %d) dirtied the data%s being written out: %s, %s of the disk traffic during the waits",

@@ -142,7 +142,8 @@ func (x *Explanation) devices(s *Source, pids []uint32, win window) error {
 	in := inList("pid", pids)
 	q := `SELECT coalesce(device, 'dev ' || (dev >> 20) || ':' || (dev & 1048575)),
 	        sum(CASE WHEN op = 'read' THEN bytes ELSE 0 END), sum(CASE WHEN op = 'write' THEN bytes ELSE 0 END),
-	        count(*), avg(total_ns) / 1e6, sum(CASE WHEN ` + in + ` THEN bytes ELSE 0 END)
+	        count(*), avg(total_ns) / 1e6,
+	        sum(CASE WHEN ` + in + ` OR (fdev, ino, gen) IN (SELECT dev, ino, gen FROM dirtied WHERE ` + in + `) THEN bytes ELSE 0 END)
 	      FROM disk WHERE ts BETWEEN ? AND ? GROUP BY 1 ORDER BY sum(bytes) DESC`
 	rows, err := s.DB.Query(q, win.begin, win.end)
 	if err != nil {
@@ -190,10 +191,13 @@ func (x *Explanation) afterExit(s *Source, pids []uint32) error {
 	fmt.Sscan(s.Meta["dirty_at_exit"], &x.AfterExit.DirtyAtExitBytes)
 	end := s.window().end
 	in := inList("d.pid", pids)
-	q := `SELECT sum(w.pages) * 4096, max(w.ts) - ?, coalesce(string_agg(DISTINCT f.path, chr(10)), '')
-	      FROM writeback w JOIN (SELECT DISTINCT dev, ino, gen FROM dirtied d WHERE ` + in + `) t USING (dev, ino, gen)
-	      LEFT JOIN file_names f USING (dev, ino, gen)
-	      WHERE w.ts > ?`
+	// Block writes of data the target dirtied, after it exited: the kernel
+	// still flushing its pages (what dstat showed in the article).
+	q := `SELECT sum(b.bytes), max(b.ts) - ?, coalesce(string_agg(DISTINCT f.path, chr(10)), '')
+	      FROM block b JOIN (SELECT DISTINCT dev, ino, gen FROM dirtied d WHERE ` + in + `) t
+	        ON t.dev = b.fdev AND t.ino = b.ino AND t.gen = b.gen
+	      LEFT JOIN file_names f ON f.dev = b.fdev AND f.ino = b.ino AND f.gen = b.gen
+	      WHERE b.ts > ? AND b.op = 'write'`
 	var bytes, span sql.NullFloat64
 	var paths string
 	row := s.DB.QueryRow(q, end, end)

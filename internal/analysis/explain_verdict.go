@@ -91,7 +91,9 @@ func (x *Explanation) detail(reason string) string {
 		if th != nil && th.WriteBytes > 0 {
 			s += " wrote " + format.Bytes(th.WriteBytes)
 		}
-		if len(x.FileGroups) > 0 {
+		if th != nil && th.TopFile != "" && (len(x.FileGroups) == 0 || pathPattern(th.TopFile) != x.FileGroups[0].Pattern) {
+			s += " to " + format.Safe(th.TopFile)
+		} else if len(x.FileGroups) > 0 {
 			g := x.FileGroups[0]
 			s += fmt.Sprintf(" to %d files %s", g.Files, format.Safe(g.Pattern))
 			if g.Deleted > 0 {
@@ -109,8 +111,8 @@ func (x *Explanation) detail(reason string) string {
 		if th != nil && th.ReadBytes > 0 {
 			s += " read " + format.Bytes(th.ReadBytes)
 		}
-		if len(x.Files) > 0 {
-			s += ", most waited on " + format.Safe(x.Files[0].Path)
+		if th != nil && th.TopFile != "" {
+			s += ", most waited on " + format.Safe(th.TopFile)
 		}
 		return s
 	case event.ReasonNetwork:

@@ -62,13 +62,17 @@ func runRun(o runOptions, argv []string) error {
 		defer os.Remove(path)
 		defer os.Remove(path + ".wal")
 	}
-	// Like time(1): Ctrl-C goes to the command; whyslow waits for it and explains.
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGQUIT)
-	defer signal.Stop(sigs)
+	// Like time(1): Ctrl-C reaches the command from the terminal; whyslow waits
+	// for it and explains. SIGTERM and SIGHUP sent to whyslow are passed on.
+	ignored := make(chan os.Signal, 1)
+	signal.Notify(ignored, os.Interrupt, syscall.SIGQUIT)
+	defer signal.Stop(ignored)
+	forward := make(chan os.Signal, 4)
+	signal.Notify(forward, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(forward)
 
 	res, err := recorder.Record(context.Background(), recorder.Config{
-		Path: path, Capture: o.capture.options(), Command: argv, Linger: o.linger, Status: nil,
+		Path: path, Capture: o.capture.options(), Command: argv, Linger: o.linger, Forward: forward,
 	})
 	if err != nil {
 		if res == nil {

@@ -49,6 +49,7 @@ var syscalls = map[uint32]syscallInfo{
 	295: {"preadv", ClassRead}, 327: {"preadv2", ClassRead},
 	1: {"write", ClassWrite}, 18: {"pwrite64", ClassWrite}, 20: {"writev", ClassWrite},
 	296: {"pwritev", ClassWrite}, 328: {"pwritev2", ClassWrite},
+	77: {"ftruncate", ClassWrite}, 285: {"fallocate", ClassWrite},
 	2: {"open", ClassOpen}, 257: {"openat", ClassOpen}, 437: {"openat2", ClassOpen}, 85: {"creat", ClassOpen},
 	3:  {"close", ClassClose},
 	74: {"fsync", ClassSync}, 75: {"fdatasync", ClassSync}, 162: {"sync", ClassSync},
@@ -68,8 +69,8 @@ var waitSyscalls = map[int32]string{
 	271: "ppoll", 270: "pselect6", 202: "futex", 35: "nanosleep", 230: "clock_nanosleep",
 	61: "wait4", 247: "waitid", 34: "pause", 130: "rt_sigsuspend", 128: "rt_sigtimedwait",
 	4: "stat", 5: "fstat", 6: "lstat", 8: "lseek", 10: "mprotect", 11: "munmap", 12: "brk", 16: "ioctl",
-	56: "clone", 57: "fork", 58: "vfork", 59: "execve", 60: "exit", 76: "truncate", 77: "ftruncate",
-	82: "rename", 83: "mkdir", 217: "getdents64", 231: "exit_group", 262: "newfstatat", 285: "fallocate",
+	56: "clone", 57: "fork", 58: "vfork", 59: "execve", 60: "exit", 76: "truncate",
+	82: "rename", 83: "mkdir", 217: "getdents64", 231: "exit_group", 262: "newfstatat",
 	316: "renameat2", 332: "statx", 435: "clone3",
 }
 

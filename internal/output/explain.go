@@ -54,7 +54,13 @@ func Explanation(w io.Writer, x *analysis.Explanation) {
 			if i == 5 {
 				break
 			}
-			fmt.Fprintf(w, "%s\n  read %s, written %s\n", format.Safe(g.Summary), format.Bytes(g.ReadBytes), format.Bytes(g.WriteBytes))
+			for j, line := range wrap(format.Safe(g.Summary), 78) {
+				if j > 0 {
+					line = "  " + line
+				}
+				fmt.Fprintln(w, line)
+			}
+			fmt.Fprintf(w, "  read %s, written %s\n", format.Bytes(g.ReadBytes), format.Bytes(g.WriteBytes))
 		}
 	}
 	if len(x.Files) > 0 {

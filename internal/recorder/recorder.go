@@ -35,6 +35,8 @@ type Config struct {
 	Status io.Writer // a one-line live status, or nil
 	// Ready is closed once capture is attached (tests and harnesses wait on it).
 	Ready chan<- struct{}
+	// Forward delivers signals to the command (run forwards SIGTERM and SIGHUP).
+	Forward <-chan os.Signal
 }
 
 // Result is what a recording produced.
@@ -122,6 +124,16 @@ func Record(ctx context.Context, cfg Config) (*Result, error) {
 		go func() {
 			res.ExitCode, _ = gated.Wait()
 			close(targetDone)
+		}()
+		go func() {
+			for {
+				select {
+				case sig := <-cfg.Forward:
+					gated.Cmd.Process.Signal(sig)
+				case <-targetDone:
+					return
+				}
+			}
 		}()
 	} else if cfg.PID != 0 {
 		go func() {

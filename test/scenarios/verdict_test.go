@@ -1,0 +1,226 @@
+package scenarios
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// These run the scenarios under whyslow and check its diagnosis against the
+// truth each scenario was built to show (issue 5).
+
+type explanation struct {
+	Schema string `json:"schema"`
+	Target struct {
+		PID      uint32 `json:"pid"`
+		ExitCode *int   `json:"exit_code"`
+	} `json:"target"`
+	WallS   float64 `json:"wall_s"`
+	Verdict struct {
+		Reason  string  `json:"reason"`
+		Share   float64 `json:"share"`
+		Summary string  `json:"summary"`
+	} `json:"verdict"`
+	Threads []struct {
+		PID        uint32             `json:"pid"`
+		TID        uint32             `json:"tid"`
+		WriteBytes uint64             `json:"write_bytes"`
+		ByReason   map[string]float64 `json:"by_reason"`
+		OnCPUS     float64            `json:"on_cpu_s"`
+	} `json:"threads"`
+	FileGroups []struct {
+		Pattern string `json:"pattern"`
+		Files   int    `json:"files"`
+		Created int    `json:"created"`
+		Deleted int    `json:"deleted"`
+	} `json:"file_groups"`
+	Network []struct {
+		Peer string `json:"peer"`
+	} `json:"network"`
+	AfterExit struct {
+		DirtyAtExit  uint64 `json:"dirty_at_exit_bytes"`
+		WrittenBytes uint64 `json:"written_bytes"`
+	} `json:"after_exit"`
+	Blame []struct {
+		Comm     string `json:"comm"`
+		Activity string `json:"activity"`
+		Summary  string `json:"summary"`
+	} `json:"blame"`
+	LostEvents uint64 `json:"lost_events"`
+}
+
+func underWhyslow(t *testing.T, dir string, args ...string) (*explanation, string, string) {
+	t.Helper()
+	js := filepath.Join(t.TempDir(), "explain.json")
+	out, errs := scenario(t, []string{"WHYSLOW=1", "WHYSLOW_JSON=" + js}, dir, args...)
+	return readExplanation(t, js, errs), out, errs
+}
+
+func readExplanation(t *testing.T, path, log string) *explanation {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("no JSON from whyslow: %v\n%s", err, log)
+	}
+	var x explanation
+	if err := json.Unmarshal(b, &x); err != nil {
+		t.Fatalf("bad JSON: %v", err)
+	}
+	if x.Schema != "whyslow.run/v1" {
+		t.Fatalf("schema %q", x.Schema)
+	}
+	return &x
+}
+
+func isDiskWrite(reason string) bool { return reason == "disk-write" || reason == "dirty-throttle" }
+
+func TestVerdictWordPop(t *testing.T) {
+	dir := t.TempDir()
+	js, popular := filepath.Join(dir, "popularity.json"), filepath.Join(dir, "popular.json")
+	_, errs := scenario(t, []string{"WHYSLOW=1", "WHYSLOW_JSON=" + js, "WHYSLOW_JSON_POPULAR=" + popular}, "word-pop")
+	x := readExplanation(t, js, errs)
+	if !isDiskWrite(x.Verdict.Reason) {
+		t.Errorf("/popularity verdict %q (%s), want disk-write or dirty-throttle", x.Verdict.Reason, x.Verdict.Summary)
+	}
+	var group bool
+	for _, g := range x.FileGroups {
+		if strings.HasSuffix(g.Pattern, "/*/*.txt") && g.Files == 1000 && g.Created == 1000 && g.Deleted == 1000 {
+			group = true
+		}
+	}
+	if !group {
+		t.Errorf("no group of 1000 created and deleted files under <scratch>/<uuid>/: %+v", x.FileGroups)
+	}
+	var writer *struct{ pid, tid uint32 }
+	var most uint64
+	for _, th := range x.Threads {
+		if th.WriteBytes > most {
+			most, writer = th.WriteBytes, &struct{ pid, tid uint32 }{th.PID, th.TID}
+		}
+	}
+	if writer == nil || writer.tid == writer.pid || most < 1000*4096 {
+		t.Errorf("the writer must be a request thread, not the main thread: %+v (%d bytes)", writer, most)
+	}
+	if !strings.Contains(x.Verdict.Summary, "thread") {
+		t.Errorf("summary does not name the thread: %s", x.Verdict.Summary)
+	}
+	p := readExplanation(t, popular, errs)
+	if isDiskWrite(p.Verdict.Reason) || p.Verdict.Reason == "disk-read" || p.Verdict.Reason == "sync" {
+		t.Errorf("/popular verdict %q: it does no disk I/O", p.Verdict.Reason)
+	}
+	for _, line := range strings.Split(errs, "\n") {
+		if utf8.RuneCountInString(line) > 80 {
+			t.Errorf("line over 80 columns: %q", line)
+		}
+	}
+}
+
+func TestVerdictMysteryNetwork(t *testing.T) {
+	x, _, _ := underWhyslow(t, "mystery", "network")
+	if x.Verdict.Reason != "network" {
+		t.Fatalf("verdict %q (%s), want network", x.Verdict.Reason, x.Verdict.Summary)
+	}
+	if len(x.Network) == 0 || !strings.HasPrefix(x.Network[0].Peer, "127.0.0.1:") || !strings.Contains(x.Verdict.Summary, x.Network[0].Peer) {
+		t.Errorf("the peer is not named: %+v / %s", x.Network, x.Verdict.Summary)
+	}
+}
+
+func TestVerdictMysteryCPU(t *testing.T) {
+	x, _, _ := underWhyslow(t, "mystery", "cpu")
+	if x.Verdict.Reason != "cpu" || x.Verdict.Share < 0.8 {
+		t.Fatalf("verdict %q %.2f (%s), want cpu", x.Verdict.Reason, x.Verdict.Share, x.Verdict.Summary)
+	}
+}
+
+func TestVerdictMysterySecondWrite(t *testing.T) {
+	x, _, errs := underWhyslow(t, "mystery", "writes")
+	if !isDiskWrite(x.Verdict.Reason) {
+		t.Fatalf("verdict %q (%s), want dirty-throttle or disk-write", x.Verdict.Reason, x.Verdict.Summary)
+	}
+	var blamed bool
+	for _, b := range x.Blame {
+		blamed = blamed || (b.Activity == "writeback" && strings.Contains(b.Summary, "/out1"))
+	}
+	if !blamed {
+		t.Errorf("the first run's data (out1) is not blamed: %+v", x.Blame)
+	}
+	if x.AfterExit.WrittenBytes == 0 {
+		t.Errorf("no writes reported after exit: %+v\n%s", x.AfterExit, errs)
+	}
+}
+
+func TestVerdictMysteryFsync(t *testing.T) {
+	x, _, _ := underWhyslow(t, "mystery", "fsync")
+	if x.Verdict.Reason != "sync" {
+		t.Fatalf("verdict %q (%s), want sync", x.Verdict.Reason, x.Verdict.Summary)
+	}
+}
+
+func TestVerdictIozoneWriters(t *testing.T) {
+	x, _, _ := underWhyslow(t, "iozone-writers")
+	writers := 0
+	for _, th := range x.Threads {
+		if th.WriteBytes < 16<<20 {
+			continue
+		}
+		writers++
+		disk := th.ByReason["disk-write"] + th.ByReason["dirty-throttle"] + th.ByReason["sync"]
+		for r, v := range th.ByReason {
+			if v > disk && r != "disk-write" && r != "dirty-throttle" && r != "sync" {
+				t.Errorf("writer %d mostly %s (%.2fs), not writing to disk (%.2fs)", th.TID, r, v, disk)
+			}
+		}
+	}
+	if writers != 4 {
+		t.Errorf("%d writers of 16 MiB found, want 4", writers)
+	}
+	if !isDiskWrite(x.Verdict.Reason) {
+		t.Errorf("verdict %q", x.Verdict.Reason)
+	}
+}
+
+func TestVerdictSessionStallBlamesSync(t *testing.T) {
+	x, _, _ := underWhyslow(t, "session-stall")
+	var sync bool
+	for _, b := range x.Blame {
+		sync = sync || (b.Comm == "sync" && b.Activity == "sync")
+	}
+	if !sync {
+		t.Fatalf("blame does not name sync: %+v", x.Blame)
+	}
+}
+
+func TestRunCommandNotFound(t *testing.T) {
+	requireRoot(t)
+	cmd := exec.Command(filepath.Join(bin, "whyslow"), "run", "--", "no-such-command-whyslow")
+	out, err := cmd.CombinedOutput()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 127 {
+		t.Fatalf("exit %v, want 127", err)
+	}
+	if got := strings.TrimSpace(string(out)); got != "whyslow: no-such-command-whyslow: command not found" {
+		t.Errorf("message %q", got)
+	}
+}
+
+func TestRunWithoutPrivileges(t *testing.T) {
+	requireRoot(t)
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Fatal("setpriv (util-linux) is needed to drop privileges")
+	}
+	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
+		filepath.Join(bin, "whyslow"), "run", "--", "true")
+	out, err := cmd.CombinedOutput()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 4 {
+		t.Fatalf("exit %v (%s), want 4", err, out)
+	}
+	if !strings.Contains(string(out), "CAP_BPF") || strings.Count(strings.TrimSpace(string(out)), "\n") != 0 {
+		t.Errorf("want one line saying what is missing, got %q", out)
+	}
+}
