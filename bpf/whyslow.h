@@ -215,6 +215,7 @@ struct agg_val {
 	__u64 first_ts;
 	__u64 last_ts;
 	__u64 slots[LAT_SLOTS];
+	char comm[TASK_COMM_LEN];
 };
 
 /* Pages a task dirtied in an inode; drained by user space. */

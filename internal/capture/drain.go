@@ -25,7 +25,7 @@ func (e *Engine) drain(final bool) []event.Event {
 			continue
 		}
 		out = append(out, &event.SyscallTotals{
-			Header: event.Header{Time: av.FirstTs, PID: k.Pid, TID: k.Tid},
+			Header: event.Header{Time: av.FirstTs, PID: k.Pid, TID: k.Tid, Comm: dec.comm(av.Comm)},
 			Last:   av.LastTs, Nr: k.Nr,
 			File:  event.FileRef{Dev: k.Dev, Ino: k.Ino, Gen: k.Gen, Kind: event.FileKind(k.Kind)},
 			Count: av.Count, Bytes: av.Bytes, TotalNS: av.TotalNs, MaxNS: av.MaxNs, Errors: av.Errors,

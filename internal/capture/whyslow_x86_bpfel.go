@@ -34,6 +34,7 @@ type whyslowAggVal struct {
 	FirstTs uint64
 	LastTs  uint64
 	Slots   [32]uint64
+	Comm    [16]int8
 }
 
 type whyslowBlockEvent struct {

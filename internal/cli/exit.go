@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/whyslow/whyslow/internal/format"
 	"github.com/whyslow/whyslow/internal/store"
@@ -73,5 +74,9 @@ func codeOf(err error) int {
 // report prints an error as one line: no stack trace, nothing a traced
 // program's name could inject.
 func report(err error) {
-	fmt.Fprintf(os.Stderr, "whyslow: %s\n", format.Safe(err.Error()))
+	msg := err.Error()
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i] // one line: the rest is a verifier log or SQL context
+	}
+	fmt.Fprintf(os.Stderr, "whyslow: %s\n", format.Safe(msg))
 }

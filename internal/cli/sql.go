@@ -1,5 +1,124 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"database/sql"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strings"
 
-func newSQL() *cobra.Command { return &cobra.Command{Use: "sql", Hidden: true} }
+	"github.com/spf13/cobra"
+	"github.com/whyslow/whyslow/internal/format"
+	"github.com/whyslow/whyslow/internal/output"
+)
+
+func newSQL() *cobra.Command {
+	var as string
+	cmd := &cobra.Command{
+		Use:   "sql FILE QUERY",
+		Short: "Run SQL over a recording (tables and views: docs/trace-format.md)",
+		Long: `Runs one SQL query over a recording and prints the rows as a table, CSV or JSON.
+The recording is DuckDB: every DuckDB function works. Views: io, disk,
+file_names, unlinks, processes; raw tables: syscalls, syscall_totals, offcpu,
+stacks, block, dirtied, writeback, throttle, cputime, forks, execs, exits,
+uring, files, lost, meta.`,
+		Example: `  whyslow sql rec.db "SELECT comm, sum(bytes) FROM io GROUP BY comm ORDER BY 2 DESC LIMIT 5"`,
+		Args:    cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if as != "table" && as != "csv" && as != "json" {
+				return usageErr("--format must be table, csv or json")
+			}
+			src, done, err := openSource(args[0])
+			if err != nil {
+				return err
+			}
+			defer done()
+			rows, err := src.DB.Query(args[1])
+			if err != nil {
+				return withCode(ExitUsage, fmt.Errorf("query: %s", firstLine(err)))
+			}
+			defer rows.Close()
+			return printRows(cmd.OutOrStdout(), rows, as)
+		},
+	}
+	cmd.Flags().StringVar(&as, "format", "table", "table, csv or json")
+	return cmd
+}
+
+func printRows(w io.Writer, rows *sql.Rows, as string) error {
+	cols, err := rows.Columns()
+	if err != nil {
+		return err
+	}
+	vals := make([]any, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	var t output.Table
+	for _, c := range cols {
+		t.Cols = append(t.Cols, output.Column{Title: c})
+	}
+	var cw *csv.Writer
+	var records []map[string]any
+	if as == "csv" {
+		cw = csv.NewWriter(w)
+		cw.Write(cols)
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return err
+		}
+		switch as {
+		case "csv":
+			rec := make([]string, len(vals))
+			for i, v := range vals {
+				rec[i] = cell(v)
+			}
+			cw.Write(rec)
+		case "json":
+			m := make(map[string]any, len(cols))
+			for i, c := range cols {
+				m[c] = vals[i]
+			}
+			records = append(records, m)
+		default:
+			row := make([]any, len(vals))
+			for i, v := range vals {
+				row[i] = cell(v)
+			}
+			t.Row(row...)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return withCode(ExitUsage, fmt.Errorf("query: %s", firstLine(err)))
+	}
+	switch as {
+	case "csv":
+		cw.Flush()
+		return cw.Error()
+	case "json":
+		if records == nil {
+			records = []map[string]any{}
+		}
+		return writeJSON(w, records)
+	}
+	t.Write(w)
+	return nil
+}
+
+func cell(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "NULL"
+	case []byte:
+		return format.Safe(string(x))
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = cell(e)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	}
+	return fmt.Sprint(v)
+}

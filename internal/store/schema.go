@@ -25,6 +25,7 @@ var tables = []struct{ name, columns string }{
 	{"unlink_raw", "ts UBIGINT, dur UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, name VARCHAR, ret BIGINT, ddev UINTEGER, dino UBIGINT, dgen UINTEGER, target VARCHAR"},
 	{"lost", "source VARCHAR, count UBIGINT"},
 	{"devices", "dev UINTEGER, name VARCHAR"},
+	{"interfaces", "name VARCHAR, addr VARCHAR"},
 }
 
 // views are what analyses and `whyslow sql` read. Each joins a file's identity
@@ -37,7 +38,7 @@ var views = []string{
 	// io: every I/O syscall, streamed or aggregated, one row each (count > 1 for aggregates).
 	`CREATE OR REPLACE VIEW io AS
 	 SELECT s.ts, s.ts + s.dur AS end_ts, s.dur, s.pid, s.tid, s.comm, s.name, s.class, s.fd, s.ret,
-	        CASE WHEN s.ret > 0 THEN s.ret ELSE 0 END AS bytes, 1::UBIGINT AS count, s.dur AS total_ns,
+	        CASE WHEN s.ret > 0 AND s.class IN ('read','write','net','xfer') THEN s.ret ELSE 0 END AS bytes, 1::UBIGINT AS count, s.dur AS total_ns,
 	        s.dev, s.ino, s.gen, s.fkind, f.path, f.peer, true AS exact
 	 FROM syscalls s LEFT JOIN file_names f USING (dev, ino, gen)
 	 UNION ALL

@@ -258,6 +258,11 @@ func (w *Writer) Close(lost map[string]uint64) error {
 			errs = append(errs, err)
 		}
 	}
+	for _, ifa := range interfaceAddrs() {
+		if err := w.row("interfaces", ifa[0], ifa[1]); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for name, a := range w.app {
 		if err := a.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("closing appender %s: %w", name, err))

@@ -1,0 +1,175 @@
+package analysis
+
+import (
+	"database/sql"
+	"fmt"
+)
+
+// Usage is iousagetop: who read and wrote how much, split by kind of file.
+type Usage struct {
+	Processes []ProcessIO `json:"processes"`
+	Files     []FileIO    `json:"files"`
+	Block     []BlockIO   `json:"block"`
+	Network   []IfaceIO   `json:"network"`
+	Exact     bool        `json:"exact"` // false: a default-level recording; bytes are exact, fds are not known for aggregated calls
+}
+
+type ProcessIO struct {
+	PID        uint32 `json:"pid"`
+	Comm       string `json:"comm"`
+	ReadFile   uint64 `json:"read_file"`
+	ReadNet    uint64 `json:"read_net"`
+	ReadIPC    uint64 `json:"read_ipc"`
+	ReadOther  uint64 `json:"read_other"`
+	WriteFile  uint64 `json:"write_file"`
+	WriteNet   uint64 `json:"write_net"`
+	WriteIPC   uint64 `json:"write_ipc"`
+	WriteOther uint64 `json:"write_other"`
+}
+
+func (p ProcessIO) Read() uint64  { return p.ReadFile + p.ReadNet + p.ReadIPC + p.ReadOther }
+func (p ProcessIO) Write() uint64 { return p.WriteFile + p.WriteNet + p.WriteIPC + p.WriteOther }
+
+type FileIO struct {
+	Path  string   `json:"path"`
+	Read  uint64   `json:"read"`
+	Write uint64   `json:"write"`
+	Users []string `json:"users"` // "fd 14 in apache2 (31591)"
+}
+
+// BlockIO is block traffic by process: as issued, and charged to whoever
+// dirtied the data (a flusher's writeback goes to the process that wrote it).
+type BlockIO struct {
+	PID          uint32 `json:"pid"`
+	Comm         string `json:"comm"`
+	Read         uint64 `json:"read"`
+	WriteIssued  uint64 `json:"write_issued"`
+	WriteCharged uint64 `json:"write_charged"`
+}
+
+type IfaceIO struct {
+	Interface string `json:"interface"`
+	Received  uint64 `json:"received"`
+	Sent      uint64 `json:"sent"`
+}
+
+const trafficSQL = `CASE WHEN fkind IN ('file','blockdev') THEN 'file' WHEN fkind = 'socket' THEN 'net'
+	WHEN fkind IN ('pipe','unix') THEN 'ipc' ELSE 'other' END`
+
+const readSQL = `(class = 'read' OR name IN ('recvfrom','recvmsg'))`
+const writeSQL = `(class = 'write' OR name IN ('sendto','sendmsg'))`
+
+// RunUsage computes usage under a filter.
+func RunUsage(s *Source, f Filter) (*Usage, error) {
+	u := &Usage{Exact: s.Full()}
+	where, args := f.where(ioCols)
+	q := `SELECT pid, arg_max(comm, ts),` + sums() + ` FROM io WHERE ` + where + ` GROUP BY pid
+	      ORDER BY sum(bytes) DESC LIMIT ?`
+	rows, err := s.DB.Query(q, append(args, f.Limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("summing process I/O: %w", err)
+	}
+	for rows.Next() {
+		var p ProcessIO
+		var v [8]sql.NullFloat64
+		if err := rows.Scan(&p.PID, &p.Comm, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		p.ReadFile, p.ReadNet, p.ReadIPC, p.ReadOther = u64(v[0]), u64(v[1]), u64(v[2]), u64(v[3])
+		p.WriteFile, p.WriteNet, p.WriteIPC, p.WriteOther = u64(v[4]), u64(v[5]), u64(v[6]), u64(v[7])
+		u.Processes = append(u.Processes, p)
+	}
+	rows.Close()
+
+	q = `SELECT path, sum(CASE WHEN ` + readSQL + ` THEN bytes ELSE 0 END), sum(CASE WHEN ` + writeSQL + ` THEN bytes ELSE 0 END),
+	       list(DISTINCT CASE WHEN fd IS NOT NULL THEN 'fd ' || fd || ' in ' || comm || ' (' || pid || ')'
+	                          ELSE comm || ' (' || pid || ')' END ORDER BY 1)
+	     FROM io WHERE ` + where + ` AND fkind = 'file' AND path IS NOT NULL GROUP BY path
+	     HAVING sum(bytes) > 0 ORDER BY sum(bytes) DESC LIMIT ?`
+	rows, err = s.DB.Query(q, append(args, f.Limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("summing file I/O: %w", err)
+	}
+	for rows.Next() {
+		var fi FileIO
+		var r, w sql.NullFloat64
+		var users []any
+		if err := rows.Scan(&fi.Path, &r, &w, &users); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		fi.Read, fi.Write = u64(r), u64(w)
+		for _, x := range users {
+			if s, ok := x.(string); ok {
+				fi.Users = append(fi.Users, s)
+			}
+		}
+		u.Files = append(u.Files, fi)
+	}
+	rows.Close()
+
+	bwhere, bargs := f.where(cols{ts: "insert_ts", end: "ts", pid: "pid", tid: "tid", comm: "comm", size: "bytes", dur: "total_ns", path: "path"})
+	q = `WITH b AS (SELECT * FROM disk WHERE ` + bwhere + `),
+	     dirtier AS (SELECT dev, ino, gen, arg_max(pid, pages) AS pid, arg_max(comm, pages) AS comm FROM dirtied GROUP BY dev, ino, gen),
+	     issued AS (SELECT pid, arg_max(comm, ts) AS comm, sum(CASE WHEN op = 'read' THEN bytes ELSE 0 END) AS r,
+	                       sum(CASE WHEN op = 'write' THEN bytes ELSE 0 END) AS w FROM b GROUP BY pid),
+	     charged AS (SELECT coalesce(d.pid, b.pid) AS pid, arg_max(coalesce(d.comm, b.comm), b.ts) AS comm, sum(b.bytes) AS c
+	                 FROM b LEFT JOIN dirtier d ON d.dev = b.fdev AND d.ino = b.ino AND d.gen = b.gen
+	                 WHERE b.op = 'write' GROUP BY 1)
+	     SELECT coalesce(i.pid, c.pid), coalesce(i.comm, c.comm), coalesce(i.r, 0), coalesce(i.w, 0), coalesce(c.c, 0)
+	     FROM issued i FULL OUTER JOIN charged c ON i.pid = c.pid
+	     ORDER BY coalesce(i.r, 0) + greatest(coalesce(i.w, 0), coalesce(c.c, 0)) DESC LIMIT ?`
+	rows, err = s.DB.Query(q, append(bargs, f.Limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("summing block I/O: %w", err)
+	}
+	for rows.Next() {
+		var b BlockIO
+		var r, w, c sql.NullFloat64
+		if err := rows.Scan(&b.PID, &b.Comm, &r, &w, &c); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		b.Read, b.WriteIssued, b.WriteCharged = u64(r), u64(w), u64(c)
+		u.Block = append(u.Block, b)
+	}
+	rows.Close()
+
+	q = `SELECT coalesce(n.ifname, split_part(io.local, ':', 1)), sum(CASE WHEN ` + readSQL + ` THEN bytes ELSE 0 END),
+	       sum(CASE WHEN ` + writeSQL + ` THEN bytes ELSE 0 END)
+	     FROM (SELECT io.*, f.local FROM io LEFT JOIN file_names f USING (dev, ino, gen) WHERE ` + where + ` AND fkind = 'socket') io
+	     LEFT JOIN (SELECT name AS ifname, addr FROM interfaces) n ON n.addr = regexp_replace(io.local, ':[0-9]+$', '')
+	     GROUP BY 1 ORDER BY 2 + 3 DESC`
+	rows, err = s.DB.Query(q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("summing network I/O: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var n IfaceIO
+		var name sql.NullString
+		var r, w sql.NullFloat64
+		if err := rows.Scan(&name, &r, &w); err != nil {
+			return nil, err
+		}
+		n.Interface, n.Received, n.Sent = name.String, u64(r), u64(w)
+		if n.Interface == "" {
+			n.Interface = "unknown"
+		}
+		u.Network = append(u.Network, n)
+	}
+	return u, nil
+}
+
+func sums() string {
+	s := ""
+	for _, dir := range []string{readSQL, writeSQL} {
+		for _, t := range []string{"file", "net", "ipc", "other"} {
+			s += fmt.Sprintf(" sum(CASE WHEN %s AND %s = '%s' THEN bytes ELSE 0 END),", dir, trafficSQL, t)
+		}
+	}
+	return s[:len(s)-1]
+}
+
+func u64(v sql.NullFloat64) uint64 { return uint64(v.Float64) }
