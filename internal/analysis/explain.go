@@ -37,8 +37,9 @@ type TargetInfo struct {
 }
 
 // TimeBreakdown sums thread time: on CPU, waiting for a CPU, off CPU by reason.
-// IdleS is time spent waiting for work (accept, a poll with no data I/O, a
-// join of a traced thread or child): reported, but no part of the verdict.
+// IdleS is time spent waiting for work (accept, a poll with no data I/O) or
+// handing off to another traced thread or child (a join, a reply from a traced
+// server): reported, but no part of the verdict.
 type TimeBreakdown struct {
 	OnCPUS    float64            `json:"on_cpu_s"`
 	RunqueueS float64            `json:"runqueue_s"`
@@ -191,15 +192,20 @@ func (s *Source) commOf(pid uint32) string {
 	return c.String
 }
 
-// idleSQL marks waits that are waiting for work rather than slowness: accept,
-// a poll/select/epoll in a thread that moved no socket data, or a wait ended
-// by a traced thread's or child's exit (a join).
-const idleSQL = `
+// idleSQL marks waits that are no slowness of their own: waiting for work
+// (accept, a poll/select/epoll in a thread that moved no socket data), or a
+// hand-off to another traced thread or child (woken by it: a join, a reply
+// from a traced server, a lock a traced thread held): that time is counted
+// where the work happened.
+func idleSQL(targets string) string {
+	return `
   (o.syscall IN ('accept', 'accept4')
    OR (o.syscall IN ('poll','select','epoll_wait','epoll_pwait','epoll_pwait2','ppoll','pselect6')
        AND o.tid NOT IN (SELECT tid FROM io WHERE fkind = 'socket' AND class IN ('read','write','net') AND name NOT IN ('accept','accept4')))
+   OR (o.reason IN ('network','ipc','lock','child','other') AND o.waker_tid <> o.tid AND o.` + targets + `)
    OR (o.reason IN ('lock','child','other') AND EXISTS (
        SELECT 1 FROM exits e WHERE e.tid = o.waker_tid AND e.ts BETWEEN o.ts - o.runq_ns - 5000000 AND o.ts)))`
+}
 
 func (x *Explanation) threads(s *Source, pids []uint32, win window) error {
 	in := inList("o.pid", pids)
@@ -209,7 +215,7 @@ func (x *Explanation) threads(s *Source, pids []uint32, win window) error {
 	               greatest(least(o.ts, $e) - greatest(o.ts - o.runq_ns, $b), 0) AS runq_c
 	        FROM offcpu o WHERE ` + in + ` AND o.ts > $b AND o.start_ts < $e)
 	      SELECT o.pid, o.tid, arg_max(o.comm, o.ts), o.reason, o.state,
-	        sum(o.off_c - least(o.runq_c, o.off_c)), sum(least(o.runq_c, o.off_c)), ` + idleSQL + ` AS idle
+	        sum(o.off_c - least(o.runq_c, o.off_c)), sum(least(o.runq_c, o.off_c)), ` + idleSQL(inList("waker_pid", pids)) + ` AS idle
 	      FROM clipped o GROUP BY o.pid, o.tid, o.reason, o.state, idle`
 	rows, err := s.DB.Query(q, sql.Named("b", win.begin), sql.Named("e", win.end))
 	if err != nil {

@@ -100,7 +100,12 @@ func (x *Explanation) blame(s *Source, pids []uint32, win window) error {
 		if path.Valid {
 			where = " of " + format.Safe(path.String)
 		}
-		if undirtied {
+		own := s.Meta["recording"]
+		if undirtied && own != "" && path.Valid && strings.HasPrefix(path.String, own) {
+			b.Activity, b.Comm = "whyslow", "whyslow"
+			b.Summary = fmt.Sprintf("whyslow's own recording (%s): %s, %s of the disk traffic during the waits",
+				format.Safe(path.String), format.Bytes(uint64(bytes)), format.Pct(b.Share))
+		} else if undirtied {
 			b.Activity = "writeback"
 			b.Summary = fmt.Sprintf("writeback%s (data dirtied before the recording): %s, %s of the disk traffic during the waits",
 				where, format.Bytes(uint64(bytes)), format.Pct(b.Share))

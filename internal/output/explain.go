@@ -32,7 +32,7 @@ func Explanation(w io.Writer, x *analysis.Explanation) {
 		t.Row(r.Reason, format.Seconds(r.S), format.Pct(r.Share), Bar(r.S, maxS, 40))
 	}
 	if x.Time.IdleS > 0 {
-		t.Row("(idle)", format.Seconds(x.Time.IdleS), "", "waiting for work: not counted")
+		t.Row("(idle)", format.Seconds(x.Time.IdleS), "", "waiting for work or on traced threads")
 	}
 	t.Write(w)
 

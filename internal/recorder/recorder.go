@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -225,6 +226,7 @@ func startMeta(cfg Config, eng *capture.Engine, start time.Time) map[string]stri
 		"flavour":         eng.Flavour(),
 		"missing":         strings.Join(eng.Missing(), ","),
 		"slow_ns":         fmt.Sprint(cfg.Capture.Slow.Nanoseconds()),
+		"recording":       absPath(cfg.Path),
 	}
 }
 
@@ -306,4 +308,11 @@ func dirtyBytes() uint64 {
 		}
 	}
 	return total
+}
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }

@@ -1,0 +1,25 @@
+#!/bin/sh
+# Installs what whyslow's tests, demo and benchmarks need and this machine lacks.
+set -eu
+need_apt=""
+have() { command -v "$1" >/dev/null 2>&1; }
+have fio        || need_apt="$need_apt fio"
+have mkfs.ext4  || need_apt="$need_apt e2fsprogs"
+have losetup    || need_apt="$need_apt util-linux"
+have setpriv    || need_apt="$need_apt util-linux"
+have clang      || need_apt="$need_apt clang llvm"
+have bpftool    || need_apt="$need_apt bpftool"
+[ -e /usr/include/bpf/bpf_helpers.h ] || need_apt="$need_apt libbpf-dev"
+have python3    || need_apt="$need_apt python3 python3-pip"
+if [ -n "$need_apt" ]; then
+	echo "installing:$need_apt" >&2
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need_apt >/dev/null
+fi
+if ! python3 -c 'import flask' 2>/dev/null; then
+	echo "installing: flask (PyPI)" >&2
+	python3 -m pip install -q flask 2>/dev/null ||
+		python3 -m pip install -q --break-system-packages flask 2>/dev/null ||
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-flask >/dev/null; }
+fi
+have go || { echo "deps: the Go toolchain is needed (go 1.26)" >&2; exit 1; }
