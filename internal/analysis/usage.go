@@ -138,7 +138,7 @@ func RunUsage(s *Source, f Filter) (*Usage, error) {
 
 	q = `SELECT coalesce(n.ifname, split_part(io.local, ':', 1)), sum(CASE WHEN ` + readSQL + ` THEN bytes ELSE 0 END),
 	       sum(CASE WHEN ` + writeSQL + ` THEN bytes ELSE 0 END)
-	     FROM (SELECT io.*, f.local FROM io LEFT JOIN file_names f USING (dev, ino, gen) WHERE ` + where + ` AND fkind = 'socket') io
+	     FROM (SELECT * FROM (SELECT io.*, f.local AS local FROM io LEFT JOIN file_names f USING (dev, ino, gen)) WHERE ` + where + ` AND fkind = 'socket') io
 	     LEFT JOIN (SELECT name AS ifname, addr FROM interfaces) n ON n.addr = regexp_replace(io.local, ':[0-9]+$', '')
 	     GROUP BY 1 ORDER BY 2 + 3 DESC`
 	rows, err = s.DB.Query(q, args...)

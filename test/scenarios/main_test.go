@@ -4,7 +4,6 @@ package scenarios
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,56 +12,24 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/whyslow/whyslow/test/harness"
 )
 
 var (
-	repo string // repository root
+	repo = harness.Repo()
 	bin  string // where whyslow and slowdisk were built for this run
 )
 
-func TestMain(m *testing.M) {
-	wd, _ := os.Getwd()
-	repo = filepath.Clean(filepath.Join(wd, "../.."))
-	dir, err := os.MkdirTemp("", "whyslow-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bin = dir
-	for _, c := range []string{"whyslow", "slowdisk"} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(bin, c), "./cmd/"+c)
-		cmd.Dir = repo
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", c, err, out)
-			os.Exit(1)
-		}
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { harness.Main(m, &bin) }
 
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("scenario tests need root (loop devices, blkio, BPF); CI must provide it")
-	}
-	t.Skip("scenario tests need root")
-}
+func requireRoot(t *testing.T) { harness.RequireRoot(t) }
 
 // scenario runs examples/<dir>/run.sh args... and returns stdout and stderr.
 func scenario(t *testing.T, env []string, dir string, args ...string) (string, string) {
 	t.Helper()
 	requireRoot(t)
-	before := machineState(t)
-	t.Cleanup(func() {
-		if after := machineState(t); after != before {
-			t.Errorf("scenario left the machine changed:\nbefore: %s\nafter:  %s", before, after)
-		}
-	})
+	harness.Unchanged(t)
 	cmd := exec.Command("/bin/sh", append([]string{filepath.Join(repo, "examples", dir, "run.sh")}, args...)...)
 	cmd.Env = append(append(os.Environ(), "BIN="+bin), env...)
 	var out, errb bytes.Buffer
@@ -82,29 +49,6 @@ func scenario(t *testing.T, env []string, dir string, args ...string) (string, s
 		t.Fatalf("%s %v: timed out", dir, args)
 	}
 	return out.String(), errb.String()
-}
-
-// machineState is what a scenario must leave as it found: loop devices,
-// throttles, dirty limits, loop mounts.
-func machineState(t *testing.T) string {
-	var b strings.Builder
-	out, _ := exec.Command("losetup", "-a").Output()
-	fmt.Fprintf(&b, "loops=[%s] ", strings.TrimSpace(string(out)))
-	for _, f := range []string{"read_bps_device", "write_bps_device", "read_iops_device", "write_iops_device"} {
-		v, _ := os.ReadFile("/sys/fs/cgroup/blkio/blkio.throttle." + f)
-		fmt.Fprintf(&b, "%s=[%s] ", f, strings.TrimSpace(string(v)))
-	}
-	for _, s := range []string{"dirty_bytes", "dirty_background_bytes", "dirty_ratio", "dirty_background_ratio"} {
-		v, _ := os.ReadFile("/proc/sys/vm/" + s)
-		fmt.Fprintf(&b, "%s=%s ", s, strings.TrimSpace(string(v)))
-	}
-	mounts, _ := os.ReadFile("/proc/mounts")
-	for _, l := range strings.Split(string(mounts), "\n") {
-		if strings.HasPrefix(l, "/dev/loop") {
-			fmt.Fprintf(&b, "mount=[%s] ", l)
-		}
-	}
-	return b.String()
 }
 
 var secondsRe = regexp.MustCompile(`seconds: ([0-9.]+)`)

@@ -1,0 +1,96 @@
+// Package harness is what the end-to-end tests share: binaries built once
+// per test run, the root requirement, and the machine state a test must leave
+// as it found it.
+package harness
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// Repo is the repository root.
+func Repo() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "../.."))
+}
+
+// Build compiles whyslow and slowdisk into a new directory and returns it.
+func Build() (string, error) {
+	dir, err := os.MkdirTemp("", "whyslow-bin-")
+	if err != nil {
+		return "", err
+	}
+	os.Chmod(dir, 0o755) // tests drop privileges and still run the binary
+	for _, c := range []string{"whyslow", "slowdisk"} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, c), "./cmd/"+c)
+		cmd.Dir = Repo()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("building %s: %v\n%s", c, err, out)
+		}
+	}
+	return dir, nil
+}
+
+// Main builds the binaries, runs the tests, and removes the binaries.
+func Main(m *testing.M, bin *string) {
+	dir, err := Build()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*bin = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// RequireRoot skips without root, except in CI, where it fails: CI machines
+// have root, so a missing capability there is a broken machine, not a reason to skip.
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("this test needs root (BPF, loop devices, blkio); CI must provide it")
+	}
+	t.Skip("this test needs root")
+}
+
+// MachineState is what tests must leave as they found: loop devices,
+// throttles, dirty limits, loop mounts.
+func MachineState() string {
+	var b strings.Builder
+	out, _ := exec.Command("losetup", "-a").Output()
+	fmt.Fprintf(&b, "loops=[%s] ", strings.TrimSpace(string(out)))
+	for _, f := range []string{"read_bps_device", "write_bps_device", "read_iops_device", "write_iops_device"} {
+		v, _ := os.ReadFile("/sys/fs/cgroup/blkio/blkio.throttle." + f)
+		fmt.Fprintf(&b, "%s=[%s] ", f, strings.TrimSpace(string(v)))
+	}
+	for _, s := range []string{"dirty_bytes", "dirty_background_bytes", "dirty_ratio", "dirty_background_ratio"} {
+		v, _ := os.ReadFile("/proc/sys/vm/" + s)
+		fmt.Fprintf(&b, "%s=%s ", s, strings.TrimSpace(string(v)))
+	}
+	mounts, _ := os.ReadFile("/proc/mounts")
+	for _, l := range strings.Split(string(mounts), "\n") {
+		if strings.HasPrefix(l, "/dev/loop") {
+			fmt.Fprintf(&b, "mount=[%s] ", l)
+		}
+	}
+	return b.String()
+}
+
+// Unchanged fails t at cleanup if the machine state changed during the test.
+func Unchanged(t *testing.T) {
+	before := MachineState()
+	t.Cleanup(func() {
+		if after := MachineState(); after != before {
+			t.Errorf("the test left the machine changed:\nbefore: %s\nafter:  %s", before, after)
+		}
+	})
+}

@@ -1,0 +1,294 @@
+// Package record tests `whyslow record` and the analyses of a recording, end
+// to end on the real kernel.
+package record
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/whyslow/whyslow/test/harness"
+)
+
+var bin string
+
+func TestMain(m *testing.M) { harness.Main(m, &bin) }
+
+func whyslow(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(bin, "whyslow"), args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(errb.String(), "goroutine ") || strings.Contains(errb.String(), "panic:") {
+		t.Fatalf("whyslow %v panicked:\n%s", args, errb.String())
+	}
+	return out.String(), errb.String(), code
+}
+
+func python(t *testing.T) string {
+	p, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatal("python3 is needed")
+	}
+	out, err := exec.Command(p, "-c", "import sys; print(sys.executable)").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// report runs an analysis with --json and decodes its result.
+func report(t *testing.T, v any, args ...string) {
+	t.Helper()
+	out, errs, code := whyslow(t, append(append([]string{"report"}, args...), "--json")...)
+	if code != 0 {
+		t.Fatalf("report %v: exit %d: %s", args, code, errs)
+	}
+	var wrap struct {
+		Result json.RawMessage `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(out), &wrap); err != nil {
+		t.Fatalf("report %v: %v\n%s", args, err, out)
+	}
+	if err := json.Unmarshal(wrap.Result, v); err != nil {
+		t.Fatalf("report %v: %v", args, err)
+	}
+}
+
+type usage struct {
+	Processes []struct {
+		PID       uint32 `json:"pid"`
+		Comm      string `json:"comm"`
+		WriteFile uint64 `json:"write_file"`
+	} `json:"processes"`
+	Files []struct {
+		Path  string   `json:"path"`
+		Write uint64   `json:"write"`
+		Read  uint64   `json:"read"`
+		Users []string `json:"users"`
+	} `json:"files"`
+}
+
+// A process that writes a known number of bytes to a known file shows exactly
+// those bytes under the right process and file, at both levels.
+func TestUsageExactBytes(t *testing.T) {
+	harness.RequireRoot(t)
+	for _, level := range []string{"--full", "--slow=1ms"} {
+		t.Run(level, func(t *testing.T) {
+			dir := t.TempDir()
+			file, rec := filepath.Join(dir, "known.out"), filepath.Join(dir, "rec.db")
+			script := `import sys
+with open(sys.argv[1], "wb") as f:
+    for n in (100000, 20000, 3456):
+        f.write(b"k" * n)
+`
+			if _, errs, code := whyslow(t, "record", "-o", rec, level, "--", python(t), "-c", script, file); code != 0 {
+				t.Fatalf("record: exit %d: %s", code, errs)
+			}
+			var u usage
+			report(t, &u, "usage", rec, "--file", file)
+			if len(u.Files) != 1 || u.Files[0].Path != file || u.Files[0].Write != 123456 || u.Files[0].Read != 0 {
+				t.Fatalf("usage of %s: %+v, want exactly 123456 bytes written", file, u.Files)
+			}
+			if len(u.Files[0].Users) == 0 || !strings.Contains(u.Files[0].Users[0], "python3") {
+				t.Errorf("users of the file: %v", u.Files[0].Users)
+			}
+			if level == "--full" && !strings.HasPrefix(u.Files[0].Users[0], "fd ") {
+				t.Errorf("a full recording names the fd: %v", u.Files[0].Users)
+			}
+			if len(u.Processes) != 1 || u.Processes[0].WriteFile != 123456 || u.Processes[0].Comm != "python3" {
+				t.Errorf("per-process: %+v", u.Processes)
+			}
+		})
+	}
+}
+
+type op struct {
+	Syscall string `json:"syscall"`
+	Path    string `json:"path"`
+	DurNS   uint64 `json:"duration_ns"`
+	Begin   uint64 `json:"begin_ns"`
+	Outside bool   `json:"outside_range"`
+}
+
+// A slow fsync on the slow disk comes first in top's sync class, with its file.
+func TestTopSlowFsync(t *testing.T) {
+	harness.RequireRoot(t)
+	harness.Unchanged(t)
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "rec.db")
+	script := `import os, sys
+p = os.path.join(os.environ["SLOWDISK_DIR"], "synced.dat")
+with open(p, "wb") as f:
+    f.write(b"s" * (4 << 20))
+    f.flush()
+    os.fsync(f.fileno())
+with open(os.path.join(os.environ["SLOWDISK_DIR"], "small.dat"), "wb") as f:
+    f.write(b"x")
+    os.fsync(f.fileno())
+print(p)
+`
+	cmd := exec.Command(filepath.Join(bin, "slowdisk"), "--write-bps", "4M", "--",
+		filepath.Join(bin, "whyslow"), "record", "-o", rec, "--", python(t), "-c", script)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("recording the fsync: %v", err)
+	}
+	synced := strings.TrimSpace(string(out))
+	var top map[string][]op
+	report(t, &top, "top", rec)
+	syncs := top["sync"]
+	if len(syncs) < 2 || syncs[0].Syscall != "fsync" || syncs[0].Path != synced {
+		t.Fatalf("top sync: %+v, want the fsync of %s first", syncs, synced)
+	}
+	if syncs[0].DurNS < 500e6 {
+		t.Errorf("4 MiB through a 4 MiB/s disk synced in %v", time.Duration(syncs[0].DurNS))
+	}
+}
+
+// Time-range filters include and exclude known operations.
+func TestTimeRangeFilters(t *testing.T) {
+	harness.RequireRoot(t)
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "rec.db")
+	script := `import os, sys, time, datetime
+d = sys.argv[1]
+open(os.path.join(d, "early"), "w").write("a")
+time.sleep(0.6)
+mid = datetime.datetime.now(datetime.timezone.utc)
+time.sleep(0.6)
+open(os.path.join(d, "late"), "w").write("b")
+print(mid.strftime("%H:%M:%S.%f"))
+`
+	cmd := exec.Command(filepath.Join(bin, "whyslow"), "record", "-o", rec, "--full", "--", python(t), "-c", script, dir)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("record: %v", err)
+	}
+	mid := strings.TrimSpace(string(out))
+	paths := func(args ...string) map[string]bool {
+		var ops []op
+		report(t, &ops, append([]string{"log", rec, "--file", dir + "/*"}, args...)...)
+		got := map[string]bool{}
+		for _, o := range ops {
+			got[filepath.Base(o.Path)] = true
+		}
+		return got
+	}
+	if p := paths(); !p["early"] || !p["late"] {
+		t.Fatalf("unfiltered log misses a file: %v", p)
+	}
+	if p := paths("--begin", mid, "--utc"); p["early"] || !p["late"] {
+		t.Errorf("--begin %s: %v, want late only", mid, p)
+	}
+	if p := paths("--end", mid, "--gmt"); !p["early"] || p["late"] {
+		t.Errorf("--end %s: %v, want early only", mid, p)
+	}
+	if p := paths("--timerange", "[+0s,+0.3s]"); !p["early"] || p["late"] {
+		t.Errorf("--timerange [+0s,+0.3s]: %v, want early only", p)
+	}
+	if _, errs, code := whyslow(t, "report", "log", rec, "--begin", "25:99"); code != 2 || strings.Count(errs, "\n") != 1 {
+		t.Errorf("bad --begin: exit %d, %q; want 2 and one line", code, errs)
+	}
+}
+
+// A recording killed with SIGKILL is readable up to its last flush.
+func TestRecordingSurvivesSIGKILL(t *testing.T) {
+	harness.RequireRoot(t)
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "rec.db")
+	script := `import os, sys, time
+end = time.time() + 8
+with open(sys.argv[1], "wb") as f:
+    while time.time() < end:
+        f.write(b"z" * 4096); f.flush(); os.fsync(f.fileno()); time.sleep(0.01)
+`
+	cmd := exec.Command(filepath.Join(bin, "whyslow"), "record", "-o", rec, "--", python(t), "-c", script, filepath.Join(dir, "w"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3500 * time.Millisecond)
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // whyslow and the workload
+	cmd.Wait()
+	out, errs, code := whyslow(t, "sql", rec, "SELECT count(*) FROM syscalls WHERE name = 'fsync'", "--format", "csv")
+	if code != 0 {
+		t.Fatalf("sql on a killed recording: exit %d: %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var n int
+	if len(lines) == 2 {
+		n, _ = strconvAtoi(lines[1])
+	}
+	if n < 50 {
+		t.Errorf("killed after 3.5 s of fsyncs every 10 ms, the recording kept %d: want what was flushed up to the last second", n)
+	}
+	if _, errs, code := whyslow(t, "report", "stats", rec); code != 0 {
+		t.Errorf("stats on a killed recording: exit %d: %s", code, errs)
+	}
+}
+
+func strconvAtoi(s string) (int, error) {
+	n := 0
+	for _, c := range strings.TrimSpace(s) {
+		if c < '0' || c > '9' {
+			break
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, nil
+}
+
+// Bad files: a one-line error, exit 3, never a panic.
+func TestBadRecordings(t *testing.T) {
+	harness.RequireRoot(t)
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.db")
+	if _, errs, code := whyslow(t, "record", "-o", good, "--", "true"); code != 0 {
+		t.Fatalf("record: %s", errs)
+	}
+	data, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{
+		"truncated.db": data[:len(data)/3],
+		"foreign.db":   []byte("this is not a recording\n"),
+		"empty.db":     nil,
+		"random.db":    bytes.Repeat([]byte{0x44, 0x55, 0x43, 0x4b, 0xff}, 5000),
+	}
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, content, 0o644)
+		for _, args := range [][]string{{"report", "usage", p}, {"report", "explain", p, "--pid", "1"}, {"sql", p, "SELECT 1"}} {
+			_, errs, code := whyslow(t, args...)
+			if code != 3 {
+				t.Errorf("%v: exit %d, want 3 (%s)", args, code, errs)
+			}
+			if strings.Count(errs, "\n") != 1 || !strings.HasPrefix(errs, "whyslow: ") {
+				t.Errorf("%v: want one line, got %q", args, errs)
+			}
+		}
+	}
+	if _, errs, code := whyslow(t, "report", "usage", filepath.Join(dir, "missing.db")); code != 3 || strings.Count(errs, "\n") != 1 {
+		t.Errorf("missing file: exit %d, %q", code, errs)
+	}
+	if _, _, code := whyslow(t, "record", "-o", good, "--", "true"); code != 1 && code != 2 {
+		t.Errorf("recording over an existing file must refuse, got exit %d", code)
+	} else if st, _ := os.Stat(good); st.Size() != int64(len(data)) {
+		t.Error("an existing recording was overwritten")
+	}
+}
