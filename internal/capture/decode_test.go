@@ -1,0 +1,132 @@
+package capture
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math/rand"
+	"net/netip"
+	"testing"
+
+	"github.com/whyslow/whyslow/internal/event"
+)
+
+func wire(t *testing.T, v any) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := binary.Write(&b, binary.LittleEndian, v); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func comm(s string) (c [16]int8) {
+	for i := 0; i < len(s) && i < 15; i++ {
+		c[i] = int8(s[i])
+	}
+	return c
+}
+
+func TestDecodeSyscall(t *testing.T) {
+	w := whyslowSyscallEvent{Dur: 1500, Ret: 4096, Req: 4096, Fd: 7, Fd2: -1, Nr: 1, Blocked: 1}
+	w.H = whyslowHdr{Ts: 42, Pid: 100, Tid: 101, Kind: evSyscall, Comm: comm("worker")}
+	w.F = whyslowFileRef{Dev: 8<<20 | 1, Ino: 1234, Gen: 9, Kind: 1}
+	ev, err := newDecoder().decode(wire(t, w))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, ok := ev.(*event.Syscall)
+	if !ok || s.PID != 100 || s.TID != 101 || s.Comm != "worker" || s.Ret != 4096 || !s.Blocked ||
+		s.File != (event.FileRef{Dev: 8<<20 | 1, Ino: 1234, Gen: 9, Kind: event.KindRegular}) {
+		t.Fatalf("decoded %+v", ev)
+	}
+}
+
+func TestDecodeFilePathAndPeer(t *testing.T) {
+	var w whyslowFileEvent
+	w.H = whyslowHdr{Kind: evFile}
+	w.F = whyslowFileRef{Ino: 5, Kind: 6}
+	names := []string{"17.txt", "job-3f2a", "tmp"} // leaf first, as the kernel walks
+	for i, n := range names {
+		for j := 0; j < len(n); j++ {
+			w.Names[i][j] = int8(n[j])
+		}
+	}
+	w.Depth = 3
+	w.Family = 2
+	w.Lport, w.Rport = 40000, 8080
+	copy(w.Laddr[:], []byte{127, 0, 0, 1})
+	copy(w.Raddr[:], []byte{10, 1, 2, 3})
+	ev, err := newDecoder().decode(wire(t, w))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := ev.(*event.File)
+	if f.Path != "/tmp/job-3f2a/17.txt" {
+		t.Errorf("path %q", f.Path)
+	}
+	if f.Peer != netip.MustParseAddrPort("10.1.2.3:8080") || f.Local != netip.MustParseAddrPort("127.0.0.1:40000") {
+		t.Errorf("addresses %v -> %v", f.Local, f.Peer)
+	}
+	w.Depth = 0
+	w.F.Kind = 5
+	if f := mustFile(t, wire(t, w)); f.Path != "pipe:[5]" {
+		t.Errorf("pipe named %q", f.Path)
+	}
+}
+
+func mustFile(t *testing.T, b []byte) *event.File {
+	ev, err := newDecoder().decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev.(*event.File)
+}
+
+func TestDecodeExecArgs(t *testing.T) {
+	var w whyslowExecEvent
+	w.H = whyslowHdr{Kind: evExec, Comm: comm("sync")}
+	args := "sync\x00-f\x00/mnt\x00"
+	for i := range args {
+		w.Args[i] = int8(args[i])
+	}
+	w.ArgsLen = uint32(len(args))
+	fn := "/usr/bin/sync"
+	for i := range fn {
+		w.Filename[i] = int8(fn[i])
+	}
+	e := func() *event.Exec { ev, _ := newDecoder().decode(wire(t, w)); return ev.(*event.Exec) }()
+	if e.Filename != fn || len(e.Args) != 3 || e.Args[2] != "/mnt" {
+		t.Errorf("exec %q %q", e.Filename, e.Args)
+	}
+	w.ArgsLen = 100000 // a lying length must not read past the buffer
+	if _, err := newDecoder().decode(wire(t, w)); err != nil {
+		t.Error(err)
+	}
+}
+
+// Bad records are errors, never panics.
+func TestDecodeRejectsBadRecords(t *testing.T) {
+	d := newDecoder()
+	if _, err := d.decode(nil); err == nil {
+		t.Error("empty record accepted")
+	}
+	short := make([]byte, 40)
+	short[kindOffset] = evSyscall
+	if _, err := d.decode(short); err == nil {
+		t.Error("short syscall record accepted")
+	}
+	unknown := make([]byte, 200)
+	unknown[kindOffset] = 99
+	if _, err := d.decode(unknown); err == nil {
+		t.Error("unknown kind accepted")
+	}
+	r := rand.New(rand.NewSource(1))
+	for i := 0; i < 20000; i++ {
+		b := make([]byte, r.Intn(2000))
+		r.Read(b)
+		if len(b) > int(kindOffset) {
+			b[kindOffset] = byte(r.Intn(13))
+		}
+		d.decode(b) // must not panic
+	}
+}

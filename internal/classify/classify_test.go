@@ -1,0 +1,37 @@
+package classify
+
+import (
+	"testing"
+
+	"github.com/whyslow/whyslow/internal/event"
+)
+
+func TestReason(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   Input
+		want event.Reason
+	}{
+		{"preempted", Input{State: 'R', Syscall: -1}, event.ReasonRunqueue},
+		{"fsync waits on writeback", Input{State: 'D', Syscall: 74, Frames: []string{"__schedule", "io_schedule", "folio_wait_bit", "folio_wait_writeback", "__filemap_fdatawait_range"}}, event.ReasonSync},
+		{"dirty throttle", Input{State: 'D', Syscall: 1, Frames: []string{"schedule_timeout", "io_schedule_timeout", "balance_dirty_pages", "generic_perform_write"}}, event.ReasonDirtyThrottle},
+		{"truncate waits on writeback: specific beats generic", Input{State: 'D', Syscall: 263, Frames: []string{"io_schedule", "folio_wait_bit", "folio_wait_writeback", "truncate_inode_partial_folio"}}, event.ReasonDiskWrite},
+		{"page cache miss", Input{State: 'D', Syscall: 0, Frames: []string{"io_schedule", "folio_wait_bit", "filemap_get_pages", "filemap_read"}}, event.ReasonDiskRead},
+		{"page lock on the write path", Input{State: 'D', Syscall: 1, Frames: []string{"io_schedule", "__folio_lock", "ext4_write_begin", "generic_perform_write"}}, event.ReasonDiskWrite},
+		{"recv", Input{State: 'S', Syscall: 45, Frames: []string{"schedule_timeout", "sk_wait_data", "tcp_recvmsg_locked"}}, event.ReasonNetwork},
+		{"pipe (6.18 name)", Input{State: 'S', Syscall: 0, Frames: []string{"schedule", "anon_pipe_read", "vfs_read"}}, event.ReasonIPC},
+		{"futex", Input{State: 'S', Syscall: 202, Frames: []string{"schedule", "futex_wait_queue", "__futex_wait"}}, event.ReasonLock},
+		{"nanosleep", Input{State: 'S', Syscall: 230, Frames: []string{"schedule", "do_nanosleep", "hrtimer_nanosleep"}}, event.ReasonSleep},
+		{"wait4", Input{State: 'S', Syscall: 61, Frames: []string{"schedule", "do_wait", "kernel_wait4"}}, event.ReasonChild},
+		{"vfork", Input{State: 'D', Syscall: 58, Frames: []string{"schedule", "wait_for_vfork_done"}}, event.ReasonChild},
+		{"poll with sockets", Input{State: 'S', Syscall: 7, Frames: []string{"schedule_hrtimeout_range", "do_sys_poll"}, PollOnSockets: true}, event.ReasonNetwork},
+		{"poll without sockets", Input{State: 'S', Syscall: 7, Frames: []string{"schedule_hrtimeout_range", "do_sys_poll"}}, event.ReasonIPC},
+		{"journal", Input{State: 'D', Syscall: 2, Frames: []string{"schedule", "wait_transaction_locked", "add_transaction_credits", "start_this_handle", "jbd2__journal_start"}}, event.ReasonDiskWrite},
+		{"unknown D wait on io", Input{State: 'D', Syscall: 0, Frames: []string{"schedule", "io_schedule", "something_new"}}, event.ReasonDiskRead},
+		{"nothing known", Input{State: 'S', Syscall: -1}, event.ReasonOther},
+	} {
+		if got := Reason(tc.in); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
