@@ -291,6 +291,19 @@ func (x *Explanation) threads(s *Source, pids []uint32, win window) error {
 		}
 	}
 
+	names, err := s.DB.Query(`SELECT tid, comm FROM threads WHERE ` + in)
+	if err != nil {
+		return fmt.Errorf("naming threads: %w", err)
+	}
+	defer names.Close()
+	for names.Next() {
+		var tid uint32
+		var comm string
+		if names.Scan(&tid, &comm) == nil && byTID[tid] != nil {
+			byTID[tid].Comm = comm
+		}
+	}
+
 	top, err := s.DB.Query(`SELECT tid, arg_max(path, w) FROM (
 	    SELECT tid, path, sum(total_ns) AS w FROM io WHERE ` + in + ` AND fkind = 'file' AND path IS NOT NULL GROUP BY tid, path)
 	  GROUP BY tid`)

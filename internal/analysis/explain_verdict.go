@@ -102,8 +102,11 @@ func (x *Explanation) detail(reason string) string {
 		} else if len(x.Files) > 0 {
 			s += " to " + format.Safe(x.Files[0].Path)
 		}
-		if len(x.Blame) > 0 {
-			s += "; mostly because of " + x.Blame[0].Summary
+		for _, b := range x.Blame {
+			if b.Activity != "whyslow" && b.Share >= 0.25 {
+				s += "; other processes' part: " + b.Summary
+				break
+			}
 		}
 		return s
 	case event.ReasonDiskRead:

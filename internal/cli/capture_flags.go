@@ -46,9 +46,15 @@ func interruptible() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
-// tempRecording is where run and attach record when -o is not given.
+// tempRecording is where run and attach record when -o is not given: in
+// /dev/shm when there is one, because tmpfs pages are never written back, so
+// whyslow's own recording does not add to the dirty pages it may be diagnosing.
 func tempRecording() (string, error) {
-	f, err := os.CreateTemp("", "whyslow-*.db")
+	dir := ""
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		dir = "/dev/shm"
+	}
+	f, err := os.CreateTemp(dir, "whyslow-*.db")
 	if err != nil {
 		return "", fmt.Errorf("creating a temporary recording: %w", err)
 	}

@@ -12,7 +12,7 @@ import (
 
 // Explanation prints where a target's time went, at most 80 columns wide.
 func Explanation(w io.Writer, x *analysis.Explanation) {
-	fmt.Fprintf(w, "\nwhyslow: %s (pid %d)", format.Safe(TrimLeft(x.Target.Command, 50)), x.Target.PID)
+	fmt.Fprintf(w, "\nwhyslow: %s (pid %d)", format.Safe(commandLine(x.Target.Command, 44)), x.Target.PID)
 	if x.Target.ExitCode != nil {
 		fmt.Fprintf(w, ", exit %d", *x.Target.ExitCode)
 	}
@@ -142,7 +142,7 @@ func wrap(s string, n int) []string {
 	var lines []string
 	var cur []string
 	length := 0
-	for _, word := range strings.Fields(s) {
+	for _, word := range unitWords(strings.Fields(s)) {
 		if length+len([]rune(word))+len(cur) > n && len(cur) > 0 {
 			lines = append(lines, strings.Join(cur, " "))
 			cur, length = nil, 0
@@ -154,4 +154,33 @@ func wrap(s string, n int) []string {
 		lines = append(lines, strings.Join(cur, " "))
 	}
 	return lines
+}
+
+// unitWords keeps a number with its unit ("294 B", "1.27 s") as one word.
+func unitWords(fields []string) []string {
+	units := map[string]bool{"B": true, "KiB": true, "MiB": true, "GiB": true, "TiB": true, "ns": true, "us": true, "ms": true, "s": true}
+	var out []string
+	for i := 0; i < len(fields); i++ {
+		f := fields[i]
+		if i+1 < len(fields) && units[strings.TrimRight(fields[i+1], ",;:)")] && f != "" && (f[0] >= '0' && f[0] <= '9') {
+			f += " " + fields[i+1]
+			i++
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// commandLine shows a command as a person would type it: the program's base
+// name and its arguments, cut at the end when long.
+func commandLine(cmd string, n int) string {
+	name, args, _ := strings.Cut(cmd, " ")
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		name = name[i+1:]
+	}
+	s := strings.TrimSpace(name + " " + args)
+	if r := []rune(s); len(r) > n {
+		s = string(r[:n-1]) + "…"
+	}
+	return s
 }

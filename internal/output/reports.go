@@ -96,8 +96,13 @@ func processBars(w io.Writer, ps []analysis.ProcessIO, get func(analysis.Process
 			continue
 		}
 		name := TrimLeft(fmt.Sprintf("%s (%d)", format.Safe(p.Comm), p.PID), 22)
-		fmt.Fprintf(w, "%-16s %9s %-22s %s file %s net %s ipc %s other\n", Bar(float64(v), float64(maxV), 16), format.Bytes(v), name,
-			short(parts[0]), short(parts[1]), short(parts[2]), short(parts[3]))
+		var split []string
+		for i, kind := range []string{"file", "net", "ipc", "other"} {
+			if parts[i] > 0 {
+				split = append(split, short(parts[i])+" "+kind)
+			}
+		}
+		fmt.Fprintf(w, "%-12s %9s  %-22s %s\n", Bar(float64(v), float64(maxV), 12), format.Bytes(v), name, strings.Join(split, ", "))
 	}
 }
 

@@ -57,6 +57,11 @@ var views = []string{
 	 SELECT b.*, d.name AS device, f.path, (b.ts - b.issue_ts) AS service_ns,
 	        (b.issue_ts - b.insert_ts) AS queue_ns, (b.ts - b.insert_ts) AS total_ns
 	 FROM block b LEFT JOIN devices d USING (dev) LEFT JOIN file_names f ON f.dev = b.fdev AND f.ino = b.ino AND f.gen = b.gen`,
+	`CREATE OR REPLACE VIEW threads AS
+	 SELECT tid, arg_max(pid, ts) AS pid, arg_max(comm, ts) AS comm FROM (
+	   SELECT pid, tid, comm, ts FROM syscalls UNION ALL SELECT pid, tid, comm, ts FROM offcpu
+	   UNION ALL SELECT pid, tid, comm, ts FROM execs UNION ALL SELECT pid, tid, comm, ts FROM cputime)
+	 WHERE comm IS NOT NULL AND comm <> '' GROUP BY tid`,
 	`CREATE OR REPLACE VIEW processes AS
 	 SELECT pid, arg_max(comm, ts) AS comm, min(ts) AS first_ts FROM (
 	   SELECT pid, comm, ts FROM syscalls UNION ALL SELECT pid, comm, ts FROM offcpu

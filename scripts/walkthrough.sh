@@ -1,0 +1,93 @@
+#!/bin/sh
+# Regenerates docs/lttng-walkthrough.md from a session-stall recording:
+#   scripts/walkthrough.sh board.db "[BEGIN,END]" PID > docs/lttng-walkthrough.md
+set -eu
+W=${WHYSLOW:-bin/whyslow}
+rec=$1 range=$2 pid=$3
+run() { echo '```'; echo "\$ whyslow $*"; "$W" "$@" 2>&1 | sed "s|$rec|board.db|g"; echo '```'; }
+cat <<'EOF'
+# Replaying the LTTng walkthrough with whyslow
+
+"Finding the Root Cause of a Web Request Latency" (seed 003) records a kernel
+trace once, then questions it many ways until a one-off 437 ms stall is
+understood: a PHP session `open()` waited behind a `sync` run by someone else.
+This page replays that workflow on the session-stall scenario
+(`examples/session-stall`), with real output of this version of whyslow.
+
+## 1. Record once
+
+A board app answers a request every 0.5 s; two seconds in, another process
+dirties 10 MiB on the same (slow) disk and runs `sync`. We record the whole
+system, every I/O syscall (`--full`, as LTTng would):
+
+```
+$ whyslow record -o board.db --full -d 13s &
+$ examples/session-stall/run.sh
+5.3 4.2 27.2 19.4 9.0 632.5 6.2 15.8 6.5 3.9 12.1 2.6 26.3 4.1 5.6 7.3
+recorded 52493 events in 13.227s to board.db
+```
+
+One request took 632 ms; the others a few milliseconds.
+
+## 2. Which operations were slow? (`iolatencytop`)
+
+
+EOF
+run report top "$rec" --min 100ms --limit 3
+cat <<'EOF'
+
+
+The board's request thread (tid 22633) spent 609.6 ms in `ftruncate` of its
+session file, and `sync` (pid 22631) ran for 1.27 s around it. The pipe reads
+at the top are the shell scripts of the scenario waiting for their children.
+
+## 3. Zoom in on the slow request (`iolog` with `--timerange`)
+
+
+EOF
+run report log "$rec" --timerange "$range" --comm python3,sync --min 1ms
+cat <<'EOF'
+
+
+`*` marks an operation that began or ended outside the range: the `sync` began
+before the request and covers it.
+
+## 4. Who was doing I/O then? (`iousagetop`)
+
+
+EOF
+run report usage "$rec" --timerange "$range" --limit 3
+cat <<'EOF'
+
+
+The block section shows what LTTng could not ("we don't know which process
+started it"): the flusher kworker's writes are charged to `dd`, the process
+that dirtied the data `sync` was pushing out.
+
+## 5. Latency statistics and distributions (`iolatencystats`, `iolatencyfreq`)
+
+
+EOF
+run report stats "$rec" --timerange "$range"
+cat <<'EOF'
+
+
+EOF
+run report freq "$rec" --file *sess_board --freq-resolution 6
+cat <<'EOF'
+
+
+## 6. The root cause in one command
+
+`explain` gives the same answer directly, for the app's process tree:
+
+
+EOF
+run report explain "$rec" --pid "$pid"
+cat <<'EOF'
+
+
+Everything above is also available as JSON (`--json`, docs/report-json.md) and
+as SQL over the recording (`whyslow sql`, docs/trace-format.md).
+
+EOF
