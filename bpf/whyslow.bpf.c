@@ -31,6 +31,21 @@ const volatile __u32 self_pid = 0;         /* whyslow itself, never traced */
 
 extern int CONFIG_HZ __kconfig;
 
+/* Hot paths read kernel structs with plain loads through bpf_rdonly_cast
+ * (fault-safe, CO-RE relocated) instead of one bpf_probe_read_kernel call per
+ * field: a syscall's file identity costs a few nanoseconds, not a microsecond.
+ * libbpf 1.1 has no bpf_core_cast, so the kfunc is declared here. */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+#define CAST(type, p) ((type *)bpf_rdonly_cast((void *)(p), bpf_core_type_id_kernel(type)))
+
+/* Wake the reader only when the ring is filling: it polls every 50 ms anyway,
+ * and a wakeup per event costs more than the event. */
+#define WAKE_AT (1 << 20)
+static __always_inline __u64 wake_flags(void *rb)
+{
+	return bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA) > WAKE_AT ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 16 << 20);
@@ -69,12 +84,36 @@ struct inflight {
 	struct file_ref f2;
 };
 
+/* Per-thread state in task local storage: the syscall in flight, and the
+ * thread's last file (struct file and inode pointers with the identity they
+ * had), so repeated calls on one fd are not identified again. */
+struct thread_state {
+	struct inflight in;
+	__u32 active;
+	__u32 _pad;
+	__u64 last_file;
+	__u64 last_inode;
+	struct file_ref last_ref;
+};
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u32);
-	__type(value, struct inflight);
-} syscalls_inflight SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct thread_state);
+} threads SEC(".maps");
+
+static __always_inline struct thread_state *thread_state(bool create)
+{
+	return bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0,
+				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+}
+
+/* The syscall the current thread is inside, if traced. */
+static __always_inline struct inflight *current_inflight(void)
+{
+	struct thread_state *ts = thread_state(false);
+	return ts && ts->active ? &ts->in : NULL;
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -217,15 +256,14 @@ static __always_inline void fill_hdr(struct hdr *h, __u8 kind)
 	bpf_get_current_comm(h->comm, sizeof(h->comm));
 }
 
-static __always_inline __u32 inode_kind(struct inode *inode, struct file *file)
+static __always_inline __u32 inode_kind(struct inode *inode_p, struct file *file)
 {
-	umode_t mode = BPF_CORE_READ(inode, i_mode);
+	struct inode *inode = CAST(struct inode, inode_p);
+	umode_t mode = inode->i_mode;
 	switch (mode & S_IFMT) {
-	case S_IFREG: {
+	case S_IFREG:
 		/* anon inodes are regular-looking inodes on the anon_inodefs superblock */
-		unsigned long magic = BPF_CORE_READ(inode, i_sb, s_magic);
-		return magic == 0x09041934 ? FK_ANON : FK_REG;
-	}
+		return inode->i_sb->s_magic == 0x09041934 ? FK_ANON : FK_REG;
 	case S_IFDIR: return FK_DIR;
 	case S_IFCHR: return FK_CHR;
 	case S_IFBLK: return FK_BLK;
@@ -234,8 +272,8 @@ static __always_inline __u32 inode_kind(struct inode *inode, struct file *file)
 	case S_IFSOCK: {
 		if (!file)
 			return FK_SOCK_OTHER;
-		struct socket *sock = BPF_CORE_READ(file, private_data);
-		__u16 family = BPF_CORE_READ(sock, sk, __sk_common.skc_family);
+		struct socket *sock = CAST(struct socket, CAST(struct file, file)->private_data);
+		__u16 family = sock->sk->__sk_common.skc_family;
 		if (family == 2 || family == 10)
 			return FK_SOCK_INET;
 		if (family == 1)
@@ -243,29 +281,29 @@ static __always_inline __u32 inode_kind(struct inode *inode, struct file *file)
 		return FK_SOCK_OTHER;
 	}
 	}
-	unsigned long magic = BPF_CORE_READ(inode, i_sb, s_magic);
-	return magic == 0x09041934 ? FK_ANON : FK_UNKNOWN;
+	return inode->i_sb->s_magic == 0x09041934 ? FK_ANON : FK_UNKNOWN;
 }
 
-static __always_inline void inode_ref(struct inode *inode, struct file *file, struct file_ref *r)
+static __always_inline void inode_ref(struct inode *inode_p, struct file *file, struct file_ref *r)
 {
-	r->dev = BPF_CORE_READ(inode, i_sb, s_dev);
-	r->ino = BPF_CORE_READ(inode, i_ino);
-	r->gen = BPF_CORE_READ(inode, i_generation);
-	r->kind = inode_kind(inode, file);
+	struct inode *inode = CAST(struct inode, inode_p);
+	r->dev = inode->i_sb->s_dev;
+	r->ino = inode->i_ino;
+	r->gen = inode->i_generation;
+	r->kind = inode_kind(inode_p, file);
 }
 
-static __always_inline struct file *fd_file(struct task_struct *task, int fd)
+static __always_inline struct file *fd_file(struct task_struct *task_p, int fd)
 {
 	struct file *f = NULL;
 	if (fd < 0)
 		return NULL;
-	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-	unsigned int max = BPF_CORE_READ(fdt, max_fds);
-	if ((unsigned int)fd >= max)
+	struct task_struct *task = CAST(struct task_struct, task_p);
+	struct fdtable *fdt = task->files->fdt;
+	if ((unsigned int)fd >= fdt->max_fds)
 		return NULL;
-	struct file **arr = BPF_CORE_READ(fdt, fd);
-	bpf_probe_read_kernel(&f, sizeof(f), &arr[fd]);
+	/* a variable index into the array: one probe read */
+	bpf_probe_read_kernel(&f, sizeof(f), (void *)((unsigned long)fdt->fd + (unsigned long)fd * sizeof(f)));
 	return f;
 }
 
@@ -344,8 +382,8 @@ static __always_inline void describe(struct file *file, struct inode *inode, str
 	struct seen_key k = { .dev = r->dev, .gen = r->gen, .ino = r->ino };
 	__u8 state = 1;
 	if (r->kind == FK_SOCK_INET && file) {
-		struct socket *sock = BPF_CORE_READ(file, private_data);
-		if (BPF_CORE_READ(sock, sk, __sk_common.skc_dport))
+		struct socket *sock = CAST(struct socket, CAST(struct file, file)->private_data);
+		if (sock->sk->__sk_common.skc_dport)
 			state = 2;
 	}
 	__u8 *old = bpf_map_lookup_elem(&seen, &k);
@@ -391,11 +429,12 @@ static __always_inline void file_ref_of(struct file *file, struct file_ref *r)
 {
 	if (!file)
 		return;
-	struct inode *inode = BPF_CORE_READ(file, f_inode);
+	struct file *f = CAST(struct file, file);
+	struct inode *inode = f->f_inode;
 	if (!inode)
 		return;
 	inode_ref(inode, file, r);
-	describe(file, inode, BPF_CORE_READ(file, f_path.dentry), BPF_CORE_READ(file, f_path.mnt), r);
+	describe(file, inode, f->f_path.dentry, f->f_path.mnt, r);
 }
 
 static __always_inline void fd_ref(int fd, struct file_ref *r)
@@ -437,6 +476,29 @@ static __always_inline __u32 lat_slot(__u64 v)
 
 /* ---- I/O syscalls ---- */
 
+/* fd_ref through the thread's one-file cache. A hit needs the same struct
+ * file, the same inode, and the same inode number and generation, so a freed
+ * and reused struct is never mistaken for the file it replaced. */
+static __always_inline void fd_ref_cached(struct thread_state *ts, int fd, struct file_ref *r)
+{
+	struct file *file = fd_file((void *)bpf_get_current_task(), fd);
+	if (!file)
+		return;
+	struct inode *inode = CAST(struct file, file)->f_inode;
+	if (!inode)
+		return;
+	struct inode *ic = CAST(struct inode, inode);
+	if ((__u64)file == ts->last_file && (__u64)inode == ts->last_inode &&
+	    ic->i_ino == ts->last_ref.ino && ic->i_generation == ts->last_ref.gen) {
+		*r = ts->last_ref;
+		return;
+	}
+	file_ref_of(file, r);
+	ts->last_file = (__u64)file;
+	ts->last_inode = (__u64)inode;
+	ts->last_ref = *r;
+}
+
 static __always_inline int on_sys_enter(struct pt_regs *regs, long id)
 {
 	__u32 cls = syscall_class(id);
@@ -448,14 +510,16 @@ static __always_inline int on_sys_enter(struct pt_regs *regs, long id)
 	if (!is_target(tgid) && !(cls == CLS_SYNC && tgid != self_pid))
 		return 0;
 
+	struct thread_state *ts = thread_state(true);
+	if (!ts)
+		return 0;
 	struct inflight in = {};
 	in.ts = bpf_ktime_get_ns();
 	in.nr = id;
 	in.fd = -1;
 	in.fd2 = -1;
-	unsigned long a0 = BPF_CORE_READ(regs, di), a1 = BPF_CORE_READ(regs, si);
-	unsigned long a2 = BPF_CORE_READ(regs, dx), a3 = BPF_CORE_READ(regs, r10);
-	unsigned long a4 = BPF_CORE_READ(regs, r8);
+	struct pt_regs *rg = CAST(struct pt_regs, regs);
+	unsigned long a0 = rg->di, a1 = rg->si, a2 = rg->dx, a3 = rg->r10, a4 = rg->r8;
 
 	switch (id) {
 	case NR_read: case NR_write: case NR_pread64: case NR_pwrite64:
@@ -491,7 +555,7 @@ static __always_inline int on_sys_enter(struct pt_regs *regs, long id)
 	case NR_splice:
 		in.fd = a0; in.fd2 = a2; in.req = a4; break;
 	case NR_copy_file_range:
-		in.fd = a0; in.fd2 = a2; in.req = BPF_CORE_READ(regs, r9); break;
+		in.fd = a0; in.fd2 = a2; in.req = rg->r9; break;
 	case NR_openat: case NR_openat2:
 		in.flags = a2; break;
 	case NR_open:
@@ -514,15 +578,17 @@ static __always_inline int on_sys_enter(struct pt_regs *regs, long id)
 		} else {
 			fd_ref(in.fd, &in.f);
 		}
-		bpf_map_update_elem(&syscalls_inflight, &tid, &in, BPF_ANY);
+		ts->in = in;
+		ts->active = 1;
 		return 0;
 	}
 	/* Files are identified at entry, while the fd still names them (close, fsync). */
 	if (in.fd >= 0 && cls != CLS_OPEN)
-		fd_ref(in.fd, &in.f);
+		fd_ref_cached(ts, in.fd, &in.f);
 	if (in.fd2 >= 0)
 		fd_ref(in.fd2, &in.f2);
-	bpf_map_update_elem(&syscalls_inflight, &tid, &in, BPF_ANY);
+	ts->in = in;
+	ts->active = 1;
 	return 0;
 }
 
@@ -557,18 +623,19 @@ static __always_inline void aggregate(struct inflight *in, __u32 pid, __u32 tid,
 			return;
 		}
 	}
-	__sync_fetch_and_add(&v->count, 1);
+	/* one writer per entry (the key holds the tid): plain adds suffice */
+	v->count++;
 	if (ret > 0)
-		__sync_fetch_and_add(&v->bytes, ret);
+		v->bytes += ret;
 	else if (ret < 0)
-		__sync_fetch_and_add(&v->errors, 1);
-	__sync_fetch_and_add(&v->total_ns, dur);
+		v->errors++;
+	v->total_ns += dur;
 	if (dur > v->max_ns)
 		v->max_ns = dur;
 	v->last_ts = now;
 	__u32 s = lat_slot(dur);
 	if (s < LAT_SLOTS)
-		__sync_fetch_and_add(&v->slots[s], 1);
+		v->slots[s]++;
 }
 
 static __always_inline void emit_unlink(struct inflight *in, long ret, __u64 dur)
@@ -594,9 +661,11 @@ static __always_inline int on_sys_exit(struct pt_regs *regs, long ret)
 {
 	__u64 pidtgid = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)pidtgid;
-	struct inflight *in = bpf_map_lookup_elem(&syscalls_inflight, &tid);
-	if (!in)
+	struct thread_state *ts = thread_state(false);
+	if (!ts || !ts->active)
 		return 0;
+	ts->active = 0;
+	struct inflight *in = &ts->in;
 	__u64 now = bpf_ktime_get_ns();
 	__u64 dur = now - in->ts;
 	__u32 cls = syscall_class(in->nr);
@@ -611,18 +680,15 @@ static __always_inline int on_sys_exit(struct pt_regs *regs, long ret)
 
 	if (cls == CLS_UNLINK) {
 		emit_unlink(in, ret, dur);
-		bpf_map_delete_elem(&syscalls_inflight, &tid);
 		return 0;
 	}
 	if (!stream_it(in, cls, ret, dur)) {
 		aggregate(in, pidtgid >> 32, tid, ret, now, dur);
-		bpf_map_delete_elem(&syscalls_inflight, &tid);
 		return 0;
 	}
 	struct syscall_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_lost(LOST_SYSCALL);
-		bpf_map_delete_elem(&syscalls_inflight, &tid);
 		return 0;
 	}
 	fill_hdr(&e->h, EV_SYSCALL);
@@ -638,8 +704,7 @@ static __always_inline int on_sys_exit(struct pt_regs *regs, long ret)
 	e->_pad = 0;
 	e->f = in->f;
 	e->f2 = in->f2;
-	bpf_ringbuf_submit(e, 0);
-	bpf_map_delete_elem(&syscalls_inflight, &tid);
+	bpf_ringbuf_submit(e, wake_flags(&events));
 	return 0;
 }
 
@@ -664,11 +729,12 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 				     struct task_struct *next, unsigned int prev_state)
 {
 	__u64 now = bpf_ktime_get_ns();
-	__u32 prev_tgid = BPF_CORE_READ(prev, tgid), prev_tid = BPF_CORE_READ(prev, pid);
-	__u32 next_tgid = BPF_CORE_READ(next, tgid), next_tid = BPF_CORE_READ(next, pid);
+	struct task_struct *pv = CAST(struct task_struct, prev), *nx = CAST(struct task_struct, next);
+	__u32 prev_tgid = pv->tgid, prev_tid = pv->pid;
+	__u32 next_tgid = nx->tgid, next_tid = nx->pid;
 
 	/* A dying task's last switch is no wait: it never runs again. */
-	bool dead = (prev_state & 0x80) || BPF_CORE_READ(prev, exit_state);
+	bool dead = (prev_state & 0x80) || pv->exit_state;
 	if (prev_tid && dead) {
 		bpf_map_delete_elem(&offcpu_start, &prev_tid);
 		bpf_map_delete_elem(&wakers, &prev_tid);
@@ -684,7 +750,7 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 			s.stack_id = bpf_get_stackid(ctx, &stacks, 0);
 			if (s.stack_id < 0 && s.stack_id != -14 /* EFAULT: no stack */)
 				count_lost(LOST_STACK);
-			struct inflight *in = bpf_map_lookup_elem(&syscalls_inflight, &prev_tid);
+			struct inflight *in = current_inflight(); /* prev is current here */
 			if (in) {
 				in->blocked = 1;
 				s.syscall = in->nr;
@@ -747,7 +813,7 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 			e->waker_tid = w->tid;
 			__builtin_memcpy(e->waker_comm, w->comm, sizeof(e->waker_comm));
 		}
-		bpf_ringbuf_submit(e, 0);
+		bpf_ringbuf_submit(e, wake_flags(&events));
 		bpf_map_delete_elem(&offcpu_start, &next_tid);
 	}
 	return 0;
@@ -755,10 +821,11 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 
 static __always_inline int on_wakeup(struct task_struct *p)
 {
-	__u32 tgid = BPF_CORE_READ(p, tgid);
+	struct task_struct *t = CAST(struct task_struct, p);
+	__u32 tgid = t->tgid;
 	if (!is_target(tgid))
 		return 0;
-	__u32 tid = BPF_CORE_READ(p, pid);
+	__u32 tid = t->pid;
 	__u64 id = bpf_get_current_pid_tgid();
 	struct waker w = {};
 	w.ts = bpf_ktime_get_ns();
@@ -875,8 +942,7 @@ static __always_inline void rq_file(struct request *rq, struct file_ref *r)
 			}
 		}
 	}
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct inflight *in = bpf_map_lookup_elem(&syscalls_inflight, &tid);
+	struct inflight *in = current_inflight();
 	if (in)
 		*r = in->f;
 }

@@ -89,12 +89,11 @@ func (e *Engine) read(ctx context.Context, rd *ringbuf.Reader, out chan<- []even
 	batch := make([]event.Event, 0, batchSize)
 	flushAt := time.Now().Add(batchWait)
 	stopping := false
+	rd.SetDeadline(flushAt)
 	for {
 		if ctx.Err() != nil && !stopping {
 			stopping = true
 			rd.SetDeadline(time.Now()) // read what is buffered, then stop
-		} else if !stopping {
-			rd.SetDeadline(time.Now().Add(batchWait))
 		}
 		err := rd.ReadInto(&rec)
 		if err == nil {
@@ -111,10 +110,17 @@ func (e *Engine) read(ctx context.Context, rd *ringbuf.Reader, out chan<- []even
 			return err
 		}
 		timedOut := err != nil
-		if len(batch) >= batchSize || (len(batch) > 0 && (timedOut || time.Now().After(flushAt))) {
-			out <- batch
-			batch = make([]event.Event, 0, batchSize)
+		// The deadline is set once per batch, not per record: time.Now per
+		// event is a visible cost at a million events a second.
+		if len(batch) >= batchSize || (timedOut && !stopping) {
+			if len(batch) > 0 {
+				out <- batch
+				batch = make([]event.Event, 0, batchSize)
+			}
 			flushAt = time.Now().Add(batchWait)
+			if !stopping {
+				rd.SetDeadline(flushAt)
+			}
 		}
 		if stopping && timedOut {
 			if len(batch) > 0 {

@@ -139,20 +139,6 @@ type whyslowHdr struct {
 	_      [4]byte
 }
 
-type whyslowInflight struct {
-	_       structs.HostLayout
-	Ts      uint64
-	Req     uint64
-	Fd      int32
-	Fd2     int32
-	Nr      uint32
-	Flags   uint32
-	Blocked uint32
-	Pad     uint32
-	F       whyslowFileRef
-	F2      whyslowFileRef
-}
-
 type whyslowOffcpuEvent struct {
 	_         structs.HostLayout
 	H         whyslowHdr
@@ -207,6 +193,28 @@ type whyslowSyscallEvent struct {
 	Pad     uint32
 	F       whyslowFileRef
 	F2      whyslowFileRef
+}
+
+type whyslowThreadState struct {
+	_  structs.HostLayout
+	In struct {
+		_       structs.HostLayout
+		Ts      uint64
+		Req     uint64
+		Fd      int32
+		Fd2     int32
+		Nr      uint32
+		Flags   uint32
+		Blocked uint32
+		Pad     uint32
+		F       whyslowFileRef
+		F2      whyslowFileRef
+	}
+	Active    uint32
+	Pad       uint32
+	LastFile  uint64
+	LastInode uint64
+	LastRef   whyslowFileRef
 }
 
 type whyslowThrottleEvent struct {
@@ -289,8 +297,8 @@ const (
 	whyslowMapRequests                = "requests"
 	whyslowMapSeen                    = "seen"
 	whyslowMapStacks                  = "stacks"
-	whyslowMapSyscallsInflight        = "syscalls_inflight"
 	whyslowMapTargets                 = "targets"
+	whyslowMapThreads                 = "threads"
 	whyslowMapUringInflight           = "uring_inflight"
 	whyslowMapWakers                  = "wakers"
 	whyslowMapWbInflight              = "wb_inflight"
@@ -434,22 +442,22 @@ type whyslowProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type whyslowMapSpecs struct {
-	Agg              *ebpf.MapSpec `ebpf:"agg"`
-	Cpu              *ebpf.MapSpec `ebpf:"cpu"`
-	Dirty            *ebpf.MapSpec `ebpf:"dirty"`
-	Events           *ebpf.MapSpec `ebpf:"events"`
-	FileScratch      *ebpf.MapSpec `ebpf:"file_scratch"`
-	Lost             *ebpf.MapSpec `ebpf:"lost"`
-	Meta             *ebpf.MapSpec `ebpf:"meta"`
-	OffcpuStart      *ebpf.MapSpec `ebpf:"offcpu_start"`
-	Requests         *ebpf.MapSpec `ebpf:"requests"`
-	Seen             *ebpf.MapSpec `ebpf:"seen"`
-	Stacks           *ebpf.MapSpec `ebpf:"stacks"`
-	SyscallsInflight *ebpf.MapSpec `ebpf:"syscalls_inflight"`
-	Targets          *ebpf.MapSpec `ebpf:"targets"`
-	UringInflight    *ebpf.MapSpec `ebpf:"uring_inflight"`
-	Wakers           *ebpf.MapSpec `ebpf:"wakers"`
-	WbInflight       *ebpf.MapSpec `ebpf:"wb_inflight"`
+	Agg           *ebpf.MapSpec `ebpf:"agg"`
+	Cpu           *ebpf.MapSpec `ebpf:"cpu"`
+	Dirty         *ebpf.MapSpec `ebpf:"dirty"`
+	Events        *ebpf.MapSpec `ebpf:"events"`
+	FileScratch   *ebpf.MapSpec `ebpf:"file_scratch"`
+	Lost          *ebpf.MapSpec `ebpf:"lost"`
+	Meta          *ebpf.MapSpec `ebpf:"meta"`
+	OffcpuStart   *ebpf.MapSpec `ebpf:"offcpu_start"`
+	Requests      *ebpf.MapSpec `ebpf:"requests"`
+	Seen          *ebpf.MapSpec `ebpf:"seen"`
+	Stacks        *ebpf.MapSpec `ebpf:"stacks"`
+	Targets       *ebpf.MapSpec `ebpf:"targets"`
+	Threads       *ebpf.MapSpec `ebpf:"threads"`
+	UringInflight *ebpf.MapSpec `ebpf:"uring_inflight"`
+	Wakers        *ebpf.MapSpec `ebpf:"wakers"`
+	WbInflight    *ebpf.MapSpec `ebpf:"wb_inflight"`
 }
 
 // whyslowVariableSpecs contains global variables before they are loaded into the kernel.
@@ -500,22 +508,22 @@ func (o *whyslowObjects) Close() error {
 //
 // It can be passed to loadWhyslowObjects or ebpf.CollectionSpec.LoadAndAssign.
 type whyslowMaps struct {
-	Agg              *ebpf.Map `ebpf:"agg"`
-	Cpu              *ebpf.Map `ebpf:"cpu"`
-	Dirty            *ebpf.Map `ebpf:"dirty"`
-	Events           *ebpf.Map `ebpf:"events"`
-	FileScratch      *ebpf.Map `ebpf:"file_scratch"`
-	Lost             *ebpf.Map `ebpf:"lost"`
-	Meta             *ebpf.Map `ebpf:"meta"`
-	OffcpuStart      *ebpf.Map `ebpf:"offcpu_start"`
-	Requests         *ebpf.Map `ebpf:"requests"`
-	Seen             *ebpf.Map `ebpf:"seen"`
-	Stacks           *ebpf.Map `ebpf:"stacks"`
-	SyscallsInflight *ebpf.Map `ebpf:"syscalls_inflight"`
-	Targets          *ebpf.Map `ebpf:"targets"`
-	UringInflight    *ebpf.Map `ebpf:"uring_inflight"`
-	Wakers           *ebpf.Map `ebpf:"wakers"`
-	WbInflight       *ebpf.Map `ebpf:"wb_inflight"`
+	Agg           *ebpf.Map `ebpf:"agg"`
+	Cpu           *ebpf.Map `ebpf:"cpu"`
+	Dirty         *ebpf.Map `ebpf:"dirty"`
+	Events        *ebpf.Map `ebpf:"events"`
+	FileScratch   *ebpf.Map `ebpf:"file_scratch"`
+	Lost          *ebpf.Map `ebpf:"lost"`
+	Meta          *ebpf.Map `ebpf:"meta"`
+	OffcpuStart   *ebpf.Map `ebpf:"offcpu_start"`
+	Requests      *ebpf.Map `ebpf:"requests"`
+	Seen          *ebpf.Map `ebpf:"seen"`
+	Stacks        *ebpf.Map `ebpf:"stacks"`
+	Targets       *ebpf.Map `ebpf:"targets"`
+	Threads       *ebpf.Map `ebpf:"threads"`
+	UringInflight *ebpf.Map `ebpf:"uring_inflight"`
+	Wakers        *ebpf.Map `ebpf:"wakers"`
+	WbInflight    *ebpf.Map `ebpf:"wb_inflight"`
 }
 
 func (m *whyslowMaps) Close() error {
@@ -531,8 +539,8 @@ func (m *whyslowMaps) Close() error {
 		m.Requests,
 		m.Seen,
 		m.Stacks,
-		m.SyscallsInflight,
 		m.Targets,
+		m.Threads,
 		m.UringInflight,
 		m.Wakers,
 		m.WbInflight,

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -46,6 +47,13 @@ the device, the peer, and the other processes that caused the wait.
 // Main runs whyslow with args and returns the process exit code.
 func Main(args []string) int {
 	recorder.Version = Version
+	// WHYSLOW_CPUPROFILE=FILE writes a Go CPU profile, for benchmarks (BENCHMARKS.md).
+	if path := os.Getenv("WHYSLOW_CPUPROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil {
+			pprof.StartCPUProfile(f)
+			defer func() { pprof.StopCPUProfile(); f.Close() }()
+		}
+	}
 	root := newRoot()
 	root.SetArgs(args)
 	err := root.Execute()

@@ -62,3 +62,12 @@ func (o BlockOp) String() string {
 
 // Dev splits a kernel dev_t into major and minor.
 func Dev(d uint32) (major, minor uint32) { return d >> 20, d & 0xfffff }
+
+// FileKinds lists every kind, for the recording's dimension table.
+func FileKinds() []FileKind {
+	out := make([]FileKind, len(kindNames))
+	for i := range kindNames {
+		out[i] = FileKind(i)
+	}
+	return out
+}

@@ -113,3 +113,16 @@ func itoa(n int) string {
 	}
 	return string(b[i:])
 }
+
+// SyscallNames lists every syscall whyslow names: the traced ones with their
+// class, and the waits the classifier recognises (class "none").
+func SyscallNames() map[int32][2]string {
+	out := make(map[int32][2]string, len(syscalls)+len(waitSyscalls))
+	for nr, name := range waitSyscalls {
+		out[nr] = [2]string{name, ClassNone.String()}
+	}
+	for nr, s := range syscalls {
+		out[int32(nr)] = [2]string{s.name, s.class.String()}
+	}
+	return out
+}

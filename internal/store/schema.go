@@ -3,17 +3,24 @@
 package store
 
 // SchemaVersion changes whenever a table or view changes shape.
-const SchemaVersion = 1
+const SchemaVersion = 1 // unreleased: changed in place until the first release
 
 // Times (ts, *_ts) are CLOCK_MONOTONIC nanoseconds; meta.clock_offset_ns maps them to wall time.
 var tables = []struct{ name, columns string }{
 	{"meta", "key VARCHAR PRIMARY KEY, value VARCHAR"},
 	{"files", "ts UBIGINT, dev UINTEGER, ino UBIGINT, gen UINTEGER, kind VARCHAR, path VARCHAR, deleted BOOLEAN, truncated BOOLEAN, size UBIGINT, local VARCHAR, peer VARCHAR"},
-	{"syscalls", "ts UBIGINT, dur UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, name VARCHAR, class VARCHAR, fd INTEGER, ret BIGINT, req UBIGINT, blocked BOOLEAN, dev UINTEGER, ino UBIGINT, gen UINTEGER, fkind VARCHAR, fd2 INTEGER, dev2 UINTEGER, ino2 UBIGINT, gen2 UINTEGER, flags UINTEGER"},
+	// High-rate tables hold numbers only: strings cost the appender a C
+	// allocation each. Names live in the dimension tables below and come back
+	// through views of the same shape (syscalls, offcpu, block).
+	{"syscall_raw", "ts UBIGINT, dur UBIGINT, pid UINTEGER, tid UINTEGER, comm_id UINTEGER, nr USMALLINT, fd INTEGER, ret BIGINT, req UBIGINT, blocked BOOLEAN, dev UINTEGER, ino UBIGINT, gen UINTEGER, fkind UTINYINT, fd2 INTEGER, dev2 UINTEGER, ino2 UBIGINT, gen2 UINTEGER, flags UINTEGER"},
+	{"comms", "comm_id UINTEGER, comm VARCHAR"},
+	{"syscall_names", "nr USMALLINT, name VARCHAR, class VARCHAR"},
+	{"kinds", "kind UTINYINT, name VARCHAR"},
 	{"syscall_totals", "ts UBIGINT, last_ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, name VARCHAR, class VARCHAR, dev UINTEGER, ino UBIGINT, gen UINTEGER, fkind VARCHAR, count UBIGINT, bytes UBIGINT, total_ns UBIGINT, max_ns UBIGINT, errors UBIGINT, slots UBIGINT[]"},
-	{"offcpu", "ts UBIGINT, start_ts UBIGINT, off_ns UBIGINT, runq_ns UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, state VARCHAR, reason VARCHAR, stack_id INTEGER, syscall VARCHAR, waker_pid UINTEGER, waker_tid UINTEGER, waker_comm VARCHAR"},
+	{"offcpu_raw", "ts UBIGINT, start_ts UBIGINT, off_ns UBIGINT, runq_ns UBIGINT, pid UINTEGER, tid UINTEGER, comm_id UINTEGER, state UTINYINT, reason_id UTINYINT, stack_id INTEGER, syscall_nr SMALLINT, waker_pid UINTEGER, waker_tid UINTEGER, waker_comm_id UINTEGER"},
+	{"reasons", "reason_id UTINYINT, reason VARCHAR"},
 	{"stacks", "stack_id INTEGER, frames VARCHAR[]"},
-	{"block", "ts UBIGINT, insert_ts UBIGINT, issue_ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, dev UINTEGER, sector UBIGINT, bytes UINTEGER, op VARCHAR, sync BOOLEAN, meta BOOLEAN, fua BOOLEAN, error INTEGER, fdev UINTEGER, ino UBIGINT, gen UINTEGER"},
+	{"block_raw", "ts UBIGINT, insert_ts UBIGINT, issue_ts UBIGINT, pid UINTEGER, tid UINTEGER, comm_id UINTEGER, dev UINTEGER, sector UBIGINT, bytes UINTEGER, op UTINYINT, sync BOOLEAN, meta BOOLEAN, fua BOOLEAN, error INTEGER, fdev UINTEGER, ino UBIGINT, gen UINTEGER"},
 	{"throttle", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, pause_ns UBIGINT, period_ns UBIGINT, dirtied UBIGINT, bdi_dev UINTEGER"},
 	{"writeback", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, dev UINTEGER, ino UBIGINT, gen UINTEGER, pages UBIGINT, dur UBIGINT"},
 	{"dirtied", "ts UBIGINT, last_ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, dev UINTEGER, ino UBIGINT, gen UINTEGER, pages UBIGINT"},
@@ -31,6 +38,23 @@ var tables = []struct{ name, columns string }{
 // views are what analyses and `whyslow sql` read. Each joins a file's identity
 // (dev, ino, gen) to its latest description.
 var views = []string{
+	`CREATE OR REPLACE VIEW syscalls AS
+	 SELECT r.ts, r.dur, r.pid, r.tid, c.comm, n.name, n.class, r.fd, r.ret, r.req, r.blocked,
+	        r.dev, r.ino, r.gen, k.name AS fkind, r.fd2, r.dev2, r.ino2, r.gen2, r.flags
+	 FROM syscall_raw r LEFT JOIN comms c USING (comm_id) LEFT JOIN syscall_names n USING (nr)
+	      LEFT JOIN kinds k ON k.kind = r.fkind`,
+	`CREATE OR REPLACE VIEW offcpu AS
+	 SELECT r.ts, r.start_ts, r.off_ns, r.runq_ns, r.pid, r.tid, c.comm, chr(r.state::INTEGER) AS state,
+	        rs.reason, r.stack_id, coalesce(n.name, CASE WHEN r.syscall_nr >= 0 THEN 'syscall_' || r.syscall_nr END) AS syscall,
+	        r.waker_pid, r.waker_tid, w.comm AS waker_comm
+	 FROM offcpu_raw r LEFT JOIN comms c USING (comm_id) LEFT JOIN reasons rs USING (reason_id)
+	      LEFT JOIN syscall_names n ON n.nr = r.syscall_nr LEFT JOIN comms w ON w.comm_id = r.waker_comm_id`,
+	`CREATE OR REPLACE VIEW block AS
+	 SELECT r.ts, r.insert_ts, r.issue_ts, r.pid, r.tid, c.comm, r.dev, r.sector, r.bytes, coalesce(o.name, 'other') AS op,
+	        r.sync, r.meta, r.fua, r.error, r.fdev, r.ino, r.gen
+	 FROM block_raw r LEFT JOIN comms c USING (comm_id) LEFT JOIN (SELECT * FROM (VALUES
+	   (0, 'read'), (1, 'write'), (2, 'flush'), (3, 'discard'), (5, 'secure-erase'), (9, 'write-zeroes')) t(op, name)) o
+	   ON o.op = r.op`,
 	`CREATE OR REPLACE VIEW file_names AS
 	 SELECT dev, ino, gen, arg_max(path, ts) AS path, arg_max(kind, ts) AS kind, bool_or(deleted) AS deleted,
 	        arg_max(peer, ts) AS peer, arg_max(local, ts) AS local

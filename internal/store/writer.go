@@ -25,6 +25,7 @@ type Writer struct {
 	db        *sql.DB
 	app       map[string]*duckdb.Appender
 	comms     map[uint32]string // tid -> comm, for kernel aggregates that carry none
+	commIDs   map[string]uint32 // the comms dimension
 	stacks    map[int32]bool
 	lastFlush time.Time
 	rows      uint64
@@ -46,7 +47,7 @@ func Create(path string) (*Writer, error) {
 		return nil, fmt.Errorf("creating recording %s: %w", path, err)
 	}
 	w := &Writer{path: path, connector: connector, db: sql.OpenDB(connector), app: map[string]*duckdb.Appender{},
-		comms: map[uint32]string{}, stacks: map[int32]bool{}, lastFlush: time.Now()}
+		comms: map[uint32]string{}, commIDs: map[string]uint32{}, stacks: map[int32]bool{}, lastFlush: time.Now()}
 	if err := w.init(); err != nil {
 		w.db.Close()
 		connector.Close()
@@ -85,7 +86,53 @@ func (w *Writer) init() error {
 		}
 		w.app[t.name] = a
 	}
+	return w.dimensions()
+}
+
+// dimensions writes the small tables that name the numbers of high-rate rows.
+func (w *Writer) dimensions() error {
+	for nr, n := range event.SyscallNames() {
+		if err := w.row("syscall_names", uint16(nr), n[0], n[1]); err != nil {
+			return err
+		}
+	}
+	for _, k := range event.FileKinds() {
+		if err := w.row("kinds", uint8(k), k.String()); err != nil {
+			return err
+		}
+	}
+	for i, r := range event.Reasons {
+		if err := w.row("reasons", uint8(i), string(r)); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// commID interns a command name in the comms dimension.
+func (w *Writer) commID(comm string) (uint32, error) {
+	if id, ok := w.commIDs[comm]; ok {
+		return id, nil
+	}
+	id := uint32(len(w.commIDs))
+	w.commIDs[comm] = id
+	return id, w.row("comms", id, comm)
+}
+
+func reasonID(r event.Reason) uint8 {
+	for i, v := range event.Reasons {
+		if v == r {
+			return uint8(i)
+		}
+	}
+	return uint8(len(event.Reasons) - 1) // other
+}
+
+func syscallNr(nr int32) int16 {
+	if nr < -1 || nr > 32767 {
+		return -1
+	}
+	return int16(nr)
 }
 
 // SetMeta records key/value metadata (replacing earlier values).
@@ -167,9 +214,12 @@ func (w *Writer) row(table string, vals ...driver.Value) error {
 func (w *Writer) append(ev event.Event) error {
 	switch e := ev.(type) {
 	case *event.Syscall:
-		c := event.SyscallClass(e.Nr)
-		return w.row("syscalls", e.Time, e.Dur, e.PID, e.TID, w.comm(&e.Header), event.SyscallName(int32(e.Nr)), c.String(),
-			e.FD, e.Ret, e.Req, e.Blocked, e.File.Dev, e.File.Ino, e.File.Gen, e.File.Kind.String(),
+		cid, err := w.commID(w.comm(&e.Header))
+		if err != nil {
+			return err
+		}
+		return w.row("syscall_raw", e.Time, e.Dur, e.PID, e.TID, cid, uint16(e.Nr),
+			e.FD, e.Ret, e.Req, e.Blocked, e.File.Dev, e.File.Ino, e.File.Gen, uint8(e.File.Kind),
 			e.FD2, e.File2.Dev, e.File2.Ino, e.File2.Gen, e.Flags)
 	case *event.SyscallTotals:
 		c := event.SyscallClass(e.Nr)
@@ -185,10 +235,22 @@ func (w *Writer) append(ev event.Event) error {
 				return err
 			}
 		}
-		return w.row("offcpu", e.Time, e.Time-e.Off, e.Off, e.Runq, e.PID, e.TID, w.comm(&e.Header), string(rune(e.State)),
-			string(e.Reason), e.StackID, event.SyscallName(e.Syscall), e.WakerPID, e.WakerTID, e.WakerComm)
+		cid, err := w.commID(w.comm(&e.Header))
+		if err != nil {
+			return err
+		}
+		wid, err := w.commID(e.WakerComm)
+		if err != nil {
+			return err
+		}
+		return w.row("offcpu_raw", e.Time, e.Time-e.Off, e.Off, e.Runq, e.PID, e.TID, cid, e.State,
+			reasonID(e.Reason), e.StackID, syscallNr(e.Syscall), e.WakerPID, e.WakerTID, wid)
 	case *event.Block:
-		return w.row("block", e.Time, e.InsertTime, e.IssueTime, e.PID, e.TID, e.Comm, e.Dev, e.Sector, e.Bytes, e.Op.String(),
+		cid, err := w.commID(e.Comm)
+		if err != nil {
+			return err
+		}
+		return w.row("block_raw", e.Time, e.InsertTime, e.IssueTime, e.PID, e.TID, cid, e.Dev, e.Sector, e.Bytes, uint8(e.Op),
 			e.Sync, e.Meta, e.FUA, e.Error, e.File.Dev, e.File.Ino, e.File.Gen)
 	case *event.Throttle:
 		return w.row("throttle", e.Time, e.PID, e.TID, w.comm(&e.Header), e.Pause, e.Period, e.Dirtied, e.BDIDev)
