@@ -69,6 +69,7 @@ struct {
 	__uint(max_entries, 65536);
 	__type(key, __u32);
 	__type(value, __u8);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 } targets SEC(".maps");
 
 struct inflight {
@@ -120,7 +121,12 @@ struct {
 	__uint(max_entries, 65536);
 	__type(key, struct agg_key);
 	__type(value, struct agg_val);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 } agg SEC(".maps");
+
+/* Maps written rarely allocate on demand (BPF_F_NO_PREALLOC): preallocating
+ * tens of megabytes made start-up slow. Maps touched at every context switch
+ * stay preallocated. */
 
 /* Files already described to user space (dev, ino, gen) -> 1, or 2 for a socket with a peer. */
 struct seen_key {
@@ -130,7 +136,7 @@ struct seen_key {
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 131072);
+	__uint(max_entries, 65536);
 	__type(key, struct seen_key);
 	__type(value, __u8);
 } seen SEC(".maps");
@@ -144,7 +150,7 @@ struct offstart {
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
+	__uint(max_entries, 32768);
 	__type(key, __u32);
 	__type(value, struct offstart);
 } offcpu_start SEC(".maps");
@@ -157,7 +163,7 @@ struct waker {
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
+	__uint(max_entries, 32768);
 	__type(key, __u32);
 	__type(value, struct waker);
 } wakers SEC(".maps");
@@ -165,7 +171,7 @@ struct {
 /* LRU: threads come and go in a long system-wide recording. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
+	__uint(max_entries, 32768);
 	__type(key, __u32);
 	__type(value, struct cpu_val);
 } cpu SEC(".maps");
@@ -190,6 +196,7 @@ struct {
 	__uint(max_entries, 16384);
 	__type(key, __u64);
 	__type(value, struct rqinfo);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 } requests SEC(".maps");
 
 struct {
@@ -197,6 +204,7 @@ struct {
 	__uint(max_entries, 65536);
 	__type(key, struct dirty_key);
 	__type(value, struct dirty_val);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 } dirty SEC(".maps");
 
 struct uring_pending {
@@ -214,6 +222,7 @@ struct {
 	__uint(max_entries, 16384);
 	__type(key, __u64);
 	__type(value, struct uring_pending);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 } uring_inflight SEC(".maps");
 
 struct wb_start {
@@ -224,6 +233,7 @@ struct {
 	__uint(max_entries, 4096);
 	__type(key, __u64);
 	__type(value, struct wb_start);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 } wb_inflight SEC(".maps");
 
 /* ---- helpers ---- */

@@ -215,7 +215,7 @@ func (x *Explanation) threads(s *Source, pids []uint32, win window) error {
 	               greatest(least(o.ts, $e) - greatest(o.ts - o.runq_ns, $b), 0) AS runq_c
 	        FROM offcpu o WHERE ` + in + ` AND o.ts > $b AND o.start_ts < $e)
 	      SELECT o.pid, o.tid, arg_max(o.comm, o.ts), o.reason, o.state,
-	        sum(o.off_c - least(o.runq_c, o.off_c)), sum(least(o.runq_c, o.off_c)), ` + idleSQL(inList("waker_pid", pids)) + ` AS idle
+	        sum(o.off_c - least(o.runq_c, o.off_c)), sum(least(o.runq_c, o.off_c)), coalesce(` + idleSQL(inList("waker_pid", pids)) + `, false) AS idle
 	      FROM clipped o GROUP BY o.pid, o.tid, o.reason, o.state, idle`
 	rows, err := s.DB.Query(q, sql.Named("b", win.begin), sql.Named("e", win.end))
 	if err != nil {

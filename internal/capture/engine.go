@@ -86,6 +86,7 @@ func Tracepoints() []string {
 // Open loads and attaches the programs. Nothing is traced until targets are
 // added (or SystemWide is set).
 func Open(opts Options) (*Engine, error) {
+	go loadKallsyms() // needed at the first off-CPU event; read it meanwhile
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("removing memlock limit: %w", err)
 	}
@@ -163,30 +164,46 @@ func open(opts Options, flavour string) (*Engine, error) {
 	return e, nil
 }
 
+// attach links every program to its tracepoint. Attaching waits for an RCU
+// grace period in the kernel; done one after another that was most of
+// whyslow's start-up, so all attach at once and share the grace periods.
 func (e *Engine) attach(prefix string) error {
+	type result struct {
+		tp  string
+		l   link.Link
+		err error
+	}
+	results := make(chan result, len(tracepoints))
 	for _, t := range tracepoints {
 		prog := e.coll.Programs[prefix+t.prog]
 		if prog == nil {
 			return fmt.Errorf("program %s%s missing from the object", prefix, t.prog)
 		}
-		var l link.Link
-		var err error
-		if prefix == "btf_" {
-			l, err = link.AttachTracing(link.TracingOptions{Program: prog})
-		} else {
-			l, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: t.tp, Program: prog})
-		}
-		if errors.Is(err, os.ErrNotExist) {
-			// This kernel lacks the tracepoint: degrade and say so.
-			e.missing = append(e.missing, t.tp)
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("attaching tracepoint %s: %w", t.tp, err)
-		}
-		e.links = append(e.links, l)
+		go func(tp string, prog *ebpf.Program) {
+			var l link.Link
+			var err error
+			if prefix == "btf_" {
+				l, err = link.AttachTracing(link.TracingOptions{Program: prog})
+			} else {
+				l, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: tp, Program: prog})
+			}
+			results <- result{tp, l, err}
+		}(t.tp, prog)
 	}
-	return nil
+	var errs []error
+	for range tracepoints {
+		r := <-results
+		switch {
+		case errors.Is(r.err, os.ErrNotExist):
+			// This kernel lacks the tracepoint: degrade and say so.
+			e.missing = append(e.missing, r.tp)
+		case r.err != nil:
+			errs = append(errs, fmt.Errorf("attaching tracepoint %s: %w", r.tp, r.err))
+		default:
+			e.links = append(e.links, r.l)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Flavour says which program type was attached: tp_btf or raw_tp.

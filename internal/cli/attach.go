@@ -43,6 +43,10 @@ a verdict with evidence, and which other processes caused its waits.`,
 }
 
 func runAttach(o attachOptions) error {
+	copts, err := o.capture.options()
+	if err != nil {
+		return err
+	}
 	if err := needPrivileges(); err != nil {
 		return err
 	}
@@ -58,7 +62,7 @@ func runAttach(o attachOptions) error {
 	ctx, stop := interruptible()
 	defer stop()
 	res, err := recorder.Record(ctx, recorder.Config{
-		Path: path, Capture: o.capture.options(), PID: o.pid, Duration: o.duration, Status: statusWriter(),
+		Path: path, Capture: copts, PID: o.pid, Duration: o.duration, Status: statusWriter(),
 	})
 	if err != nil {
 		if res == nil {

@@ -17,19 +17,29 @@ import (
 type captureFlags struct {
 	full bool
 	slow time.Duration
+	ring string
 }
 
 func (c *captureFlags) bind(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.full, "full", false, "stream every I/O syscall (like an LTTng recording) instead of aggregating fast ones in the kernel")
 	fs.DurationVar(&c.slow, "slow", time.Millisecond, "default level: stream syscalls at least this slow")
+	fs.StringVar(&c.ring, "ring-size", "16M", "ring buffer for events (a power of two, 4K to 1G): bigger rides out bursts")
 }
 
-func (c *captureFlags) options() capture.Options {
+func (c *captureFlags) options() (capture.Options, error) {
 	o := capture.Options{Slow: c.slow}
 	if c.full {
 		o.Level = capture.Full
 	}
-	return o
+	if c.slow <= 0 {
+		return o, usageErr("--slow must be positive")
+	}
+	n, err := parseSize(c.ring)
+	if err != nil || n < 4096 || n > 1<<30 || n&(n-1) != 0 {
+		return o, usageErr("--ring-size must be a power of two from 4K to 1G, got %q", c.ring)
+	}
+	o.EventsRingBytes = int(n)
+	return o, nil
 }
 
 // needPrivileges explains what is missing before any capture starts.

@@ -49,6 +49,10 @@ file is a DuckDB database (docs/trace-format.md): question it with
 }
 
 func runRecord(o recordOptions, argv []string) error {
+	copts, err := o.capture.options()
+	if err != nil {
+		return err
+	}
 	if err := needPrivileges(); err != nil {
 		return err
 	}
@@ -65,7 +69,7 @@ func runRecord(o recordOptions, argv []string) error {
 	ctx, stop := interruptible()
 	defer stop()
 	res, err := recorder.Record(ctx, recorder.Config{
-		Path: o.output, Capture: o.capture.options(), Command: argv, PID: o.pid, Duration: o.duration, Status: statusWriter(),
+		Path: o.output, Capture: copts, Command: argv, PID: o.pid, Duration: o.duration, Status: statusWriter(),
 	})
 	if res == nil {
 		return err

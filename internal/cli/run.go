@@ -44,6 +44,10 @@ waits. whyslow exits with the command's exit code (128+N for a signal death).`,
 }
 
 func runRun(o runOptions, argv []string) error {
+	copts, err := o.capture.options()
+	if err != nil {
+		return err
+	}
 	if err := needPrivileges(); err != nil {
 		return err
 	}
@@ -72,7 +76,7 @@ func runRun(o runOptions, argv []string) error {
 	defer signal.Stop(forward)
 
 	res, err := recorder.Record(context.Background(), recorder.Config{
-		Path: path, Capture: o.capture.options(), Command: argv, Linger: o.linger, Forward: forward,
+		Path: path, Capture: copts, Command: argv, Linger: o.linger, Forward: forward,
 	})
 	if err != nil {
 		if res == nil {

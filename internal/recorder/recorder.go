@@ -61,14 +61,27 @@ func Record(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, err
 		}
 	}
+	// Loading the programs (the verifier) and creating the recording take
+	// tens of milliseconds each: do both at once.
+	var w *store.Writer
+	var werr error
+	created := make(chan struct{})
+	go func() {
+		w, werr = store.Create(cfg.Path)
+		close(created)
+	}()
 	eng, err := capture.Open(opts)
+	<-created
 	if err != nil {
+		if werr == nil {
+			w.Close(nil)
+			os.Remove(cfg.Path)
+		}
 		return nil, fmt.Errorf("starting capture: %w", err)
 	}
 	defer eng.Close()
-	w, err := store.Create(cfg.Path)
-	if err != nil {
-		return nil, err
+	if werr != nil {
+		return nil, werr
 	}
 	res := &Result{Started: time.Now(), ExitCode: -1}
 	if err := w.SetMeta(startMeta(cfg, eng, res.Started)); err != nil {

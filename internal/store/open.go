@@ -57,9 +57,16 @@ func Open(path string) (*Recording, error) {
 		db.Close()
 		return nil, fmt.Errorf("%s has schema version %q; this whyslow reads version %d", path, meta["schema_version"], SchemaVersion)
 	}
-	// Views are recreated so that a recording cut short still has them.
-	for _, v := range views {
-		db.Exec(v)
+	// A recording cut short keeps its views (they were committed first); a
+	// damaged one may not: make them again only then.
+	var n int
+	if db.QueryRow("SELECT count(*) FROM duckdb_views() WHERE view_name = 'io'").Scan(&n); n == 0 {
+		for _, v := range views {
+			if _, err := db.Exec(v); err != nil {
+				db.Close()
+				return nil, fmt.Errorf("%s: %w", path, ErrNotRecording)
+			}
+		}
 	}
 	return &Recording{DB: db, Meta: meta}, nil
 }

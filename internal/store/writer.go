@@ -42,7 +42,12 @@ func Create(path string) (*Writer, error) {
 	if _, err := os.Stat(path); err == nil {
 		return nil, fmt.Errorf("%s already exists: choose another name or remove it", path)
 	}
-	connector, err := duckdb.NewConnector(path, nil)
+	// DuckDB's buffer pool defaults to 80% of memory; a recorder on a busy
+	// machine must stay small, and rows are on disk after each flush anyway.
+	connector, err := duckdb.NewConnector(path, func(ex driver.ExecerContext) error {
+		_, err := ex.ExecContext(context.Background(), "SET memory_limit = '256MB'", nil)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("creating recording %s: %w", path, err)
 	}
@@ -58,15 +63,19 @@ func Create(path string) (*Writer, error) {
 }
 
 func (w *Writer) init() error {
+	// One statement batch: each Exec is a round trip through cgo and the planner.
+	// One transaction, too: DuckDB syncs its WAL at every commit.
+	var ddl strings.Builder
+	ddl.WriteString("BEGIN TRANSACTION;\n")
 	for _, t := range tables {
-		if _, err := w.db.Exec(fmt.Sprintf("CREATE TABLE %s (%s)", t.name, t.columns)); err != nil {
-			return fmt.Errorf("creating table %s: %w", t.name, err)
-		}
+		fmt.Fprintf(&ddl, "CREATE TABLE %s (%s);\n", t.name, t.columns)
 	}
 	for _, v := range views {
-		if _, err := w.db.Exec(v); err != nil {
-			return fmt.Errorf("creating view: %w", err)
-		}
+		ddl.WriteString(v + ";\n")
+	}
+	ddl.WriteString("COMMIT;\n")
+	if _, err := w.db.Exec(ddl.String()); err != nil {
+		return fmt.Errorf("creating the recording's tables: %w", err)
 	}
 	if err := w.SetMeta(map[string]string{"schema_version": fmt.Sprint(SchemaVersion), "format": "whyslow-recording"}); err != nil {
 		return err
@@ -137,10 +146,21 @@ func syscallNr(nr int32) int16 {
 
 // SetMeta records key/value metadata (replacing earlier values).
 func (w *Writer) SetMeta(kv map[string]string) error {
+	if len(kv) == 0 {
+		return nil
+	}
+	var q strings.Builder
+	q.WriteString("INSERT OR REPLACE INTO meta VALUES ")
+	args := make([]any, 0, 2*len(kv))
 	for k, v := range kv {
-		if _, err := w.db.Exec("INSERT OR REPLACE INTO meta VALUES (?, ?)", k, v); err != nil {
-			return fmt.Errorf("writing metadata %s: %w", k, err)
+		if len(args) > 0 {
+			q.WriteString(", ")
 		}
+		q.WriteString("(?, ?)")
+		args = append(args, k, v)
+	}
+	if _, err := w.db.Exec(q.String(), args...); err != nil {
+		return fmt.Errorf("writing metadata: %w", err)
 	}
 	return nil
 }

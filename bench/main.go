@@ -1,0 +1,322 @@
+// Command bench measures whyslow against the tools people use today and
+// writes BENCHMARKS.md: capture overhead (A B A B pairs, median ratio), loss,
+// analysis speed, start-up, recording size and memory. Run it with `make bench`.
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+var (
+	whyslow = flag.String("whyslow", "bin/whyslow", "the whyslow binary")
+	out     = flag.String("out", "BENCHMARKS.md", "where to write the results")
+	pairs   = flag.Int("pairs", 3, "A B pairs per tool")
+	runtimeS = flag.Int("runtime", 3, "seconds per fio run")
+	bigS    = flag.Int("big", 30, "seconds of fio for the 10M-event recording")
+	work    string
+)
+
+func main() {
+	flag.Parse()
+	var err error
+	if work, err = os.MkdirTemp("/var/tmp", "whyslow-bench-"); err != nil {
+		fail(err)
+	}
+	defer os.RemoveAll(work)
+	var md bytes.Buffer
+	w := io.MultiWriter(&md, os.Stderr)
+	header(w)
+	prepare()
+	overhead(w)
+	loss(w)
+	analysis(w)
+	startup(w)
+	if err := os.WriteFile(*out, md.Bytes(), 0o644); err != nil {
+		fail(err)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "bench:", err)
+	os.Exit(1)
+}
+
+func header(w io.Writer) {
+	var uts syscall.Utsname
+	syscall.Uname(&uts)
+	cpu := "unknown"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "model name") {
+				cpu = strings.TrimSpace(strings.SplitN(l, ":", 2)[1])
+				break
+			}
+		}
+	}
+	fmt.Fprintf(w, "# Benchmarks\n\nProduced by `make bench` (`go run ./bench`) on %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
+	fmt.Fprintf(w, "Machine: %d CPUs (%s), %s memory, kernel %s. Goals are the issue's; they are reported against, not asserted.\n",
+		runtime.NumCPU(), cpu, memTotal(), charsToString(uts.Release[:]))
+}
+
+func memTotal() string {
+	b, _ := os.ReadFile("/proc/meminfo")
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "MemTotal:") {
+			f := strings.Fields(l)
+			kb, _ := strconv.Atoi(f[1])
+			return fmt.Sprintf("%.0f GiB", float64(kb)/1024/1024)
+		}
+	}
+	return "?"
+}
+
+func charsToString(ca []int8) string {
+	var b []byte
+	for _, c := range ca {
+		if c == 0 {
+			break
+		}
+		b = append(b, byte(c))
+	}
+	return string(b)
+}
+
+func file() string { return filepath.Join(work, "bench.dat") }
+
+// prepare lays out the fio file and reads it into the page cache.
+func prepare() {
+	run("fio", "--name=prep", "--filename="+file(), "--size=256m", "--rw=write", "--bs=1m", "--output=/dev/null")
+	run("cat", file())
+}
+
+func run(name string, args ...string) []byte {
+	cmd := exec.Command(name, args...)
+	b, err := cmd.Output()
+	if err != nil {
+		fail(fmt.Errorf("%s %v: %v", name, args, err))
+	}
+	return b
+}
+
+func fioArgs(rw string, seconds int) []string {
+	fio, err := exec.LookPath("fio") // bpftrace -c wants an absolute path
+	if err != nil {
+		fail(err)
+	}
+	return []string{fio, "--name=bench", "--filename=" + file(), "--size=256m", "--rw=" + rw, "--bs=4k",
+		"--ioengine=psync", "--invalidate=0", "--time_based", fmt.Sprintf("--runtime=%d", seconds),
+		fmt.Sprintf("--numjobs=%d", runtime.NumCPU()), "--group_reporting", "--output-format=json"}
+}
+
+type tool struct {
+	name string
+	wrap func(fio []string) []string
+}
+
+const bpftraceScript = `tracepoint:raw_syscalls:sys_enter /comm == "fio"/ { @s[tid] = nsecs; }
+tracepoint:raw_syscalls:sys_exit /@s[tid]/ { @lat[args->id] = hist(nsecs - @s[tid]); delete(@s[tid]); }`
+
+func tools() []tool {
+	rec := filepath.Join(work, "full.db")
+	return []tool{
+		{"whyslow run (default level)", func(f []string) []string {
+			return append([]string{*whyslow, "run", "--linger=0", "--"}, f...)
+		}},
+		{"whyslow record --full", func(f []string) []string {
+			os.Remove(rec)
+			os.Remove(rec + ".wal")
+			return append([]string{*whyslow, "record", "--full", "-o", rec, "--"}, f...)
+		}},
+		{"strace -f -o /dev/null", func(f []string) []string {
+			return append([]string{"strace", "-f", "-o", "/dev/null"}, f...)
+		}},
+		{"perf trace -o /dev/null", func(f []string) []string {
+			return append([]string{"perf", "trace", "-o", "/dev/null", "--"}, f...)
+		}},
+		{"bpftrace (syscall latency histograms)", func(f []string) []string {
+			return []string{"bpftrace", "-e", bpftraceScript, "-c", strings.Join(f, " ")}
+		}},
+	}
+}
+
+// fio runs a (possibly wrapped) fio and returns its IOPS.
+func fio(argv []string, rw string) (float64, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	var o bytes.Buffer
+	cmd.Stdout = &o
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("%s: %v", strings.Join(argv[:min(4, len(argv))], " "), err)
+	}
+	// fio's JSON is the first {...} object in stdout (bpftrace prints maps after it)
+	s := o.String()
+	start := strings.Index(s, "{")
+	if start < 0 {
+		return 0, fmt.Errorf("no fio JSON in output")
+	}
+	dec := json.NewDecoder(strings.NewReader(s[start:]))
+	var r struct {
+		Jobs []struct {
+			Read, Write struct {
+				IOPS float64 `json:"iops"`
+			}
+		} `json:"jobs"`
+	}
+	if err := dec.Decode(&r); err != nil || len(r.Jobs) == 0 {
+		return 0, fmt.Errorf("parsing fio JSON: %v", err)
+	}
+	if strings.Contains(rw, "write") {
+		return r.Jobs[0].Write.IOPS, nil
+	}
+	return r.Jobs[0].Read.IOPS, nil
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+func overhead(w io.Writer) {
+	fmt.Fprintf(w, "\n## 1. Capture overhead\n\nA syscall-heavy workload: fio, 4 KiB `psync` I/O on a 256 MiB file in the page cache, one job per CPU, %d s per run:\n\n```\n%s\n```\n\n", *runtimeS, strings.Join(fioArgs("randread", *runtimeS), " "))
+	fmt.Fprintf(w, "Each tool is measured in %d A B pairs (A = untraced, B = traced, alternating so drift cancels); the ratio is the median of B/A. Goals: default ≥ 0.97, full ≥ 0.85.\n\n", *pairs)
+	for _, rw := range []string{"randread", "randwrite"} {
+		fmt.Fprintf(w, "### %s\n\n| tool | untraced IOPS (median) | traced IOPS (median) | ratio |\n|---|---:|---:|---:|\n", rw)
+		for _, t := range tools() {
+			var ratios, base, traced []float64
+			var errText string
+			for i := 0; i < *pairs; i++ {
+				a, err := fio(fioArgs(rw, *runtimeS), rw)
+				if err != nil {
+					errText = err.Error()
+					break
+				}
+				b, err := fio(t.wrap(fioArgs(rw, *runtimeS)), rw)
+				if err != nil {
+					errText = err.Error()
+					break
+				}
+				base, traced, ratios = append(base, a), append(traced, b), append(ratios, b/a)
+			}
+			if errText != "" {
+				fmt.Fprintf(w, "| %s | failed: %s | | |\n", t.name, errText)
+				continue
+			}
+			fmt.Fprintf(w, "| %s | %.0f | %.0f | %.3f |\n", t.name, median(base), median(traced), median(ratios))
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// record runs `whyslow record` over fio and returns events, lost, seconds, bytes, max RSS.
+func record(path string, seconds, jobs int, extra ...string) (rows, lost uint64, secs float64, size int64, rssKB int64) {
+	os.Remove(path)
+	os.Remove(path + ".wal")
+	f := fioArgs("randread", seconds)
+	for i, a := range f {
+		if strings.HasPrefix(a, "--numjobs=") {
+			f[i] = fmt.Sprintf("--numjobs=%d", jobs)
+		}
+	}
+	args := append(append([]string{"record", "--full", "-o", path}, extra...), "--")
+	cmd := exec.Command(*whyslow, append(args, f...)...)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	cmd.Stdout = io.Discard
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		fail(fmt.Errorf("record: %v: %s", err, errb.String()))
+	}
+	secs = time.Since(start).Seconds()
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rssKB = ru.Maxrss
+	}
+	rows = sqlNumber(path, "SELECT (SELECT count(*) FROM syscall_raw) + (SELECT count(*) FROM offcpu_raw) + (SELECT count(*) FROM block_raw) + (SELECT count(*) FROM files)")
+	lost = sqlNumber(path, "SELECT coalesce(sum(count), 0) FROM lost")
+	if st, err := os.Stat(path); err == nil {
+		size = st.Size()
+	}
+	return
+}
+
+func sqlNumber(path, q string) uint64 {
+	b := run(*whyslow, "sql", path, q, "--format", "csv")
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	n, _ := strconv.ParseFloat(lines[len(lines)-1], 64)
+	return uint64(n)
+}
+
+func loss(w io.Writer) {
+	fmt.Fprintf(w, "## 2. Loss\n\n`whyslow record --full` over the randread workload (every pread is an event); events are what the recording holds, lost what the kernel counted as dropped. Goal: 1,000,000 events/s without loss.\n\n")
+	fmt.Fprintf(w, "| fio jobs | ring | events | lost | events/s recorded |\n|---:|---|---:|---:|---:|\n")
+	for _, c := range []struct {
+		jobs int
+		ring string
+	}{{1, "16M"}, {runtime.NumCPU(), "16M"}, {runtime.NumCPU(), "64K"}} {
+		rows, lost, secs, _, _ := record(filepath.Join(work, "loss.db"), *runtimeS, c.jobs, "--ring-size", c.ring)
+		fmt.Fprintf(w, "| %d | %s | %d | %d | %.0f |\n", c.jobs, c.ring, rows, lost, float64(rows)/float64(*runtimeS))
+		_ = secs
+	}
+	fmt.Fprintln(w, "\nWith a 64 KiB ring the reader cannot keep up with bursts: events are dropped, counted, and every report of that recording says so (\"warning: N events were lost\").")
+}
+
+func analysis(w io.Writer) {
+	path := filepath.Join(work, "big.db")
+	rows, lost, secs, size, rss := record(path, *bigS, runtime.NumCPU())
+	fmt.Fprintf(w, "\n## 3. Analysis speed\n\nA recording of %d events (%d lost) made by `whyslow record --full` over %d s of the randread workload (%.1f s with start and stop). Each analysis over the whole recording, output to /dev/null. Goal: under 1 s for 10 M events.\n\n", rows, lost, *bigS, secs)
+	fmt.Fprintf(w, "| command | seconds | events/s |\n|---|---:|---:|\n")
+	for _, a := range [][]string{
+		{"report", "usage", path},
+		{"report", "stats", path},
+		{"report", "freq", path},
+		{"report", "top", path},
+		{"report", "log", path, "--max-rows", "100000"},
+		{"report", "explain", path},
+		{"sql", path, "SELECT name, count(*), sum(dur) FROM syscalls GROUP BY name"},
+	} {
+		start := time.Now()
+		cmd := exec.Command(*whyslow, a...)
+		cmd.Stdout = io.Discard
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintf(w, "| `whyslow %s` | failed: %v | |\n", strings.Join(a, " "), err)
+			continue
+		}
+		el := time.Since(start).Seconds()
+		fmt.Fprintf(w, "| `whyslow %s` | %.2f | %.0f |\n", strings.ReplaceAll(strings.Join(a, " "), path, "big.db"), el, float64(rows)/el)
+	}
+	fmt.Fprintf(w, "\n## 5. Recording size and memory\n\n%d events in %.1f MiB: %.1f bytes per event. Maximum RSS of `whyslow record` while recording at this rate: %.0f MiB.\n",
+		rows, float64(size)/(1<<20), float64(size)/float64(max(rows, 1)), float64(rss)/1024)
+}
+
+func startup(w io.Writer) {
+	timeIt := func(argv ...string) float64 {
+		var v []float64
+		for i := 0; i < 10; i++ {
+			start := time.Now()
+			cmd := exec.Command(argv[0], argv[1:]...)
+			cmd.Stderr = io.Discard
+			cmd.Run()
+			v = append(v, time.Since(start).Seconds())
+		}
+		return median(v)
+	}
+	plain := timeIt("true")
+	traced := timeIt(*whyslow, "run", "--linger=0", "--", "true")
+	fmt.Fprintf(w, "\n## 4. Start-up\n\nMedian of 10: `true` %.1f ms, `whyslow run --linger=0 -- true` %.1f ms: whyslow adds %.0f ms (load, verify and attach the programs, create the recording, explain). Goal: under 100 ms.\n",
+		plain*1000, traced*1000, (traced-plain)*1000)
+}
