@@ -31,9 +31,11 @@ check-generated: generate
 		echo "generated files are stale: run 'make generate' and commit" >&2; \
 		git diff --stat -- bpf internal/capture >&2; exit 1; }
 
+# -p 1: tests that change machine-wide state (dirty limits, throttles, loop
+# devices) must not run at the same time as each other.
 test: deps build check-generated
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 30m ./...
+	$(GO) test -p 1 -count=1 -timeout 30m ./...
 
 demo: deps build
 	@./examples/demo.sh
