@@ -21,12 +21,12 @@ import (
 )
 
 var (
-	whyslow = flag.String("whyslow", "bin/whyslow", "the whyslow binary")
-	out     = flag.String("out", "BENCHMARKS.md", "where to write the results")
-	pairs   = flag.Int("pairs", 3, "A B pairs per tool")
+	whyslow  = flag.String("whyslow", "bin/whyslow", "the whyslow binary")
+	out      = flag.String("out", "BENCHMARKS.md", "where to write the results")
+	pairs    = flag.Int("pairs", 3, "A B pairs per tool")
 	runtimeS = flag.Int("runtime", 3, "seconds per fio run")
-	bigS    = flag.Int("big", 30, "seconds of fio for the 10M-event recording")
-	work    string
+	bigS     = flag.Int("big", 30, "seconds of fio for the 10M-event recording")
+	work     string
 )
 
 func main() {

@@ -258,7 +258,7 @@ func (x *Explanation) threads(s *Source, pids []uint32, win window) error {
 	rows.Close()
 
 	in = inList("pid", pids)
-	crow, err := s.DB.Query("SELECT pid, tid, arg_max(comm, ts), sum(oncpu_ns) FROM cputime WHERE "+in+" GROUP BY pid, tid")
+	crow, err := s.DB.Query("SELECT pid, tid, arg_max(comm, ts), sum(oncpu_ns) FROM cputime WHERE " + in + " GROUP BY pid, tid")
 	if err != nil {
 		return fmt.Errorf("accounting on-CPU time: %w", err)
 	}
@@ -275,7 +275,7 @@ func (x *Explanation) threads(s *Source, pids []uint32, win window) error {
 	crow.Close()
 
 	io, err := s.DB.Query(`SELECT tid, sum(CASE WHEN class = 'read' OR name IN ('recvfrom','recvmsg') THEN bytes ELSE 0 END),
-	   sum(CASE WHEN class = 'write' OR name IN ('sendto','sendmsg') THEN bytes ELSE 0 END) FROM io WHERE `+in+` GROUP BY tid`)
+	   sum(CASE WHEN class = 'write' OR name IN ('sendto','sendmsg') THEN bytes ELSE 0 END) FROM io WHERE ` + in + ` GROUP BY tid`)
 	if err != nil {
 		return fmt.Errorf("summing thread I/O: %w", err)
 	}

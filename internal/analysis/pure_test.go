@@ -35,7 +35,6 @@ func TestGroupFiles(t *testing.T) {
 	}
 }
 
-
 func TestParseTime(t *testing.T) {
 	start := time.Date(2026, 11, 22, 3, 10, 0, 0, time.UTC)
 	c := Clock{OffsetNS: start.UnixNano() - 1_000_000_000, StartMono: 1_000_000_000}

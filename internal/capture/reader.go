@@ -24,7 +24,7 @@ const (
 // handing events to sink until ctx is done; then it reads what is left and
 // returns. Off-CPU intervals still open at the end are closed at that moment.
 func (e *Engine) Run(ctx context.Context, sink Sink) error {
-	out := make(chan []event.Event, 64)
+	out := make(chan []event.Event, 256) // about a million events of slack for bursts
 	st := newStacks(e.coll.Maps["stacks"])
 	var wg sync.WaitGroup
 	errc := make(chan error, 2)
@@ -99,8 +99,11 @@ func (e *Engine) read(ctx context.Context, rd *ringbuf.Reader, out chan<- []even
 		if err == nil {
 			ev, derr := dec.decode(rec.RawSample)
 			if derr == nil {
-				if f, ok := ev.(*event.File); ok {
-					e.resolver.complete(f)
+				switch v := ev.(type) {
+				case *event.File:
+					e.resolver.complete(v)
+				case *event.Exec:
+					v.Cgroup = cgroupOf(v.PID) // read now, while the process is surely there
 				}
 				batch = append(batch, ev)
 			}

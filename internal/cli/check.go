@@ -89,4 +89,3 @@ func firstLine(err error) string {
 	}
 	return s
 }
-

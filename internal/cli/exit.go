@@ -16,13 +16,13 @@ import (
 
 // Exit codes (docs/exit-codes.md; `whyslow --help` lists them).
 const (
-	ExitOK         = 0
-	ExitError      = 1   // capture or analysis failed
-	ExitUsage      = 2   // bad flags or arguments
-	ExitBadFile    = 3   // not a whyslow recording, or unreadable
-	ExitNoCapture  = 4   // missing privilege or kernel feature: capture impossible or degraded
-	ExitNotExec    = 126 // run: the command exists but cannot be executed
-	ExitNotFound   = 127 // run: command not found
+	ExitOK        = 0
+	ExitError     = 1   // capture or analysis failed
+	ExitUsage     = 2   // bad flags or arguments
+	ExitBadFile   = 3   // not a whyslow recording, or unreadable
+	ExitNoCapture = 4   // missing privilege or kernel feature: capture impossible or degraded
+	ExitNotExec   = 126 // run: the command exists but cannot be executed
+	ExitNotFound  = 127 // run: command not found
 )
 
 // exitError carries an exit code with its message.

@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"bufio"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 
 	"github.com/spf13/cobra"
 	"github.com/whyslow/whyslow/internal/analysis"
@@ -27,7 +30,9 @@ func analysisCommand(use, short string, bind func(*cobra.Command), run func(io.W
 			if err != nil {
 				return err
 			}
-			w := cmd.OutOrStdout()
+			// Buffered: log prints a line per operation.
+			w := bufio.NewWriterSize(cmd.OutOrStdout(), 1<<16)
+			defer w.Flush()
 			if !f.json {
 				output.Header(w, src, flt, f.utc)
 			}
@@ -140,16 +145,4 @@ func slowOf(s *analysis.Source) string {
 	return fmt.Sprintf("%dus", ns/1000)
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j] < out[j-1]; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
-	return out
-}
-
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -114,6 +114,7 @@ type Exec struct {
 	PPID     uint32
 	Filename string
 	Args     []string
+	Cgroup   string // cgroup path: on a shared host it names the service or container
 }
 
 type Exit struct {

@@ -8,14 +8,14 @@ import (
 // Names from traced programs must never drive the terminal.
 func TestSafeNeutralisesTerminalInjection(t *testing.T) {
 	for in, want := range map[string]string{
-		"python3":                      "python3",
-		"/tmp/ünïcode/ok.txt":          "/tmp/ünïcode/ok.txt",
-		"evil\x1b[2J\x1b]0;pwned\x07":  `evil\x1b[2J\x1b]0;pwned\x07`,
-		"line\nbreak\rcr\ttab":         `line\x0abreak\x0dcr\x09tab`,
-		"c1\u009bcontrol":              `c1\x9bcontrol`,
-		"bidi\u202eexe.txt":            `bidi\u{202e}exe.txt`,
-		"bad\xffutf8":                  `bad\xffutf8`,
-		`back\slash`:                   `back\slash`,
+		"python3":                     "python3",
+		"/tmp/ünïcode/ok.txt":         "/tmp/ünïcode/ok.txt",
+		"evil\x1b[2J\x1b]0;pwned\x07": `evil\x1b[2J\x1b]0;pwned\x07`,
+		"line\nbreak\rcr\ttab":        `line\x0abreak\x0dcr\x09tab`,
+		"c1\u009bcontrol":             `c1\x9bcontrol`,
+		"bidi\u202eexe.txt":           `bidi\u{202e}exe.txt`,
+		"bad\xffutf8":                 `bad\xffutf8`,
+		`back\slash`:                  `back\slash`,
 	} {
 		if got := Safe(in); got != want {
 			t.Errorf("Safe(%q) = %q, want %q", in, got, want)

@@ -283,7 +283,7 @@ func (w *Writer) append(ev event.Event) error {
 	case *event.Fork:
 		return w.row("forks", e.Time, e.PID, e.TID, w.comm(&e.Header), e.ChildPID, e.ChildTID)
 	case *event.Exec:
-		return w.row("execs", e.Time, e.PID, e.TID, w.comm(&e.Header), e.PPID, e.Filename, nonNil(e.Args), cgroupOf(e.PID))
+		return w.row("execs", e.Time, e.PID, e.TID, w.comm(&e.Header), e.PPID, e.Filename, nonNil(e.Args), e.Cgroup)
 	case *event.Exit:
 		return w.row("exits", e.Time, e.PID, e.TID, w.comm(&e.Header), e.Code, e.GroupDead)
 	case *event.Unlink:
@@ -307,22 +307,6 @@ func addr(s string, ok bool) any {
 		return nil
 	}
 	return s
-}
-
-// cgroupOf reads a process's cgroup path at exec: on a shared host it names
-// the service or container when a pid does not.
-func cgroupOf(pid uint32) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
-	if err != nil {
-		return ""
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) == 3 && (parts[1] == "" || strings.Contains(parts[1], "cpu") || strings.Contains(parts[1], "name=systemd")) && parts[2] != "/" {
-			return parts[2]
-		}
-	}
-	return "/"
 }
 
 // Close flushes, records lost counts and devices, and closes the file.

@@ -14,7 +14,7 @@ func TestParseCapEff(t *testing.T) {
 	}{
 		{"Name:\tx\nCapEff:\t000001ffffffffff\n", 0x1ffffffffff, true},
 		{"CapEff:\t0000000000000000\n", 0, false},
-		{"CapEff:\t000000c000000000\n", 0xc000000000, true}, // CAP_BPF + CAP_PERFMON only
+		{"CapEff:\t000000c000000000\n", 0xc000000000, true},  // CAP_BPF + CAP_PERFMON only
 		{"CapEff:\t0000008000000000\n", 0x8000000000, false}, // CAP_BPF alone
 	} {
 		got, err := parseCapEff(tc.status)

@@ -22,11 +22,11 @@ import (
 
 // Options shape the disk. Zero values mean "leave as is".
 type Options struct {
-	Size               int64 // bytes of the backing file (default 1 GiB, sparse)
-	ReadBPS, WriteBPS  uint64
+	Size                int64 // bytes of the backing file (default 1 GiB, sparse)
+	ReadBPS, WriteBPS   uint64
 	ReadIOPS, WriteIOPS uint64
-	DirtyBytes         uint64 // vm.dirty_bytes
-	DirtyBackground    uint64 // vm.dirty_background_bytes
+	DirtyBytes          uint64 // vm.dirty_bytes
+	DirtyBackground     uint64 // vm.dirty_background_bytes
 }
 
 // StateDir holds one state file per live disk.
