@@ -42,6 +42,8 @@ type TargetInfo struct {
 // server): reported, but no part of the verdict.
 type TimeBreakdown struct {
 	OnCPUS    float64            `json:"on_cpu_s"`
+	UserS     *float64           `json:"user_s,omitempty"`   // from the kernel's accounting of the process
+	SystemS   *float64           `json:"system_s,omitempty"` // (rusage for run, /proc for attach)`
 	RunqueueS float64            `json:"runqueue_s"`
 	OffCPUS   map[string]float64 `json:"off_cpu_s"`
 	IdleS     float64            `json:"idle_s"`
@@ -149,6 +151,13 @@ func Explain(s *Source, pid uint32) (*Explanation, error) {
 
 	if err := x.threads(s, pids, win); err != nil {
 		return nil, err
+	}
+	if u, err := strconv.ParseInt(s.Meta["target_user_ns"], 10, 64); err == nil {
+		us, ss := float64(u)/1e9, 0.0
+		if v, err := strconv.ParseInt(s.Meta["target_system_ns"], 10, 64); err == nil {
+			ss = float64(v) / 1e9
+		}
+		x.Time.UserS, x.Time.SystemS = &us, &ss
 	}
 	if err := x.files(s, pids); err != nil {
 		return nil, err

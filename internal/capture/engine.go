@@ -221,7 +221,7 @@ func (e *Engine) AddTarget(pid uint32) error {
 	return nil
 }
 
-// Close detaches everything and frees the maps.
+// Close detaches everything and frees the maps. Closing twice is harmless.
 func (e *Engine) Close() error {
 	for _, l := range e.links {
 		l.Close()
@@ -229,12 +229,15 @@ func (e *Engine) Close() error {
 	e.links = nil
 	if e.events != nil {
 		e.events.Close()
+		e.events = nil
 	}
 	if e.meta != nil {
 		e.meta.Close()
+		e.meta = nil
 	}
 	if e.coll != nil {
 		e.coll.Close()
+		e.coll = nil
 	}
 	return nil
 }

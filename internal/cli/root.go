@@ -64,6 +64,10 @@ func Main(args []string) int {
 	if errors.As(err, &ce) {
 		return int(ce)
 	}
+	var said recorder.Reported
+	if errors.As(err, &said) {
+		return codeOf(err)
+	}
 	if strings.HasPrefix(err.Error(), "unknown command") || strings.HasPrefix(err.Error(), "unknown flag") ||
 		strings.Contains(err.Error(), "accepts ") || strings.Contains(err.Error(), "requires at least") {
 		report(err)

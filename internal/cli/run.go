@@ -82,7 +82,10 @@ func runRun(o runOptions, argv []string) error {
 		if res == nil {
 			return err
 		}
-		report(err) // the recording may still explain something
+		var said recorder.Reported
+		if !errors.As(err, &said) {
+			report(err) // the recording may still explain something
+		}
 	}
 	if err := explainTo(path, uint32(res.TargetPID), o.jsonPath); err != nil {
 		report(err)

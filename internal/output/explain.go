@@ -31,6 +31,9 @@ func Explanation(w io.Writer, x *analysis.Explanation) {
 	for _, r := range x.Verdict.Ranked {
 		t.Row(r.Reason, format.Seconds(r.S), format.Pct(r.Share), Bar(r.S, maxS, 40))
 	}
+	if x.Time.UserS != nil {
+		t.Row("", "", "", fmt.Sprintf("cpu: user %s, system %s", format.Seconds(*x.Time.UserS), format.Seconds(*x.Time.SystemS)))
+	}
 	if x.Time.IdleS > 0 {
 		t.Row("(idle)", format.Seconds(x.Time.IdleS), "", "waiting for work or on traced threads")
 	}

@@ -155,11 +155,38 @@ func Record(ctx context.Context, cfg Config) (*Result, error) {
 			close(targetDone)
 		}()
 	}
+	// attach: CPU time from /proc at the start, to subtract at the end
+	var user0, sys0 time.Duration
+	if gated == nil && cfg.PID != 0 {
+		user0, sys0, _ = target.ProcCPUTime(cfg.PID)
+	}
 	var deadline <-chan time.Time
 	if cfg.Duration > 0 {
 		deadline = time.After(cfg.Duration)
 	}
+	// finish stops capture once: readers drained, lost counters read, programs
+	// detached (so nothing is counted lost after the recording ends).
+	var finished bool
+	finish := func() {
+		if finished {
+			return
+		}
+		finished = true
+		stopCapture()
+		wg.Wait()
+		stopStatus()
+		if res.Lost, err = eng.Lost(); err != nil {
+			res.Lost = map[string]uint64{}
+		}
+		eng.Close()
+	}
+	var user, system time.Duration
 	select {
+	case <-w.Failed():
+		// The disk is full (or failing): stop now and keep what was flushed.
+		// A command goes on running untraced; whyslow still waits for it.
+		finish()
+		fmt.Fprintf(os.Stderr, "whyslow: recording stopped: %v\n", w.Err())
 	case <-targetDone:
 		res.TargetEnd = time.Now()
 		res.DirtyAtEnd = dirtyBytes()
@@ -181,14 +208,14 @@ func Record(ctx context.Context, cfg Config) (*Result, error) {
 			<-targetDone
 			res.TargetEnd = time.Now()
 		}
+		user, system = gated.CPUTime()
+	} else if cfg.PID != 0 {
+		if u, st, ok := target.ProcCPUTime(cfg.PID); ok {
+			user, system = u-user0, st-sys0
+		}
 	}
-	stopCapture()
-	wg.Wait()
-	stopStatus()
+	finish()
 	res.Rows = w.Rows()
-	if res.Lost, err = eng.Lost(); err != nil {
-		res.Lost = map[string]uint64{}
-	}
 	end := time.Now()
 	meta := map[string]string{
 		"end_wall":        end.UTC().Format(time.RFC3339Nano),
@@ -197,6 +224,16 @@ func Record(ctx context.Context, cfg Config) (*Result, error) {
 		"exit_code":       fmt.Sprint(res.ExitCode),
 		"dirty_at_exit":   fmt.Sprint(res.DirtyAtEnd),
 		"target_end_mono": fmt.Sprint(monoOf(res.TargetEnd)),
+	}
+	if user+system > 0 {
+		meta["target_user_ns"] = fmt.Sprint(user.Nanoseconds())
+		meta["target_system_ns"] = fmt.Sprint(system.Nanoseconds())
+	}
+	if werr := w.Err(); werr != nil {
+		// The database refuses writes after its error: the end metadata and
+		// lost counts cannot be added; what was flushed stays readable.
+		w.Close(nil)
+		return res, Reported{werr}
 	}
 	var errs []error
 	if err := w.SetMeta(meta); err != nil {
@@ -329,3 +366,10 @@ func absPath(p string) string {
 	}
 	return p
 }
+
+// Reported is an error whyslow already told the user about when it happened
+// (the recording stopped): callers set the exit code and say it no more.
+type Reported struct{ Err error }
+
+func (r Reported) Error() string { return r.Err.Error() }
+func (r Reported) Unwrap() error { return r.Err }

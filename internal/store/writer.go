@@ -31,6 +31,7 @@ type Writer struct {
 	rows      uint64
 	mu        sync.Mutex
 	err       error
+	failed    chan struct{} // closed at the first write error
 }
 
 // FlushEvery bounds what a crash can lose.
@@ -52,7 +53,8 @@ func Create(path string) (*Writer, error) {
 		return nil, fmt.Errorf("creating recording %s: %w", path, err)
 	}
 	w := &Writer{path: path, connector: connector, db: sql.OpenDB(connector), app: map[string]*duckdb.Appender{},
-		comms: map[uint32]string{}, commIDs: map[string]uint32{}, stacks: map[int32]bool{}, lastFlush: time.Now()}
+		comms: map[uint32]string{}, commIDs: map[string]uint32{}, stacks: map[int32]bool{}, lastFlush: time.Now(),
+		failed: make(chan struct{})}
 	if err := w.init(); err != nil {
 		w.db.Close()
 		connector.Close()
@@ -179,8 +181,11 @@ func (w *Writer) Err() error {
 	return w.err
 }
 
-// Write appends a batch. A write error (a full disk) stops further writes and
-// is kept for Err; what was flushed before stays readable.
+// Failed is closed when a write fails (a full disk): the recording should stop.
+func (w *Writer) Failed() <-chan struct{} { return w.failed }
+
+// Write appends a batch. A write error (a full disk) stops further writes,
+// closes Failed and is kept for Err; what was flushed before stays readable.
 func (w *Writer) Write(batch []event.Event) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -189,15 +194,28 @@ func (w *Writer) Write(batch []event.Event) {
 	}
 	for _, ev := range batch {
 		if err := w.append(ev); err != nil {
-			w.err = err
+			w.fail(err)
 			return
 		}
 		w.rows++
 	}
 	if time.Since(w.lastFlush) >= FlushEvery {
-		w.err = w.flushLocked()
+		if err := w.flushLocked(); err != nil {
+			w.fail(err)
+		}
 	}
 }
+
+func (w *Writer) fail(err error) {
+	if strings.Contains(err.Error(), "No space left on device") {
+		err = ErrDiskFull
+	}
+	w.err = fmt.Errorf("%s: %w (events up to the last flush are kept)", w.path, err)
+	close(w.failed)
+}
+
+// ErrDiskFull is a recording that ran out of space.
+var ErrDiskFull = errors.New("no space left on device")
 
 // Flush makes everything appended so far durable.
 func (w *Writer) Flush() error {

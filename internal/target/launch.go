@@ -7,6 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
+	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 // ErrNotFound is a command that could not be found or started (exit 127, as a shell).
@@ -61,6 +64,15 @@ func (g *Gated) Open() error {
 	return nil
 }
 
+// CPUTime is the command's user and system CPU time (with its waited-for
+// descendants), known once it has exited.
+func (g *Gated) CPUTime() (user, system time.Duration) {
+	if g.Cmd.ProcessState == nil {
+		return 0, 0
+	}
+	return g.Cmd.ProcessState.UserTime(), g.Cmd.ProcessState.SystemTime()
+}
+
 // Wait waits for the command and returns its exit code as a shell reports it:
 // the code, or 128+signal for a signal death.
 func (g *Gated) Wait() (int, error) {
@@ -101,4 +113,19 @@ func Resolve(name string) (string, error) {
 		return "", fmt.Errorf("%s: %w", name, ErrNotFound)
 	}
 	return p, nil
+}
+
+// ProcCPUTime reads a live process's user and system time (its own and its
+// reaped children's) from /proc through procfs.
+func ProcCPUTime(pid int) (user, system time.Duration, ok bool) {
+	p, err := procfs.NewProc(pid)
+	if err != nil {
+		return 0, 0, false
+	}
+	st, err := p.Stat()
+	if err != nil {
+		return 0, 0, false
+	}
+	tick := time.Second / 100 // USER_HZ
+	return time.Duration(st.UTime+uint(st.CUTime)) * tick, time.Duration(st.STime+uint(st.CSTime)) * tick, true
 }

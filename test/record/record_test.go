@@ -5,6 +5,7 @@ package record
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -290,5 +291,36 @@ func TestBadRecordings(t *testing.T) {
 		t.Errorf("recording over an existing file must refuse, got exit %d", code)
 	} else if st, _ := os.Stat(good); st.Size() != int64(len(data)) {
 		t.Error("an existing recording was overwritten")
+	}
+}
+
+// A full disk stops the recording with a clear message and leaves a readable file.
+func TestFullDiskStopsRecording(t *testing.T) {
+	harness.RequireRoot(t)
+	harness.Unchanged(t)
+	fio, err := exec.LookPath("fio")
+	if err != nil {
+		t.Fatal("fio is needed")
+	}
+	data := filepath.Join(t.TempDir(), "ff.dat")
+	script := fmt.Sprintf(`%s record -o "$SLOWDISK_DIR/rec.db" --full -- %s --name=x --filename=%s --size=32m --rw=randread --bs=4k --invalidate=0 --time_based --runtime=15 --output=/dev/null 2>"$SLOWDISK_DIR/err.txt"
+echo "exit $?"
+cat "$SLOWDISK_DIR/err.txt"
+%s sql "$SLOWDISK_DIR/rec.db" "SELECT count(*) FROM syscalls" --format csv`,
+		filepath.Join(bin, "whyslow"), fio, data, filepath.Join(bin, "whyslow"))
+	out, err := exec.Command(filepath.Join(bin, "slowdisk"), "--size", "40M", "--write-bps", "0", "--", "sh", "-c", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	text := string(out)
+	if !strings.Contains(text, "exit 1\n") {
+		t.Errorf("a full disk must end record with exit 1:\n%s", text)
+	}
+	if strings.Count(text, "no space left on device") != 1 || !strings.Contains(text, "whyslow: recording stopped:") {
+		t.Errorf("want one clear message about the full disk:\n%s", text)
+	}
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	if n, _ := strconvAtoi(lines[len(lines)-1]); n < 10000 {
+		t.Errorf("the recording kept %d syscalls; want what was flushed before the disk filled:\n%s", n, text)
 	}
 }
