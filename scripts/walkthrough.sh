@@ -1,9 +1,10 @@
 #!/bin/sh
 # Regenerates docs/lttng-walkthrough.md from a session-stall recording:
-#   scripts/walkthrough.sh board.db "[BEGIN,END]" PID > docs/lttng-walkthrough.md
+#   scripts/walkthrough.sh board.db "[BEGIN,END]" PID LATENCIES RECORDED > docs/lttng-walkthrough.md
+# LATENCIES is what run.sh printed (one line), RECORDED the line `whyslow record` printed.
 set -eu
 W=${WHYSLOW:-bin/whyslow}
-rec=$1 range=$2 pid=$3
+rec=$1 range=$2 pid=$3 latencies=$4 recorded=$5
 run() { echo '```'; echo "\$ whyslow $*"; "$W" "$@" 2>&1 | sed "s|$rec|board.db|g"; echo '```'; }
 cat <<'EOF'
 # Replaying the LTTng walkthrough with whyslow
@@ -23,11 +24,13 @@ system, every I/O syscall (`--full`, as LTTng would):
 ```
 $ whyslow record -o board.db --full -d 13s &
 $ examples/session-stall/run.sh
-5.3 4.2 27.2 19.4 9.0 632.5 6.2 15.8 6.5 3.9 12.1 2.6 26.3 4.1 5.6 7.3
-recorded 52493 events in 13.227s to board.db
+EOF
+echo "$latencies"
+echo "$recorded" | sed "s|$rec|board.db|"
+cat <<'EOF'
 ```
 
-One request took 632 ms; the others a few milliseconds.
+One request took hundreds of milliseconds; the others a few.
 
 ## 2. Which operations were slow? (`iolatencytop`)
 
@@ -37,8 +40,8 @@ run report top "$rec" --min 100ms --limit 3
 cat <<'EOF'
 
 
-The board's request thread (tid 22633) spent 609.6 ms in `ftruncate` of its
-session file, and `sync` (pid 22631) ran for 1.27 s around it. The pipe reads
+One of the board's request threads spent hundreds of milliseconds in
+`ftruncate` of its session file, and `sync` ran for over a second around it. The pipe reads
 at the top are the shell scripts of the scenario waiting for their children.
 
 ## 3. Zoom in on the slow request (`iolog` with `--timerange`)

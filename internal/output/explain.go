@@ -114,11 +114,12 @@ func Explanation(w io.Writer, x *analysis.Explanation) {
 			if i == 5 {
 				break
 			}
-			for j, line := range wrap(fmt.Sprintf("%5s  %s", format.Pct(b.Share), b.Summary), 78) {
-				if j > 0 {
-					line = "       " + line
+			for j, line := range wrap(b.Summary, 71) {
+				lead := "       "
+				if j == 0 {
+					lead = fmt.Sprintf("%5s  ", format.Pct(b.Share))
 				}
-				fmt.Fprintln(w, line)
+				fmt.Fprintln(w, lead+line)
 			}
 		}
 	}
