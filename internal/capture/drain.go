@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"github.com/cilium/ebpf"
 	"github.com/whyslow/whyslow/internal/event"
 	"golang.org/x/sys/unix"
 )
@@ -12,18 +13,8 @@ func (e *Engine) drain(final bool) []event.Event {
 	var out []event.Event
 	dec := newDecoder()
 
-	agg := e.coll.Maps["agg"]
-	var ak whyslowAggKey
-	var keys []whyslowAggKey
-	it := agg.Iterate()
 	var av whyslowAggVal
-	for it.Next(&ak, &av) {
-		keys = append(keys, ak)
-	}
-	for _, k := range keys {
-		if err := agg.LookupAndDelete(&k, &av); err != nil {
-			continue
-		}
+	drainMap(e.coll.Maps["agg"], &av, func(k whyslowAggKey) {
 		out = append(out, &event.SyscallTotals{
 			Header: event.Header{Time: av.FirstTs, PID: k.Pid, TID: k.Tid, Comm: dec.comm(av.Comm)},
 			Last:   av.LastTs, Nr: k.Nr,
@@ -31,26 +22,15 @@ func (e *Engine) drain(final bool) []event.Event {
 			Count: av.Count, Bytes: av.Bytes, TotalNS: av.TotalNs, MaxNS: av.MaxNs, Errors: av.Errors,
 			Slots: append([]uint64(nil), av.Slots[:]...),
 		})
-	}
-
-	dirty := e.coll.Maps["dirty"]
-	var dk whyslowDirtyKey
+	})
 	var dv whyslowDirtyVal
-	var dkeys []whyslowDirtyKey
-	dit := dirty.Iterate()
-	for dit.Next(&dk, &dv) {
-		dkeys = append(dkeys, dk)
-	}
-	for _, k := range dkeys {
-		if err := dirty.LookupAndDelete(&k, &dv); err != nil {
-			continue
-		}
+	drainMap(e.coll.Maps["dirty"], &dv, func(k whyslowDirtyKey) {
 		out = append(out, &event.Dirtied{
 			Header: event.Header{Time: dv.FirstTs, PID: k.Pid, TID: k.Tid, Comm: dec.comm(dv.Comm)},
 			Last:   dv.LastTs, File: event.FileRef{Dev: k.Dev, Ino: k.Ino, Gen: k.Gen, Kind: event.KindRegular},
 			Pages: dv.Pages,
 		})
-	}
+	})
 
 	now := monotonicNow()
 	cpu := e.coll.Maps["cpu"]
@@ -89,4 +69,21 @@ func monotonicNow() uint64 {
 	var ts unix.Timespec
 	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
 	return uint64(ts.Nano())
+}
+
+// drainMap takes every entry out of a hash map: keys first, then each one
+// atomically looked up and deleted, so a count added meanwhile is not lost
+// between reading and deleting. got sees each key with *val filled.
+func drainMap[K any, V any](m *ebpf.Map, val *V, got func(K)) {
+	var k K
+	var keys []K
+	it := m.Iterate()
+	for it.Next(&k, val) {
+		keys = append(keys, k)
+	}
+	for _, k := range keys {
+		if m.LookupAndDelete(&k, val) == nil {
+			got(k)
+		}
+	}
 }

@@ -50,15 +50,12 @@ func runAttach(o attachOptions) error {
 	if err := needPrivileges(); err != nil {
 		return err
 	}
-	path, keep := o.recording, o.recording != ""
-	if !keep {
-		var err error
-		if path, err = tempRecording(); err != nil {
-			return err
-		}
-		defer os.Remove(path)
-		defer os.Remove(path + ".wal")
+	keep := o.recording != ""
+	path, cleanup, err := recordingPath(o.recording)
+	if err != nil {
+		return err
 	}
+	defer cleanup()
 	ctx, stop := interruptible()
 	defer stop()
 	res, err := recorder.Record(ctx, recorder.Config{

@@ -73,3 +73,15 @@ func tempRecording() (string, error) {
 	os.Remove(name) // the store creates it; it refuses to overwrite
 	return name, nil
 }
+
+// recordingPath is where run and attach record: the -o file, kept, or a
+// temporary one that cleanup removes.
+func recordingPath(output string) (path string, cleanup func(), err error) {
+	if output != "" {
+		return output, func() {}, nil
+	}
+	if path, err = tempRecording(); err != nil {
+		return "", nil, err
+	}
+	return path, func() { os.Remove(path); os.Remove(path + ".wal") }, nil
+}

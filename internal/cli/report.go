@@ -6,12 +6,12 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/format"
 	"github.com/whyslow/whyslow/internal/output"
 	"github.com/whyslow/whyslow/internal/store"
 )
@@ -87,28 +87,16 @@ func (f *filterFlags) filter(src *analysis.Source) (analysis.Filter, error) {
 	return out, nil
 }
 
-// parseSize reads 4096, 4k, 1M, 2G; empty is -1 (no limit).
+// parseSize reads a --minsize/--maxsize value; empty is -1 (no limit).
 func parseSize(s string) (int64, error) {
 	if s == "" {
 		return -1, nil
 	}
-	mult := int64(1)
-	switch strings.ToLower(s[len(s)-1:]) {
-	case "k":
-		mult = 1 << 10
-	case "m":
-		mult = 1 << 20
-	case "g":
-		mult = 1 << 30
+	n, err := format.ParseSize(s)
+	if err != nil {
+		return 0, withCode(ExitUsage, err)
 	}
-	if mult > 1 {
-		s = s[:len(s)-1]
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 {
-		return 0, usageErr("bad size %q: want bytes, e.g. 4096, 4k, 1M", s)
-	}
-	return n * mult, nil
+	return n, nil
 }
 
 func openSource(path string) (*analysis.Source, func(), error) {

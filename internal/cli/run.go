@@ -57,15 +57,12 @@ func runRun(o runOptions, argv []string) error {
 		}
 		return withCode(ExitNotFound, fmt.Errorf("%s: command not found", argv[0]))
 	}
-	path, keep := o.recording, o.recording != ""
-	if !keep {
-		var err error
-		if path, err = tempRecording(); err != nil {
-			return err
-		}
-		defer os.Remove(path)
-		defer os.Remove(path + ".wal")
+	keep := o.recording != ""
+	path, cleanup, err := recordingPath(o.recording)
+	if err != nil {
+		return err
 	}
+	defer cleanup()
 	// Like time(1): Ctrl-C reaches the command from the terminal; whyslow waits
 	// for it and explains. SIGTERM and SIGHUP sent to whyslow are passed on.
 	ignored := make(chan os.Signal, 1)

@@ -14,10 +14,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/whyslow/whyslow/internal/format"
 )
 
 // Options shape the disk. Zero values mean "leave as is".
@@ -304,26 +305,11 @@ func run(name string, args ...string) (string, error) {
 	return s, nil
 }
 
-// ParseSize reads 512M, 4k, 1G or plain bytes.
+// ParseSize reads 512M, 4k, 1G or plain bytes; empty is 0 (leave as is).
 func ParseSize(s string) (uint64, error) {
 	if s == "" {
 		return 0, nil
 	}
-	mult := uint64(1)
-	switch strings.ToUpper(s[len(s)-1:]) {
-	case "K":
-		mult = 1 << 10
-	case "M":
-		mult = 1 << 20
-	case "G":
-		mult = 1 << 30
-	}
-	if mult > 1 {
-		s = s[:len(s)-1]
-	}
-	n, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("bad size %q", s)
-	}
-	return n * mult, nil
+	n, err := format.ParseSize(s)
+	return uint64(n), err
 }
