@@ -31,8 +31,9 @@ func Open(path string) (*Recording, error) {
 	if err := checkMagic(path); err != nil {
 		return nil, err
 	}
-	// Read-write, not read-only: a recording cut short by SIGKILL has a WAL to replay.
-	db, err := sql.Open("duckdb", path)
+	// Read-only: analyses and `whyslow sql` must never change what was
+	// recorded. DuckDB still replays the WAL of a recording cut short, in memory.
+	db, err := sql.Open("duckdb", path+"?access_mode=read_only")
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, ErrNotRecording)
 	}
@@ -57,16 +58,11 @@ func Open(path string) (*Recording, error) {
 		db.Close()
 		return nil, fmt.Errorf("%s has schema version %q; this whyslow reads version %d", path, meta["schema_version"], SchemaVersion)
 	}
-	// A recording cut short keeps its views (they were committed first); a
-	// damaged one may not: make them again only then.
+	// A recording cut short keeps its views: they were committed first.
 	var n int
 	if db.QueryRow("SELECT count(*) FROM duckdb_views() WHERE view_name = 'io'").Scan(&n); n == 0 {
-		for _, v := range views {
-			if _, err := db.Exec(v); err != nil {
-				db.Close()
-				return nil, fmt.Errorf("%s: %w", path, ErrNotRecording)
-			}
-		}
+		db.Close()
+		return nil, fmt.Errorf("%s: %w", path, ErrNotRecording)
 	}
 	return &Recording{DB: db, Meta: meta}, nil
 }

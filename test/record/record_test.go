@@ -240,6 +240,14 @@ with open(sys.argv[1], "wb") as f:
 	if _, errs, code := whyslow(t, "report", "stats", rec); code != 0 {
 		t.Errorf("stats on a killed recording: exit %d: %s", code, errs)
 	}
+	// Analyses never change a recording: sql is read-only.
+	if _, errs, code := whyslow(t, "sql", rec, "DROP TABLE syscall_raw"); code != 2 || !strings.Contains(errs, "read-only") {
+		t.Errorf("DROP through whyslow sql: exit %d, %q; want it refused", code, errs)
+	}
+	out2, _, _ := whyslow(t, "sql", rec, "SELECT count(*) FROM syscalls WHERE name = 'fsync'", "--format", "csv")
+	if out2 != out {
+		t.Errorf("the recording changed under analysis: %q then %q", out, out2)
+	}
 }
 
 func strconvAtoi(s string) (int, error) {
