@@ -207,11 +207,16 @@ func (w *Writer) Write(batch []event.Event) {
 }
 
 func (w *Writer) fail(err error) {
-	if strings.Contains(err.Error(), "No space left on device") {
-		err = ErrDiskFull
-	}
-	w.err = fmt.Errorf("%s: %w (events up to the last flush are kept)", w.path, err)
+	w.err = w.explain(err)
 	close(w.failed)
+}
+
+// explain turns DuckDB's report of a full disk into one plain sentence.
+func (w *Writer) explain(err error) error {
+	if strings.Contains(err.Error(), "No space left on device") {
+		return fmt.Errorf("%s: %w (events up to the last flush are kept)", w.path, ErrDiskFull)
+	}
+	return fmt.Errorf("writing %s: %w", w.path, err)
 }
 
 // ErrDiskFull is a recording that ran out of space.
@@ -360,7 +365,12 @@ func (w *Writer) Close(lost map[string]uint64) error {
 	}
 	errs = append(errs, w.db.Close(), w.connector.Close())
 	if w.err != nil {
-		errs = append([]error{w.err}, errs...)
+		return w.err // the first failure says it all
+	}
+	for _, err := range errs {
+		if err != nil && strings.Contains(err.Error(), "No space left on device") {
+			return w.explain(err)
+		}
 	}
 	return errors.Join(errs...)
 }
