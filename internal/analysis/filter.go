@@ -30,9 +30,18 @@ func NoFilter() Filter { return Filter{MinSize: -1, MaxSize: -1, Limit: 10} }
 // the SQL text.
 type cols struct {
 	ts, end, pid, tid, comm, path, size, dur string
+	// On the numeric raw tables, names are matched through their ids.
+	commByID, pathByID bool
 }
 
 var ioCols = cols{ts: "ts", end: "end_ts", pid: "pid", tid: "tid", comm: "comm", path: "path", size: "bytes", dur: "dur"}
+
+// rawCols filters syscall_raw directly, before any name is joined: sorting
+// ten million numeric rows and naming the hundred kept is far cheaper than
+// naming ten million and sorting them.
+var rawCols = cols{ts: "ts", end: "(ts + dur)", pid: "pid", tid: "tid", dur: "dur",
+	size: "(CASE WHEN ret > 0 AND nr IN (SELECT nr FROM syscall_names WHERE class IN ('read','write','net','xfer')) THEN ret ELSE 0 END)",
+	commByID: true, pathByID: true}
 
 func (f Filter) where(c cols) (string, []any) {
 	var conds []string
@@ -60,14 +69,22 @@ func (f Filter) where(c cols) (string, []any) {
 			args = append(args, p)
 		}
 	}
-	if len(f.Comms) > 0 && c.comm != "" {
-		conds = append(conds, in(c.comm, len(f.Comms)))
+	if len(f.Comms) > 0 && (c.comm != "" || c.commByID) {
+		if c.commByID {
+			conds = append(conds, "comm_id IN (SELECT comm_id FROM comms WHERE "+in("comm", len(f.Comms))+")")
+		} else {
+			conds = append(conds, in(c.comm, len(f.Comms)))
+		}
 		for _, p := range f.Comms {
 			args = append(args, p)
 		}
 	}
-	if f.FileGlob != "" && c.path != "" {
-		conds = append(conds, c.path+" GLOB ?")
+	if f.FileGlob != "" && (c.path != "" || c.pathByID) {
+		if c.pathByID {
+			conds = append(conds, "(dev, ino, gen) IN (SELECT dev, ino, gen FROM file_names WHERE path GLOB ?)")
+		} else {
+			conds = append(conds, c.path+" GLOB ?")
+		}
 		args = append(args, f.FileGlob)
 	}
 	if f.MinSize >= 0 && c.size != "" {

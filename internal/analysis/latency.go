@@ -326,12 +326,19 @@ type Op struct {
 	Outside bool      `json:"outside_range"` // began or ended outside the selected range (* in text)
 }
 
+// named turns kept syscall_raw rows (the CTE r) into operations with names.
+const named = `SELECT r.ts, r.ts + r.dur, r.dur, n.class, n.name, r.ret, c.comm, r.pid, r.tid, r.fd,
+	         coalesce(f.path, f.peer, ''), 0
+	       FROM r LEFT JOIN file_names f USING (dev, ino, gen) LEFT JOIN comms c USING (comm_id)
+	         LEFT JOIN syscall_names n USING (nr)`
+
 // RunTop lists the slowest streamed operations per class.
 func RunTop(s *Source, f Filter) (map[string][]Op, error) {
-	where, args := f.where(ioCols)
-	q := `SELECT * FROM (SELECT ts, end_ts, dur, class, name, ret, comm, pid, tid, fd, coalesce(path, peer, ''),
-	        row_number() OVER (PARTITION BY class ORDER BY dur DESC) AS rn
-	      FROM io WHERE exact AND ` + where + `) WHERE rn <= ? ORDER BY class, dur DESC`
+	where, args := f.where(rawCols)
+	q := `WITH r AS (SELECT * FROM (
+	        SELECT raw.*, row_number() OVER (PARTITION BY names.class ORDER BY raw.dur DESC) AS rn
+	        FROM syscall_raw raw JOIN syscall_names names USING (nr) WHERE ` + where + `) WHERE rn <= ?)
+	      ` + named + ` ORDER BY n.class, r.dur DESC`
 	ops, err := queryOps(s, f, q, append(args, f.Limit))
 	if err != nil {
 		return nil, err
@@ -345,13 +352,12 @@ func RunTop(s *Source, f Filter) (map[string][]Op, error) {
 
 // RunLog lists streamed operations in time order.
 func RunLog(s *Source, f Filter, limit int) ([]Op, error) {
-	where, args := f.where(ioCols)
-	q := `SELECT ts, end_ts, dur, class, name, ret, comm, pid, tid, fd, coalesce(path, peer, ''), 0
-	      FROM io WHERE exact AND ` + where + ` ORDER BY ts`
+	where, args := f.where(rawCols)
+	cte := `SELECT * FROM syscall_raw WHERE ` + where + ` ORDER BY ts`
 	if limit > 0 {
-		q += fmt.Sprintf(" LIMIT %d", limit)
+		cte += fmt.Sprintf(" LIMIT %d", limit)
 	}
-	return queryOps(s, f, q, args)
+	return queryOps(s, f, `WITH r AS (`+cte+`) `+named+` ORDER BY r.ts`, args)
 }
 
 func queryOps(s *Source, f Filter, q string, args []any) ([]Op, error) {

@@ -73,4 +73,8 @@ func TestFilterBindsValues(t *testing.T) {
 	if len(args) != 2 || args[0] != f.Comms[0] || args[1] != f.FileGlob {
 		t.Errorf("args %v", args)
 	}
+	raw, rargs := f.where(rawCols)
+	if raw != "comm_id IN (SELECT comm_id FROM comms WHERE comm IN (?)) AND (dev, ino, gen) IN (SELECT dev, ino, gen FROM file_names WHERE path GLOB ?)" || len(rargs) != 2 {
+		t.Errorf("raw where %q %v", raw, rargs)
+	}
 }
