@@ -151,15 +151,6 @@ func mergeTotals(s *Source, f Filter, byClass map[string]*ClassStats) error {
 	return nil
 }
 
-func log2(v uint64) int {
-	n := 0
-	for v > 1 && n < 63 {
-		v >>= 1
-		n++
-	}
-	return n
-}
-
 // bucketQuantile returns the upper bound of the log2 bucket holding quantile q.
 func bucketQuantile(slots []uint64, q float64) uint64 {
 	var total uint64

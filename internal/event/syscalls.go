@@ -91,15 +91,6 @@ func SyscallName(nr int32) string {
 // SyscallClass is the class of a traced syscall.
 func SyscallClass(nr uint32) Class { return syscalls[nr].class }
 
-// TracedSyscalls lists the numbers the kernel side follows.
-func TracedSyscalls() map[uint32]string {
-	out := make(map[uint32]string, len(syscalls))
-	for nr, s := range syscalls {
-		out[nr] = s.name
-	}
-	return out
-}
-
 func itoa(n int) string {
 	if n == 0 {
 		return "0"

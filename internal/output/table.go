@@ -37,9 +37,6 @@ func (t *Table) Row(vals ...any) {
 	t.rows = append(t.rows, r)
 }
 
-// Len is the number of rows.
-func (t *Table) Len() int { return len(t.rows) }
-
 // Write prints the table with a header line.
 func (t *Table) Write(w io.Writer) {
 	width := make([]int, len(t.Cols))

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/procfs"
 	"github.com/whyslow/whyslow/internal/capture"
 	"github.com/whyslow/whyslow/internal/store"
 	"github.com/whyslow/whyslow/internal/target"
@@ -293,33 +294,19 @@ func monoOf(t time.Time) uint64 {
 // descendants lists a running process's descendants, so that attach follows
 // children started before it.
 func descendants(pid int) []int {
+	procs, err := procfs.AllProcs()
+	if err != nil {
+		return nil
+	}
 	children := map[int][]int{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		var p int
-		if _, err := fmt.Sscan(e.Name(), &p); err != nil {
-			continue
+	for _, p := range procs {
+		if st, err := p.Stat(); err == nil {
+			children[st.PPID] = append(children[st.PPID], p.PID)
 		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		var state string
-		var ppid int
-		fmt.Sscan(s[i+1:], &state, &ppid)
-		children[ppid] = append(children[ppid], p)
 	}
 	var out []int
-	queue := []int{pid}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		for _, c := range children[p] {
+	for queue := []int{pid}; len(queue) > 0; queue = queue[1:] {
+		for _, c := range children[queue[0]] {
 			out = append(out, c)
 			queue = append(queue, c)
 		}
@@ -345,19 +332,15 @@ func waitExit(ctx context.Context, pid int) {
 
 // dirtyBytes is Dirty + Writeback from /proc/meminfo.
 func dirtyBytes() uint64 {
-	b, err := os.ReadFile("/proc/meminfo")
+	fs, err := procfs.NewDefaultFS()
 	if err != nil {
 		return 0
 	}
-	var total uint64
-	for _, line := range strings.Split(string(b), "\n") {
-		var name string
-		var kb uint64
-		if _, err := fmt.Sscan(line, &name, &kb); err == nil && (name == "Dirty:" || name == "Writeback:") {
-			total += kb * 1024
-		}
+	mi, err := fs.Meminfo()
+	if err != nil || mi.DirtyBytes == nil || mi.WritebackBytes == nil {
+		return 0
 	}
-	return total
+	return *mi.DirtyBytes + *mi.WritebackBytes
 }
 
 func absPath(p string) string {

@@ -222,13 +222,6 @@ func (w *Writer) explain(err error) error {
 // ErrDiskFull is a recording that ran out of space.
 var ErrDiskFull = errors.New("no space left on device")
 
-// Flush makes everything appended so far durable.
-func (w *Writer) Flush() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.flushLocked()
-}
-
 func (w *Writer) flushLocked() error {
 	w.lastFlush = time.Now()
 	for name, a := range w.app {
@@ -241,7 +234,9 @@ func (w *Writer) flushLocked() error {
 
 func (w *Writer) comm(h *event.Header) string {
 	if h.Comm != "" {
-		w.comms[h.TID] = h.Comm
+		if w.comms[h.TID] != h.Comm { // a map write per event only when the name changes
+			w.comms[h.TID] = h.Comm
+		}
 		return h.Comm
 	}
 	return w.comms[h.TID]

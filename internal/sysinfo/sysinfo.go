@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/prometheus/procfs"
 )
 
 // FS is the root under which /proc and /sys are read ("/" on a live system).
@@ -22,22 +24,30 @@ const (
 	CapBPF      = 39
 )
 
-// EffectiveCaps reads CapEff of a process ("self" for this one).
+// EffectiveCaps reads CapEff of a process ("self" for this one) through procfs.
 func (fs FS) EffectiveCaps(pid string) (uint64, error) {
-	b, err := os.ReadFile(fs.path("/proc/" + pid + "/status"))
+	pfs, err := procfs.NewFS(fs.path("/proc"))
 	if err != nil {
 		return 0, err
 	}
-	return parseCapEff(string(b))
-}
-
-func parseCapEff(status string) (uint64, error) {
-	for _, line := range strings.Split(status, "\n") {
-		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
-			return strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+	var p procfs.Proc
+	if pid == "self" {
+		p, err = pfs.Self()
+	} else {
+		n, perr := strconv.Atoi(pid)
+		if perr != nil {
+			return 0, perr
 		}
+		p, err = pfs.Proc(n)
 	}
-	return 0, os.ErrNotExist
+	if err != nil {
+		return 0, err
+	}
+	st, err := p.NewStatus()
+	if err != nil {
+		return 0, err
+	}
+	return st.CapEff, nil
 }
 
 // CanTrace reports whether caps allow loading tracing programs.

@@ -6,27 +6,31 @@ import (
 	"testing"
 )
 
-func TestParseCapEff(t *testing.T) {
+func TestEffectiveCaps(t *testing.T) {
 	for _, tc := range []struct {
 		status string
 		want   uint64
 		trace  bool
 	}{
 		{"Name:\tx\nCapEff:\t000001ffffffffff\n", 0x1ffffffffff, true},
-		{"CapEff:\t0000000000000000\n", 0, false},
-		{"CapEff:\t000000c000000000\n", 0xc000000000, true},  // CAP_BPF + CAP_PERFMON only
-		{"CapEff:\t0000008000000000\n", 0x8000000000, false}, // CAP_BPF alone
+		{"Name:\tx\nCapEff:\t0000000000000000\n", 0, false},
+		{"Name:\tx\nCapEff:\t000000c000000000\n", 0xc000000000, true},  // CAP_BPF + CAP_PERFMON only
+		{"Name:\tx\nCapEff:\t0000008000000000\n", 0x8000000000, false}, // CAP_BPF alone
+		{"Name:\tx\n", 0, false},                                       // no CapEff: no capabilities
 	} {
-		got, err := parseCapEff(tc.status)
+		root := t.TempDir()
+		os.MkdirAll(filepath.Join(root, "proc/1"), 0o755)
+		os.WriteFile(filepath.Join(root, "proc/1/status"), []byte(tc.status), 0o644)
+		got, err := FS{Root: root}.EffectiveCaps("1")
 		if err != nil || got != tc.want {
-			t.Errorf("parseCapEff(%q) = %x, %v; want %x", tc.status, got, err, tc.want)
+			t.Errorf("EffectiveCaps(%q) = %x, %v; want %x", tc.status, got, err, tc.want)
 		}
 		if CanTrace(got) != tc.trace {
 			t.Errorf("CanTrace(%x) = %v, want %v", got, !tc.trace, tc.trace)
 		}
 	}
-	if _, err := parseCapEff("Name: x\n"); err == nil {
-		t.Error("no CapEff line: want an error")
+	if _, err := (FS{Root: t.TempDir()}).EffectiveCaps("1"); err == nil {
+		t.Error("no such process: want an error")
 	}
 }
 
