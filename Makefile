@@ -6,7 +6,7 @@ BIN     := bin
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/whyslow/whyslow/internal/cli.Version=$(VERSION)
 
-.PHONY: all deps build generate check-generated test demo bench clean
+.PHONY: all deps build generate vmlinux check-generated check-sources check-mod test demo bench clean
 
 all: build
 
@@ -20,20 +20,35 @@ build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/whyslow ./cmd/whyslow
 	$(GO) build -o $(BIN)/slowdisk ./cmd/slowdisk
 
-# Rebuilds vmlinux.h from this kernel's BTF and the bpf2go objects.
+# Rebuilds the bpf2go objects from the committed C sources and vmlinux.h
+# (clang, llvm, bpftool, libbpf-dev), and records the sources' digest that
+# `make test` checks.
 generate:
-	bpftool btf dump file /sys/kernel/btf/vmlinux format c > bpf/vmlinux.h
 	cd internal/capture && $(GO) generate
+	./scripts/bpf-sources.sh > internal/capture/bpf_sources.sha256
 
-# Fails when the committed generated files are not what `make generate` makes.
+# vmlinux.h is one kernel's BTF, refreshed on purpose only: CO-RE makes one
+# header serve every kernel, so it is never compared with the running one.
+vmlinux:
+	bpftool btf dump file /sys/kernel/btf/vmlinux format c > bpf/vmlinux.h
+
+# Fails when the committed objects are not what this machine's clang makes
+# from the committed sources. Not part of `make test`: another clang version
+# may emit other bytes from the same sources.
 check-generated: generate
-	@git diff --quiet -- bpf internal/capture || { \
+	@git diff --quiet -- internal/capture || { \
 		echo "generated files are stale: run 'make generate' and commit" >&2; \
-		git diff --stat -- bpf internal/capture >&2; exit 1; }
+		git diff --stat -- internal/capture >&2; exit 1; }
+
+# Fails when go.mod or go.sum are not what `go mod tidy` makes.
+check-mod:
+	@$(GO) mod tidy -diff >/dev/null || { \
+		echo "go.mod/go.sum are not tidy: run 'go mod tidy' and commit" >&2; exit 1; }
 
 # -p 1: tests that change machine-wide state (dirty limits, throttles, loop
-# devices) must not run at the same time as each other.
-test: deps build check-generated
+# devices) must not run at the same time as each other. The digest of the BPF
+# sources is checked by a test (internal/capture), with no clang needed.
+test: deps build check-mod
 	$(GO) vet ./...
 	$(GO) test -p 1 -count=1 -timeout 30m ./...
 

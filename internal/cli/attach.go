@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/whyslow/whyslow/internal/recorder"
+	"github.com/whyslow/whyslow/internal/target"
 )
 
 type attachOptions struct {
@@ -50,6 +51,9 @@ func runAttach(o attachOptions) error {
 	if err := needPrivileges(); err != nil {
 		return err
 	}
+	if err := target.Exists(o.pid); err != nil {
+		return withCode(ExitUsage, err)
+	}
 	keep := o.recording != ""
 	path, cleanup, err := recordingPath(o.recording)
 	if err != nil {
@@ -63,7 +67,7 @@ func runAttach(o attachOptions) error {
 	})
 	if err != nil {
 		if res == nil {
-			return withCode(ExitUsage, err)
+			return err // capture could not start: exit 1, or 4 for a missing privilege
 		}
 		report(err)
 	}

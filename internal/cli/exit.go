@@ -61,6 +61,8 @@ func codeOf(err error) int {
 		return ee.code
 	}
 	switch {
+	case errors.Is(err, store.ErrExists):
+		return ExitUsage
 	case errors.Is(err, store.ErrNotRecording):
 		return ExitBadFile
 	case errors.Is(err, target.ErrNotFound):

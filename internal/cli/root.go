@@ -3,6 +3,8 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"github.com/whyslow/whyslow/internal/target"
+	"golang.org/x/sys/unix"
 	"os"
 	"runtime/pprof"
 	"strings"
@@ -47,6 +49,11 @@ the device, the peer, and the other processes that caused the wait.
 // Main runs whyslow with args and returns the process exit code.
 func Main(args []string) int {
 	recorder.Version = Version
+	// Recordings, their WAL and temporary files, and JSON outputs hold paths,
+	// command lines and peers: whyslow creates them private to their owner,
+	// like other tools that capture system activity. A command it runs gets
+	// the user's own umask back.
+	target.CommandUmask = unix.Umask(0o077)
 	// WHYSLOW_CPUPROFILE=FILE writes a Go CPU profile, for benchmarks (BENCHMARKS.md).
 	if path := os.Getenv("WHYSLOW_CPUPROFILE"); path != "" {
 		if f, err := os.Create(path); err == nil {

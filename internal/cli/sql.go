@@ -21,7 +21,8 @@ func newSQL() *cobra.Command {
 The recording is DuckDB: every DuckDB function works. Views: io, disk,
 file_names, unlinks, processes; raw tables: syscalls, syscall_totals, offcpu,
 stacks, block, dirtied, writeback, throttle, cputime, forks, execs, exits,
-uring, files, lost, meta.`,
+uring, files, lost, meta. The recording is opened read-only and with DuckDB's
+external access off: a query reads and writes no other file.`,
 		Example: `  whyslow sql rec.db "SELECT comm, sum(bytes) FROM io GROUP BY comm ORDER BY 2 DESC LIMIT 5"`,
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -1,13 +1,15 @@
 package store
 
 import (
+	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"os"
 	"strconv"
 
-	_ "github.com/duckdb/duckdb-go/v2"
+	"github.com/duckdb/duckdb-go/v2"
 )
 
 // ErrNotRecording is a file that is not a whyslow recording (or is damaged).
@@ -33,10 +35,16 @@ func Open(path string) (*Recording, error) {
 	}
 	// Read-only: analyses and `whyslow sql` must never change what was
 	// recorded. DuckDB still replays the WAL of a recording cut short, in memory.
-	db, err := sql.Open("duckdb", path+"?access_mode=read_only")
+	// No external access: a query runs as root, and must not read or write
+	// any other file (COPY ... TO, read_csv, ATTACH, extensions).
+	connector, err := duckdb.NewConnector(path+"?access_mode=read_only", func(ex driver.ExecerContext) error {
+		_, err := ex.ExecContext(context.Background(), "SET enable_external_access = false; SET lock_configuration = true", nil)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, ErrNotRecording)
 	}
+	db := sql.OpenDB(connector)
 	meta := map[string]string{}
 	rows, err := db.Query("SELECT key, value FROM meta")
 	if err != nil {

@@ -34,6 +34,9 @@ type Writer struct {
 	failed    chan struct{} // closed at the first write error
 }
 
+// ErrExists is a recording path that is already taken.
+var ErrExists = errors.New("already exists")
+
 // FlushEvery bounds what a crash can lose.
 const FlushEvery = time.Second
 
@@ -41,7 +44,7 @@ const FlushEvery = time.Second
 // recording is never overwritten by accident.
 func Create(path string) (*Writer, error) {
 	if _, err := os.Stat(path); err == nil {
-		return nil, fmt.Errorf("%s already exists: choose another name or remove it", path)
+		return nil, fmt.Errorf("%s %w: choose another name or remove it", path, ErrExists)
 	}
 	// DuckDB's buffer pool defaults to 80% of memory; a recorder on a busy
 	// machine must stay small, and rows are on disk after each flush anyway.

@@ -22,9 +22,13 @@ type Gated struct {
 	gate *os.File
 }
 
-// gateScript waits for a byte on fd 3, closes it, and execs the command: the
-// command's stdin, stdout and stderr stay untouched.
-const gateScript = `read -r _ <&3; exec 3<&-; exec "$@"`
+// gateScript restores the user's umask, waits for a byte on fd 3, closes it,
+// and execs the command: the command's stdin, stdout and stderr stay untouched.
+const gateScript = `umask "$1"; shift; read -r _ <&3; exec 3<&-; exec "$@"`
+
+// CommandUmask is the umask a started command gets: the user's, when whyslow
+// has narrowed its own to keep its files private.
+var CommandUmask = 0o022
 
 // Start resolves argv[0] like a shell and starts the gated child.
 func Start(argv []string) (*Gated, error) {
@@ -39,7 +43,7 @@ func Start(argv []string) (*Gated, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating gate pipe: %w", err)
 	}
-	args := append([]string{"-c", gateScript, "whyslow-gate", path}, argv[1:]...)
+	args := append([]string{"-c", gateScript, "whyslow-gate", fmt.Sprintf("%04o", CommandUmask), path}, argv[1:]...)
 	cmd := exec.Command("/bin/sh", args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.ExtraFiles = []*os.File{r}
