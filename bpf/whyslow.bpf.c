@@ -155,6 +155,16 @@ struct {
 	__type(value, struct offstart);
 } offcpu_start SEC(".maps");
 
+/* Threads already off CPU when capture began (attach): tid -> when capture
+ * began. Their first switch-in ends a wait whose start was not seen. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 32768);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} waiting_at_start SEC(".maps");
+
 struct waker {
 	__u64 ts;
 	__u32 pid;
@@ -791,8 +801,21 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 			c->on_since = now;
 
 		struct offstart *s = bpf_map_lookup_elem(&offcpu_start, &next_tid);
-		if (!s)
-			return 0;
+		struct offstart before = {};
+		if (!s) {
+			/* No switch-out seen: a wait begun before capture, if user
+			 * space found the thread waiting when it attached. */
+			__u64 *since = bpf_map_lookup_elem(&waiting_at_start, &next_tid);
+			if (!since)
+				return 0;
+			before.ts = *since;
+			before.pid = next_tgid;
+			before.state = '?';
+			before.stack_id = STACK_BEFORE_CAPTURE;
+			before.syscall = -1;
+			bpf_map_delete_elem(&waiting_at_start, &next_tid);
+			s = &before;
+		}
 		struct offcpu_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 		if (!e) {
 			count_lost(LOST_OFFCPU);
@@ -826,6 +849,20 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		bpf_ringbuf_submit(e, wake_flags(&events));
 		bpf_map_delete_elem(&offcpu_start, &next_tid);
 	}
+	return 0;
+}
+
+/* prctl(PR_SET_NAME) and friends: the thread's on-CPU account takes the new
+ * name, so reports do not name it by the one it started with. */
+static __always_inline int on_rename(struct task_struct *task, const char *comm)
+{
+	struct task_struct *t = CAST(struct task_struct, task);
+	if (!is_target(t->tgid))
+		return 0;
+	__u32 tid = t->pid;
+	struct cpu_val *c = bpf_map_lookup_elem(&cpu, &tid);
+	if (c)
+		bpf_probe_read_kernel_str(c->comm, sizeof(c->comm), comm);
 	return 0;
 }
 
@@ -1198,6 +1235,7 @@ TWIN(sched_switch, sched_switch,
 /* sched_waking, not sched_wakeup: it runs in the waker's context, while
  * sched_wakeup may run later on the target CPU (ttwu wake list) as swapper. */
 TWIN(sched_waking, sched_waking, struct task_struct *p, on_wakeup(p))
+TWIN(task_rename, task_rename, struct task_struct *task COMMA const char *comm, on_rename(task, comm))
 TWIN(sched_wakeup_new, sched_wakeup_new, struct task_struct *p, on_wakeup(p))
 TWIN(sched_process_fork, sched_process_fork, struct task_struct *parent COMMA struct task_struct *child,
      on_fork(parent, child))

@@ -10,6 +10,9 @@
 #define EXEC_ARGS_LEN 256
 #define EXEC_FILE_LEN 128
 #define STACK_DEPTH 32
+/* stack_id of an off-CPU interval that began before capture (attach): user
+ * space took its stack and syscall from /proc when capture began. */
+#define STACK_BEFORE_CAPTURE -2
 #define LAT_SLOTS 32    /* log2(ns) latency buckets */
 
 enum event_kind {

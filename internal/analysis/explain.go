@@ -13,20 +13,22 @@ import (
 // Explanation is the answer to "where did the time go?" for one target: the
 // schema whyslow.run/v1 (docs/run-json.md).
 type Explanation struct {
-	Schema     string            `json:"schema"`
-	Target     TargetInfo        `json:"target"`
-	WallS      float64           `json:"wall_s"`
-	Time       TimeBreakdown     `json:"time"`
-	Verdict    Verdict           `json:"verdict"`
-	Threads    []ThreadTime      `json:"threads"`
-	Files      []FileUse         `json:"files"`
-	FileGroups []FileGroup       `json:"file_groups"`
-	Devices    []DeviceUse       `json:"devices"`
-	Network    []PeerUse         `json:"network"`
-	AfterExit  AfterExit         `json:"after_exit"`
-	Blame      []Blame           `json:"blame"`
-	LostEvents uint64            `json:"lost_events"`
-	Lost       map[string]uint64 `json:"lost_by_source,omitempty"`
+	Schema     string        `json:"schema"`
+	Target     TargetInfo    `json:"target"`
+	WallS      float64       `json:"wall_s"`
+	Time       TimeBreakdown `json:"time"`
+	Verdict    Verdict       `json:"verdict"`
+	Threads    []ThreadTime  `json:"threads"`
+	Files      []FileUse     `json:"files"`
+	FileGroups []FileGroup   `json:"file_groups"`
+	Devices    []DeviceUse   `json:"devices"`
+	Network    []PeerUse     `json:"network"`
+	AfterExit  AfterExit     `json:"after_exit"`
+	Blame      []Blame       `json:"blame"`
+	// BlameOmitted counts processes left out of Blame for a share under MinBlameShare.
+	BlameOmitted int               `json:"blame_omitted"`
+	LostEvents   uint64            `json:"lost_events"`
+	Lost         map[string]uint64 `json:"lost_by_source,omitempty"`
 }
 
 type TargetInfo struct {
@@ -74,6 +76,9 @@ type ThreadTime struct {
 	ReadBytes  uint64             `json:"read_bytes"`
 	WriteBytes uint64             `json:"write_bytes"`
 	TopFile    string             `json:"top_file,omitempty"` // where it spent most time in syscalls
+	// What it read from and wrote to TopFile.
+	TopFileReadBytes  uint64 `json:"top_file_read_bytes"`
+	TopFileWriteBytes uint64 `json:"top_file_write_bytes"`
 }
 
 type FileUse struct {
@@ -204,14 +209,16 @@ func (s *Source) commOf(pid uint32) string {
 // idleSQL marks waits that are no slowness of their own: waiting for work
 // (accept, a poll/select/epoll in a thread that moved no socket data), or a
 // hand-off to another traced thread or child (woken by it: a join, a reply
-// from a traced server, a lock a traced thread held): that time is counted
-// where the work happened.
+// from a traced server, a lock a traced thread held; or a wait for children
+// that had not ended when capture did): that time is counted where the work
+// happened.
 func idleSQL(targets string) string {
 	return `
   (o.syscall IN ('accept', 'accept4')
    OR (o.syscall IN ('poll','select','epoll_wait','epoll_pwait','epoll_pwait2','ppoll','pselect6')
        AND o.tid NOT IN (SELECT tid FROM io WHERE fkind = 'socket' AND class IN ('read','write','net') AND name NOT IN ('accept','accept4')))
    OR (o.reason IN ('network','ipc','lock','child','other') AND o.waker_tid <> o.tid AND o.` + targets + `)
+   OR (o.reason = 'child' AND o.waker_pid = 0 AND o.pid IN (SELECT ppid FROM existing UNION SELECT pid FROM forks))
    OR (o.reason IN ('lock','child','other') AND EXISTS (
        SELECT 1 FROM exits e WHERE e.tid = o.waker_tid AND e.ts BETWEEN o.ts - o.runq_ns - 5000000 AND o.ts)))`
 }
@@ -313,8 +320,10 @@ func (x *Explanation) threads(s *Source, pids []uint32, win window) error {
 		}
 	}
 
-	top, err := s.DB.Query(`SELECT tid, arg_max(path, w) FROM (
-	    SELECT tid, path, sum(total_ns) AS w FROM io WHERE ` + in + ` AND fkind = 'file' AND path IS NOT NULL GROUP BY tid, path)
+	top, err := s.DB.Query(`SELECT tid, arg_max(path, w), arg_max(r, w), arg_max(wr, w) FROM (
+	    SELECT tid, path, sum(total_ns) AS w, sum(CASE WHEN class = 'read' THEN bytes ELSE 0 END) AS r,
+	           sum(CASE WHEN class = 'write' THEN bytes ELSE 0 END) AS wr
+	    FROM io WHERE ` + in + ` AND fkind = 'file' AND path IS NOT NULL GROUP BY tid, path)
 	  GROUP BY tid`)
 	if err != nil {
 		return fmt.Errorf("finding threads' files: %w", err)
@@ -323,8 +332,10 @@ func (x *Explanation) threads(s *Source, pids []uint32, win window) error {
 	for top.Next() {
 		var tid uint32
 		var path string
-		if top.Scan(&tid, &path) == nil && byTID[tid] != nil {
-			byTID[tid].TopFile = path
+		var r, w float64
+		if top.Scan(&tid, &path, &r, &w) == nil && byTID[tid] != nil {
+			t := byTID[tid]
+			t.TopFile, t.TopFileReadBytes, t.TopFileWriteBytes = path, uint64(r), uint64(w)
 		}
 	}
 

@@ -52,17 +52,20 @@ func (x *Explanation) blame(s *Source, pids []uint32, win window) error {
 	}
 	rows.Close()
 
-	// Disk traffic during the waits by its owner: the dirtier of the file, else the issuer.
+	// Disk traffic during the waits, each request charged to whoever made it
+	// necessary: a write to the process that dirtied the data (not the flusher
+	// thread that wrote it out), a read to the process that read. The target's
+	// own requests are its own; a stacked device's lower half (a loop device's
+	// backing file) is counted once, on the device above.
 	q = `WITH during AS (
-	       SELECT DISTINCT b.* FROM block b JOIN target_waits w ON b.ts BETWEEN w.b AND w.e),
+	       SELECT DISTINCT b.* FROM disk b JOIN target_waits w ON b.ts BETWEEN w.b AND w.e WHERE NOT b.lower),
 	     dirtier AS (
 	       SELECT dev, ino, gen, arg_max(pid, pages) AS pid, arg_max(comm, pages) AS comm
 	       FROM dirtied GROUP BY dev, ino, gen)
-	     SELECT coalesce(d.pid, 0), coalesce(d.comm, ''), d.pid IS NULL AS undirtied,
-	            any_value(f.path), sum(b.bytes), (SELECT sum(bytes) FROM during), any_value(b.comm)
+	     SELECT b.op, b.pid, coalesce(b.comm, ''), d.pid, coalesce(d.comm, ''), b.path, sum(b.bytes)
 	     FROM during b LEFT JOIN dirtier d ON d.dev = b.fdev AND d.ino = b.ino AND d.gen = b.gen
-	          LEFT JOIN file_names f ON f.dev = b.fdev AND f.ino = b.ino AND f.gen = b.gen
-	     GROUP BY 1, 2, 3, CASE WHEN d.pid IS NULL THEN coalesce(f.path, b.comm) END ORDER BY 5 DESC`
+	     WHERE b.op IN ('read', 'write') AND b.bytes > 0
+	     GROUP BY ALL`
 	rows, err = s.DB.Query(q)
 	if err != nil {
 		return fmt.Errorf("charging disk traffic: %w", err)
@@ -72,52 +75,115 @@ func (x *Explanation) blame(s *Source, pids []uint32, win window) error {
 	for _, p := range pids {
 		target[p] = true
 	}
+	type charge struct {
+		Blame
+		path      string
+		pathBytes float64
+		bytes     float64
+	}
+	charges := map[string]*charge{}
+	var all float64
 	for rows.Next() {
-		var b Blame
-		var undirtied bool
+		var op, issuer, dcomm string
+		var ipid uint32
+		var dpid sql.NullInt64
 		var path sql.NullString
-		var bytes, all float64
-		var issuer string
-		if err := rows.Scan(&b.PID, &b.Comm, &undirtied, &path, &bytes, &all, &issuer); err != nil {
+		var bytes float64
+		if err := rows.Scan(&op, &ipid, &issuer, &dpid, &dcomm, &path, &bytes); err != nil {
 			return err
 		}
-		if undirtied && !path.Valid {
-			if kernelThread(issuer) {
-				continue // metadata or journal of the filesystem: no owner to name
-			}
-			b.PID, b.Comm = 0, issuer
-		}
-		if (!undirtied && target[b.PID]) || all == 0 || (!undirtied && kernelThread(b.Comm)) {
+		all += bytes
+		var b Blame
+		switch {
+		case op == "write" && dpid.Valid:
 			// A kernel thread that "dirtied" data is a layer under someone's I/O
 			// (a loop device's worker, the journal), not a culprit of its own.
-			continue
+			if target[uint32(dpid.Int64)] || kernelThread(dcomm) {
+				continue
+			}
+			b = Blame{PID: uint32(dpid.Int64), Comm: dcomm, Activity: "dirtied"}
+		case target[ipid]:
+			continue // the target's own reads and direct writes
+		case op == "write" && kernelThread(issuer):
+			if !path.Valid {
+				continue // metadata or journal of the filesystem: no owner to name
+			}
+			b = Blame{Comm: issuer, Activity: "writeback"}
+		case kernelThread(issuer):
+			continue // readahead and metadata reads of the kernel's own
+		case op == "write":
+			b = Blame{PID: ipid, Comm: issuer, Activity: "wrote"}
+		default:
+			b = Blame{PID: ipid, Comm: issuer, Activity: "read"}
 		}
-		b.Share = bytes / all
-		if b.Share < 0.05 {
-			continue
+		key := fmt.Sprint(b.Activity, b.PID)
+		if b.Activity == "writeback" {
+			key += path.String // one line per file dirtied before the recording
 		}
+		c := charges[key]
+		if c == nil {
+			c = &charge{Blame: b}
+			charges[key] = c
+		}
+		c.bytes += bytes
+		if path.Valid && bytes > c.pathBytes {
+			c.path, c.pathBytes = path.String, bytes
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	own := s.Meta["recording"]
+	for _, c := range charges {
+		b := c.Blame
+		b.Share = c.bytes / all
 		where := ""
-		if path.Valid {
-			where = " of " + format.Safe(path.String)
+		if c.path != "" {
+			where = " of " + format.Safe(c.path)
 		}
-		own := s.Meta["recording"]
-		if undirtied && own != "" && path.Valid && strings.HasPrefix(path.String, own) {
-			b.Activity, b.Comm = "whyslow", "whyslow"
-			b.Summary = fmt.Sprintf("whyslow's own recording (%s): %s, %s of the disk traffic during the waits",
-				format.Safe(path.String), format.Bytes(uint64(bytes)), format.Pct(b.Share))
-		} else if undirtied {
-			b.Activity = "writeback"
-			b.Summary = fmt.Sprintf("writeback%s (data dirtied before the recording): %s, %s of the disk traffic during the waits",
-				where, format.Bytes(uint64(bytes)), format.Pct(b.Share))
-		} else {
-			b.Activity = "dirtied"
-			b.Summary = fmt.Sprintf("%s (pid %d) dirtied the data%s being written out: %s, %s of the disk traffic during the waits",
-				format.Safe(b.Comm), b.PID, where, format.Bytes(uint64(bytes)), format.Pct(b.Share))
+		traffic := fmt.Sprintf("%s, %s of the disk traffic during the waits", format.Bytes(uint64(c.bytes)), format.Pct(b.Share))
+		switch b.Activity {
+		case "writeback":
+			if own != "" && strings.HasPrefix(c.path, own) {
+				b.Activity, b.Comm = "whyslow", "whyslow"
+				b.Summary = fmt.Sprintf("whyslow's own recording (%s): %s", format.Safe(c.path), traffic)
+			} else {
+				b.Summary = fmt.Sprintf("writeback%s (data dirtied before the recording): %s", where, traffic)
+			}
+		case "dirtied":
+			b.Summary = fmt.Sprintf("%s (pid %d) dirtied the data%s being written out: %s", format.Safe(b.Comm), b.PID, where, traffic)
+		case "wrote":
+			b.Summary = fmt.Sprintf("%s (pid %d) wrote%s directly: %s", format.Safe(b.Comm), b.PID, where, traffic)
+		case "read":
+			b.Summary = fmt.Sprintf("%s (pid %d) read%s: %s", format.Safe(b.Comm), b.PID, where, traffic)
 		}
 		x.Blame = append(x.Blame, b)
 	}
-	sort.SliceStable(x.Blame, func(i, j int) bool { return x.Blame[i].Share > x.Blame[j].Share })
+	x.trimBlame()
 	return nil
+}
+
+// MinBlameShare: a process with a smaller part in the target's storage waits
+// is noise (a checkpointer's 47 µs sync_file_range), counted but not listed.
+const MinBlameShare = 0.01
+
+// trimBlame ranks blame by share and leaves out what is under MinBlameShare.
+func (x *Explanation) trimBlame() {
+	sort.SliceStable(x.Blame, func(i, j int) bool {
+		if x.Blame[i].Share != x.Blame[j].Share {
+			return x.Blame[i].Share > x.Blame[j].Share
+		}
+		return x.Blame[i].Summary < x.Blame[j].Summary
+	})
+	kept := x.Blame[:0]
+	for _, b := range x.Blame {
+		if b.Share >= MinBlameShare {
+			kept = append(kept, b)
+		} else {
+			x.BlameOmitted++
+		}
+	}
+	x.Blame = kept
 }
 
 // kernelThread recognises the kernel's own workers by name.

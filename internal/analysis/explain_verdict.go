@@ -88,18 +88,28 @@ func (x *Explanation) detail(reason string) string {
 	switch event.Reason(reason) {
 	case event.ReasonDiskWrite, event.ReasonDirtyThrottle, event.ReasonSync:
 		s := who
-		if th != nil && th.WriteBytes > 0 {
-			s += " wrote " + format.Bytes(th.WriteBytes)
-		}
 		if th != nil && th.TopFile != "" && (len(x.FileGroups) == 0 || pathPattern(th.TopFile) != x.FileGroups[0].Pattern) {
+			// The bytes go with the file they went to; the thread's total apart.
+			if th.TopFileWriteBytes > 0 {
+				s += " wrote " + format.Bytes(th.TopFileWriteBytes)
+			}
 			s += " to " + format.Safe(th.TopFile)
+			if th.WriteBytes > th.TopFileWriteBytes && th.TopFileWriteBytes > 0 {
+				s += fmt.Sprintf(" (%s written in all)", format.Bytes(th.WriteBytes))
+			}
 		} else if len(x.FileGroups) > 0 {
 			g := x.FileGroups[0]
+			if g.WriteBytes > 0 {
+				s += " wrote " + format.Bytes(g.WriteBytes)
+			}
 			s += fmt.Sprintf(" to %d files %s", g.Files, format.Safe(g.Pattern))
 			if g.Deleted > 0 {
 				s += fmt.Sprintf(" (%d deleted before exit)", g.Deleted)
 			}
 		} else if len(x.Files) > 0 {
+			if x.Files[0].WriteBytes > 0 {
+				s += " wrote " + format.Bytes(x.Files[0].WriteBytes)
+			}
 			s += " to " + format.Safe(x.Files[0].Path)
 		}
 		for _, b := range x.Blame {
@@ -116,6 +126,9 @@ func (x *Explanation) detail(reason string) string {
 		}
 		if th != nil && th.TopFile != "" {
 			s += ", most waited on " + format.Safe(th.TopFile)
+			if th.TopFileReadBytes > 0 && th.TopFileReadBytes < th.ReadBytes {
+				s += fmt.Sprintf(" (%s of it)", format.Bytes(th.TopFileReadBytes))
+			}
 		}
 		return s
 	case event.ReasonNetwork:

@@ -6,9 +6,11 @@ import (
 	"strings"
 )
 
-// targetSet is a process and every descendant the recording saw it fork.
+// targetSet is a process and every descendant: those the recording saw it
+// fork, and those that existed when capture began (attach).
 func (s *Source) targetSet(pid uint32) ([]uint32, error) {
-	rows, err := s.DB.Query("SELECT pid, child_pid FROM forks WHERE child_pid <> pid")
+	rows, err := s.DB.Query(`SELECT pid, child_pid FROM forks WHERE child_pid <> pid
+	  UNION SELECT DISTINCT ppid, pid FROM existing WHERE ppid <> pid`)
 	if err != nil {
 		return nil, fmt.Errorf("reading forks: %w", err)
 	}

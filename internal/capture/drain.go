@@ -52,6 +52,7 @@ func (e *Engine) drain(final bool) []event.Event {
 	}
 
 	if final {
+		out = append(out, e.stillWaiting(now)...)
 		var os whyslowOffstart
 		oit := e.coll.Maps["offcpu_start"].Iterate()
 		for oit.Next(&tid, &os) {

@@ -51,6 +51,7 @@ type Engine struct {
 	missing  []string // tracepoints that could not be attached
 	resolver *resolver
 	cpuSeen  map[uint32]uint64 // on-CPU ns already reported, per thread
+	existing existing          // threads found waiting at attach
 }
 
 // tracepoints lists every handler by its program suffix and tracepoint name.
@@ -60,6 +61,7 @@ var tracepoints = []struct{ prog, tp string }{
 	{"sched_switch", "sched_switch"},
 	{"sched_waking", "sched_waking"},
 	{"sched_wakeup_new", "sched_wakeup_new"},
+	{"task_rename", "task_rename"},
 	{"sched_process_fork", "sched_process_fork"},
 	{"sched_process_exec", "sched_process_exec"},
 	{"sched_process_exit", "sched_process_exit"},

@@ -61,17 +61,22 @@ func (e *Engine) Run(ctx context.Context, sink Sink) error {
 		close(done)
 	}()
 	for b := range out {
+		var extra []event.Event
 		for _, ev := range b {
 			switch v := ev.(type) {
 			case *event.OffCPU:
-				st.classify(v)
+				if v.StackID == stackBeforeCapture {
+					extra = append(extra, e.completeBefore(v, st)...)
+				} else {
+					st.classify(v)
+				}
 			case *event.Syscall:
 				st.noteFile(v.PID, v.File)
 			case *event.SyscallTotals:
 				st.noteFile(v.PID, v.File)
 			}
 		}
-		sink(b)
+		sink(append(b, extra...))
 	}
 	<-done
 	var errs []error

@@ -300,6 +300,7 @@ const (
 	whyslowMapTargets                 = "targets"
 	whyslowMapThreads                 = "threads"
 	whyslowMapUringInflight           = "uring_inflight"
+	whyslowMapWaitingAtStart          = "waiting_at_start"
 	whyslowMapWakers                  = "wakers"
 	whyslowMapWbInflight              = "wb_inflight"
 	whyslowProgBtfBalanceDirtyPages   = "btf_balance_dirty_pages"
@@ -314,6 +315,7 @@ const (
 	whyslowProgBtfSchedWaking         = "btf_sched_waking"
 	whyslowProgBtfSysEnter            = "btf_sys_enter"
 	whyslowProgBtfSysExit             = "btf_sys_exit"
+	whyslowProgBtfTaskRename          = "btf_task_rename"
 	whyslowProgBtfUringComplete       = "btf_uring_complete"
 	whyslowProgBtfUringSubmit         = "btf_uring_submit"
 	whyslowProgBtfWbInode             = "btf_wb_inode"
@@ -331,6 +333,7 @@ const (
 	whyslowProgRawSchedWaking         = "raw_sched_waking"
 	whyslowProgRawSysEnter            = "raw_sys_enter"
 	whyslowProgRawSysExit             = "raw_sys_exit"
+	whyslowProgRawTaskRename          = "raw_task_rename"
 	whyslowProgRawUringComplete       = "raw_uring_complete"
 	whyslowProgRawUringSubmit         = "raw_uring_submit"
 	whyslowProgRawWbInode             = "raw_wb_inode"
@@ -414,6 +417,7 @@ type whyslowProgramSpecs struct {
 	BtfSchedWaking         *ebpf.ProgramSpec `ebpf:"btf_sched_waking"`
 	BtfSysEnter            *ebpf.ProgramSpec `ebpf:"btf_sys_enter"`
 	BtfSysExit             *ebpf.ProgramSpec `ebpf:"btf_sys_exit"`
+	BtfTaskRename          *ebpf.ProgramSpec `ebpf:"btf_task_rename"`
 	BtfUringComplete       *ebpf.ProgramSpec `ebpf:"btf_uring_complete"`
 	BtfUringSubmit         *ebpf.ProgramSpec `ebpf:"btf_uring_submit"`
 	BtfWbInode             *ebpf.ProgramSpec `ebpf:"btf_wb_inode"`
@@ -431,6 +435,7 @@ type whyslowProgramSpecs struct {
 	RawSchedWaking         *ebpf.ProgramSpec `ebpf:"raw_sched_waking"`
 	RawSysEnter            *ebpf.ProgramSpec `ebpf:"raw_sys_enter"`
 	RawSysExit             *ebpf.ProgramSpec `ebpf:"raw_sys_exit"`
+	RawTaskRename          *ebpf.ProgramSpec `ebpf:"raw_task_rename"`
 	RawUringComplete       *ebpf.ProgramSpec `ebpf:"raw_uring_complete"`
 	RawUringSubmit         *ebpf.ProgramSpec `ebpf:"raw_uring_submit"`
 	RawWbInode             *ebpf.ProgramSpec `ebpf:"raw_wb_inode"`
@@ -442,22 +447,23 @@ type whyslowProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type whyslowMapSpecs struct {
-	Agg           *ebpf.MapSpec `ebpf:"agg"`
-	Cpu           *ebpf.MapSpec `ebpf:"cpu"`
-	Dirty         *ebpf.MapSpec `ebpf:"dirty"`
-	Events        *ebpf.MapSpec `ebpf:"events"`
-	FileScratch   *ebpf.MapSpec `ebpf:"file_scratch"`
-	Lost          *ebpf.MapSpec `ebpf:"lost"`
-	Meta          *ebpf.MapSpec `ebpf:"meta"`
-	OffcpuStart   *ebpf.MapSpec `ebpf:"offcpu_start"`
-	Requests      *ebpf.MapSpec `ebpf:"requests"`
-	Seen          *ebpf.MapSpec `ebpf:"seen"`
-	Stacks        *ebpf.MapSpec `ebpf:"stacks"`
-	Targets       *ebpf.MapSpec `ebpf:"targets"`
-	Threads       *ebpf.MapSpec `ebpf:"threads"`
-	UringInflight *ebpf.MapSpec `ebpf:"uring_inflight"`
-	Wakers        *ebpf.MapSpec `ebpf:"wakers"`
-	WbInflight    *ebpf.MapSpec `ebpf:"wb_inflight"`
+	Agg            *ebpf.MapSpec `ebpf:"agg"`
+	Cpu            *ebpf.MapSpec `ebpf:"cpu"`
+	Dirty          *ebpf.MapSpec `ebpf:"dirty"`
+	Events         *ebpf.MapSpec `ebpf:"events"`
+	FileScratch    *ebpf.MapSpec `ebpf:"file_scratch"`
+	Lost           *ebpf.MapSpec `ebpf:"lost"`
+	Meta           *ebpf.MapSpec `ebpf:"meta"`
+	OffcpuStart    *ebpf.MapSpec `ebpf:"offcpu_start"`
+	Requests       *ebpf.MapSpec `ebpf:"requests"`
+	Seen           *ebpf.MapSpec `ebpf:"seen"`
+	Stacks         *ebpf.MapSpec `ebpf:"stacks"`
+	Targets        *ebpf.MapSpec `ebpf:"targets"`
+	Threads        *ebpf.MapSpec `ebpf:"threads"`
+	UringInflight  *ebpf.MapSpec `ebpf:"uring_inflight"`
+	WaitingAtStart *ebpf.MapSpec `ebpf:"waiting_at_start"`
+	Wakers         *ebpf.MapSpec `ebpf:"wakers"`
+	WbInflight     *ebpf.MapSpec `ebpf:"wb_inflight"`
 }
 
 // whyslowVariableSpecs contains global variables before they are loaded into the kernel.
@@ -508,22 +514,23 @@ func (o *whyslowObjects) Close() error {
 //
 // It can be passed to loadWhyslowObjects or ebpf.CollectionSpec.LoadAndAssign.
 type whyslowMaps struct {
-	Agg           *ebpf.Map `ebpf:"agg"`
-	Cpu           *ebpf.Map `ebpf:"cpu"`
-	Dirty         *ebpf.Map `ebpf:"dirty"`
-	Events        *ebpf.Map `ebpf:"events"`
-	FileScratch   *ebpf.Map `ebpf:"file_scratch"`
-	Lost          *ebpf.Map `ebpf:"lost"`
-	Meta          *ebpf.Map `ebpf:"meta"`
-	OffcpuStart   *ebpf.Map `ebpf:"offcpu_start"`
-	Requests      *ebpf.Map `ebpf:"requests"`
-	Seen          *ebpf.Map `ebpf:"seen"`
-	Stacks        *ebpf.Map `ebpf:"stacks"`
-	Targets       *ebpf.Map `ebpf:"targets"`
-	Threads       *ebpf.Map `ebpf:"threads"`
-	UringInflight *ebpf.Map `ebpf:"uring_inflight"`
-	Wakers        *ebpf.Map `ebpf:"wakers"`
-	WbInflight    *ebpf.Map `ebpf:"wb_inflight"`
+	Agg            *ebpf.Map `ebpf:"agg"`
+	Cpu            *ebpf.Map `ebpf:"cpu"`
+	Dirty          *ebpf.Map `ebpf:"dirty"`
+	Events         *ebpf.Map `ebpf:"events"`
+	FileScratch    *ebpf.Map `ebpf:"file_scratch"`
+	Lost           *ebpf.Map `ebpf:"lost"`
+	Meta           *ebpf.Map `ebpf:"meta"`
+	OffcpuStart    *ebpf.Map `ebpf:"offcpu_start"`
+	Requests       *ebpf.Map `ebpf:"requests"`
+	Seen           *ebpf.Map `ebpf:"seen"`
+	Stacks         *ebpf.Map `ebpf:"stacks"`
+	Targets        *ebpf.Map `ebpf:"targets"`
+	Threads        *ebpf.Map `ebpf:"threads"`
+	UringInflight  *ebpf.Map `ebpf:"uring_inflight"`
+	WaitingAtStart *ebpf.Map `ebpf:"waiting_at_start"`
+	Wakers         *ebpf.Map `ebpf:"wakers"`
+	WbInflight     *ebpf.Map `ebpf:"wb_inflight"`
 }
 
 func (m *whyslowMaps) Close() error {
@@ -542,6 +549,7 @@ func (m *whyslowMaps) Close() error {
 		m.Targets,
 		m.Threads,
 		m.UringInflight,
+		m.WaitingAtStart,
 		m.Wakers,
 		m.WbInflight,
 	)
@@ -591,6 +599,7 @@ type whyslowPrograms struct {
 	BtfSchedWaking         *ebpf.Program `ebpf:"btf_sched_waking"`
 	BtfSysEnter            *ebpf.Program `ebpf:"btf_sys_enter"`
 	BtfSysExit             *ebpf.Program `ebpf:"btf_sys_exit"`
+	BtfTaskRename          *ebpf.Program `ebpf:"btf_task_rename"`
 	BtfUringComplete       *ebpf.Program `ebpf:"btf_uring_complete"`
 	BtfUringSubmit         *ebpf.Program `ebpf:"btf_uring_submit"`
 	BtfWbInode             *ebpf.Program `ebpf:"btf_wb_inode"`
@@ -608,6 +617,7 @@ type whyslowPrograms struct {
 	RawSchedWaking         *ebpf.Program `ebpf:"raw_sched_waking"`
 	RawSysEnter            *ebpf.Program `ebpf:"raw_sys_enter"`
 	RawSysExit             *ebpf.Program `ebpf:"raw_sys_exit"`
+	RawTaskRename          *ebpf.Program `ebpf:"raw_task_rename"`
 	RawUringComplete       *ebpf.Program `ebpf:"raw_uring_complete"`
 	RawUringSubmit         *ebpf.Program `ebpf:"raw_uring_submit"`
 	RawWbInode             *ebpf.Program `ebpf:"raw_wb_inode"`
@@ -629,6 +639,7 @@ func (p *whyslowPrograms) Close() error {
 		p.BtfSchedWaking,
 		p.BtfSysEnter,
 		p.BtfSysExit,
+		p.BtfTaskRename,
 		p.BtfUringComplete,
 		p.BtfUringSubmit,
 		p.BtfWbInode,
@@ -646,6 +657,7 @@ func (p *whyslowPrograms) Close() error {
 		p.RawSchedWaking,
 		p.RawSysEnter,
 		p.RawSysExit,
+		p.RawTaskRename,
 		p.RawUringComplete,
 		p.RawUringSubmit,
 		p.RawWbInode,

@@ -72,9 +72,12 @@ var rules = []rule{
 	{"add_transaction_credits", event.ReasonDiskWrite},
 	{"blkdev_issue_flush", event.ReasonDiskWrite},
 	{"submit_bio_wait", event.ReasonDiskWrite},
-	{"__blkdev_direct_IO", event.ReasonDiskWrite},
-	{"iomap_dio_rw", event.ReasonDiskWrite},
-	{"__iomap_dio_rw", event.ReasonDiskWrite},
+	// direct I/O waits for its own requests, reads or writes alike
+	{"__blkdev_direct_IO", reasonDirect},
+	{"blkdev_direct_IO", reasonDirect},
+	{"iomap_dio_rw", reasonDirect},
+	{"__iomap_dio_rw", reasonDirect},
+	{"__blockdev_direct_IO", reasonDirect},
 	{"wb_wait_for_completion", event.ReasonDiskWrite},
 	{"sync_inodes_sb", event.ReasonDiskWrite},
 	// storage reads
@@ -101,6 +104,10 @@ var rules = []rule{
 	{"wait_for_vfork_done", event.ReasonChild},
 }
 
+// reasonDirect marks a direct I/O wait: disk-read or disk-write by the
+// direction of the I/O (directIO).
+const reasonDirect event.Reason = "direct"
+
 // syncSyscalls are the calls whose whole wait is the cost of syncing.
 var syncSyscalls = map[int32]bool{74: true, 75: true, 162: true, 306: true, 277: true, 26: true}
 
@@ -120,6 +127,9 @@ func Reason(in Input) event.Reason {
 	for _, r := range rules {
 		for _, f := range in.Frames {
 			if strings.HasPrefix(f, r.prefix) {
+				if r.reason == reasonDirect {
+					return directIO(in)
+				}
 				if r.reason == event.ReasonDiskRead && !readSyscalls[in.Syscall] && isWriteContext(in.Frames) {
 					return event.ReasonDiskWrite
 				}
@@ -153,6 +163,23 @@ func Reason(in Input) event.Reason {
 		}
 	}
 	return event.ReasonOther
+}
+
+// directIO tells an O_DIRECT read from a write: by the file operation on the
+// stack (ext4_dio_read_iter, blkdev_read_iter), else by the syscall.
+func directIO(in Input) event.Reason {
+	for _, f := range in.Frames {
+		switch {
+		case strings.Contains(f, "_read_iter"):
+			return event.ReasonDiskRead
+		case strings.Contains(f, "_write_iter"):
+			return event.ReasonDiskWrite
+		}
+	}
+	if readSyscalls[in.Syscall] {
+		return event.ReasonDiskRead
+	}
+	return event.ReasonDiskWrite
 }
 
 func pollReason(in Input) event.Reason {

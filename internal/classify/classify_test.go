@@ -28,6 +28,10 @@ func TestReason(t *testing.T) {
 		{"poll without sockets", Input{State: 'S', Syscall: 7, Frames: []string{"schedule_hrtimeout_range", "do_sys_poll"}}, event.ReasonIPC},
 		{"journal", Input{State: 'D', Syscall: 2, Frames: []string{"schedule", "wait_transaction_locked", "add_transaction_credits", "start_this_handle", "jbd2__journal_start"}}, event.ReasonDiskWrite},
 		{"unknown D wait on io", Input{State: 'D', Syscall: 0, Frames: []string{"schedule", "io_schedule", "something_new"}}, event.ReasonDiskRead},
+		{"O_DIRECT read of a file", Input{State: 'D', Syscall: 0, Frames: []string{"schedule", "io_schedule", "__iomap_dio_rw", "iomap_dio_rw", "ext4_file_read_iter", "vfs_read"}}, event.ReasonDiskRead},
+		{"O_DIRECT write of a file", Input{State: 'D', Syscall: 18, Frames: []string{"schedule", "io_schedule", "__iomap_dio_rw", "iomap_dio_rw", "ext4_file_write_iter", "vfs_write"}}, event.ReasonDiskWrite},
+		{"O_DIRECT read of a block device", Input{State: 'D', Syscall: 17, Frames: []string{"schedule", "io_schedule", "__blkdev_direct_IO", "blkdev_direct_IO", "blkdev_read_iter"}}, event.ReasonDiskRead},
+		{"O_DIRECT read, direction from the syscall", Input{State: 'D', Syscall: 295, Frames: []string{"schedule", "io_schedule", "__iomap_dio_rw"}}, event.ReasonDiskRead},
 		{"nothing known", Input{State: 'S', Syscall: -1}, event.ReasonOther},
 	} {
 		if got := Reason(tc.in); got != tc.want {

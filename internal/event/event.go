@@ -117,6 +117,15 @@ type Exec struct {
 	Cgroup   string // cgroup path: on a shared host it names the service or container
 }
 
+// Existing is a thread that was there when capture began (attach), as /proc
+// showed it: the process tree and names that no fork or exec event will tell.
+type Existing struct {
+	Header
+	PPID  uint32
+	State byte
+	Args  []string // the process's command line
+}
+
 type Exit struct {
 	Header
 	Code      int32

@@ -123,6 +123,12 @@ func Explanation(w io.Writer, x *analysis.Explanation) {
 			}
 		}
 	}
+	if n := len(x.Blame) - 5; n > 0 {
+		fmt.Fprintf(w, "  (%d more in the JSON)\n", n)
+	}
+	if x.BlameOmitted > 0 {
+		fmt.Fprintf(w, "  (%d more under %s each, left out)\n", x.BlameOmitted, format.Pct(analysis.MinBlameShare))
+	}
 	if x.LostEvents > 0 {
 		fmt.Fprintf(w, "\nwarning: %d events were lost; totals may be low\n", x.LostEvents)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/procfs"
 	"github.com/whyslow/whyslow/internal/capture"
 	"github.com/whyslow/whyslow/internal/store"
+	"github.com/whyslow/whyslow/internal/sysinfo"
 	"github.com/whyslow/whyslow/internal/target"
 	"golang.org/x/sys/unix"
 )
@@ -102,12 +103,22 @@ func Record(ctx context.Context, cfg Config) (*Result, error) {
 	case cfg.PID != 0:
 		res.TargetPID = cfg.PID
 	}
-	if res.TargetPID != 0 {
+	switch {
+	case gated != nil:
+		if err := eng.AddTarget(uint32(res.TargetPID)); err != nil {
+			w.Close(nil)
+			return nil, err
+		}
+	case res.TargetPID != 0:
+		// attach: the process, its threads and its descendants as they are
+		// now, with the waits they are already in.
 		for _, pid := range append([]int{res.TargetPID}, descendants(res.TargetPID)...) {
-			if err := eng.AddTarget(uint32(pid)); err != nil {
+			evs, err := eng.AddExisting(uint32(pid))
+			if err != nil {
 				w.Close(nil)
 				return nil, err
 			}
+			w.Write(evs)
 		}
 	}
 
@@ -258,6 +269,10 @@ func startMeta(cfg Config, eng *capture.Engine, start time.Time) map[string]stri
 		level = "full"
 	}
 	scope := "system"
+	command := cfg.Command
+	if cfg.PID != 0 && len(command) == 0 {
+		command = sysinfo.FS{Root: "/"}.Cmdline(cfg.PID) // attach: name it as ps does
+	}
 	if len(cfg.Command) > 0 {
 		scope = "command"
 	} else if cfg.PID != 0 {
@@ -273,7 +288,7 @@ func startMeta(cfg Config, eng *capture.Engine, start time.Time) map[string]stri
 		"start_mono":      fmt.Sprint(monoOf(start)),
 		"level":           level,
 		"scope":           scope,
-		"command":         strings.Join(cfg.Command, "\x00"),
+		"command":         strings.Join(command, "\x00"),
 		"flavour":         eng.Flavour(),
 		"missing":         strings.Join(eng.Missing(), ","),
 		"slow_ns":         fmt.Sprint(cfg.Capture.Slow.Nanoseconds()),

@@ -28,10 +28,14 @@ var tables = []struct{ name, columns string }{
 	{"forks", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, child_pid UINTEGER, child_tid UINTEGER"},
 	{"execs", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, ppid UINTEGER, filename VARCHAR, args VARCHAR[], cgroup VARCHAR"},
 	{"exits", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, code INTEGER, group_dead BOOLEAN"},
+	// existing: threads there when capture began (attach), from /proc.
+	{"existing", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, ppid UINTEGER, state VARCHAR, args VARCHAR[]"},
 	{"uring", "ts UBIGINT, dur UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, opcode UINTEGER, res BIGINT, user_data UBIGINT, fd INTEGER, dev UINTEGER, ino UBIGINT, gen UINTEGER, fkind VARCHAR"},
 	{"unlink_raw", "ts UBIGINT, dur UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, name VARCHAR, ret BIGINT, ddev UINTEGER, dino UBIGINT, dgen UINTEGER, target VARCHAR"},
 	{"lost", "source VARCHAR, count UBIGINT"},
-	{"devices", "dev UINTEGER, name VARCHAR"},
+	// devices: backing_* is a loop device's file, lower a device another is
+	// stacked on, throttle_* the blkio cgroup's limits (bytes/s, 0 for none).
+	{"devices", "dev UINTEGER, name VARCHAR, backing VARCHAR, backing_dev UINTEGER, backing_ino UBIGINT, lower BOOLEAN, throttle_read_bps UBIGINT, throttle_write_bps UBIGINT"},
 	{"interfaces", "name VARCHAR, addr VARCHAR"},
 }
 
@@ -77,18 +81,23 @@ var views = []string{
 	             WHEN f.path = '/' THEN '/' || u.target
 	             ELSE f.path || '/' || u.target END AS path
 	 FROM unlink_raw u LEFT JOIN file_names f ON f.dev = u.ddev AND f.ino = u.dino AND f.gen = u.dgen`,
+	// disk: lower marks a request that carries a stacked device's data (a
+	// loop device's backing file, a dm device's member): the same bytes are
+	// counted on the device above.
 	`CREATE OR REPLACE VIEW disk AS
 	 SELECT b.*, d.name AS device, f.path, (b.ts - b.issue_ts) AS service_ns,
-	        (b.issue_ts - b.insert_ts) AS queue_ns, (b.ts - b.insert_ts) AS total_ns
+	        (b.issue_ts - b.insert_ts) AS queue_ns, (b.ts - b.insert_ts) AS total_ns,
+	        coalesce(d.lower, false) OR (b.fdev, b.ino) IN (SELECT backing_dev, backing_ino FROM devices WHERE backing_ino > 0) AS lower
 	 FROM block b LEFT JOIN devices d USING (dev) LEFT JOIN file_names f ON f.dev = b.fdev AND f.ino = b.ino AND f.gen = b.gen`,
 	`CREATE OR REPLACE VIEW threads AS
 	 SELECT tid, arg_max(pid, ts) AS pid, arg_max(comm, ts) AS comm FROM (
 	   SELECT pid, tid, comm, ts FROM syscalls UNION ALL SELECT pid, tid, comm, ts FROM offcpu
-	   UNION ALL SELECT pid, tid, comm, ts FROM execs UNION ALL SELECT pid, tid, comm, ts FROM cputime)
+	   UNION ALL SELECT pid, tid, comm, ts FROM execs UNION ALL SELECT pid, tid, comm, ts FROM cputime
+	   UNION ALL SELECT pid, tid, comm, ts FROM existing)
 	 WHERE comm IS NOT NULL AND comm <> '' GROUP BY tid`,
 	`CREATE OR REPLACE VIEW processes AS
 	 SELECT pid, arg_max(comm, ts) AS comm, min(ts) AS first_ts FROM (
 	   SELECT pid, comm, ts FROM syscalls UNION ALL SELECT pid, comm, ts FROM offcpu
 	   UNION ALL SELECT pid, comm, ts FROM execs UNION ALL SELECT pid, comm, ts FROM cputime
-	   UNION ALL SELECT pid, comm, ts FROM syscall_totals) GROUP BY pid`,
+	   UNION ALL SELECT pid, comm, ts FROM syscall_totals UNION ALL SELECT pid, comm, ts FROM existing) GROUP BY pid`,
 }

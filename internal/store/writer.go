@@ -13,6 +13,7 @@ import (
 
 	"github.com/duckdb/duckdb-go/v2"
 	"github.com/whyslow/whyslow/internal/event"
+	"github.com/whyslow/whyslow/internal/sysinfo"
 )
 
 // Writer appends events to a recording. Rows are buffered by DuckDB's
@@ -305,6 +306,8 @@ func (w *Writer) append(ev event.Event) error {
 		return w.row("forks", e.Time, e.PID, e.TID, w.comm(&e.Header), e.ChildPID, e.ChildTID)
 	case *event.Exec:
 		return w.row("execs", e.Time, e.PID, e.TID, w.comm(&e.Header), e.PPID, e.Filename, nonNil(e.Args), e.Cgroup)
+	case *event.Existing:
+		return w.row("existing", e.Time, e.PID, e.TID, w.comm(&e.Header), e.PPID, string(e.State), nonNil(e.Args))
 	case *event.Exit:
 		return w.row("exits", e.Time, e.PID, e.TID, w.comm(&e.Header), e.Code, e.GroupDead)
 	case *event.Unlink:
@@ -340,8 +343,8 @@ func (w *Writer) Close(lost map[string]uint64) error {
 			errs = append(errs, err)
 		}
 	}
-	for dev, name := range blockDevices() {
-		if err := w.row("devices", dev, name); err != nil {
+	for _, d := range (sysinfo.FS{Root: "/"}).BlockDevices() {
+		if err := w.row("devices", d.Dev, d.Name, d.Backing, d.BackingDev, d.BackingIno, d.Lower, d.ThrottleReadBPS, d.ThrottleWriteBPS); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -1,0 +1,144 @@
+package capture
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/whyslow/whyslow/internal/classify"
+	"github.com/whyslow/whyslow/internal/event"
+	"github.com/whyslow/whyslow/internal/sysinfo"
+	"golang.org/x/sys/unix"
+)
+
+// stackBeforeCapture is the stack id the kernel side gives an off-CPU
+// interval whose switch-out it never saw (STACK_BEFORE_CAPTURE in whyslow.h).
+const stackBeforeCapture = -2
+
+// firstSyntheticStack numbers stacks read from /proc, above any id the
+// kernel's stack map hands out.
+const firstSyntheticStack = 1 << 30
+
+// existing holds what /proc showed of threads that were already waiting when
+// capture began (attach): the kernel never saw them switch out, so their
+// state, syscall, stack and file at attach time stand in for it.
+type existing struct {
+	mu        sync.Mutex
+	waiting   map[uint32]waitingThread
+	nextStack int32
+}
+
+type waitingThread struct {
+	sysinfo.Thread
+	since uint64 // when capture began, CLOCK_MONOTONIC
+}
+
+// AddExisting follows a running process: it joins the target set, and each
+// of its threads already off CPU is noted, so that its wait, begun before
+// capture, is counted from the moment capture began until the thread runs.
+// The returned events describe the process and its threads as they were.
+func (e *Engine) AddExisting(pid uint32) ([]event.Event, error) {
+	if err := e.AddTarget(pid); err != nil {
+		return nil, err
+	}
+	fs := sysinfo.FS{Root: "/"}
+	threads, err := fs.Threads(int(pid))
+	if err != nil {
+		return nil, nil // exited meanwhile: nothing to follow
+	}
+	args := fs.Cmdline(int(pid))
+	now := monotonicNow()
+	e.existing.mu.Lock()
+	defer e.existing.mu.Unlock()
+	if e.existing.waiting == nil {
+		e.existing.waiting = map[uint32]waitingThread{}
+		e.existing.nextStack = firstSyntheticStack
+	}
+	var out []event.Event
+	for _, th := range threads {
+		out = append(out, &event.Existing{Header: event.Header{Time: now, PID: th.PID, TID: th.TID, Comm: th.Comm},
+			PPID: th.PPID, State: th.State, Args: args})
+		if th.State == 'R' {
+			continue // on a CPU or about to be: the kernel sees its next switch
+		}
+		e.existing.waiting[th.TID] = waitingThread{Thread: th, since: now}
+		if err := e.coll.Maps["waiting_at_start"].Put(th.TID, now); err != nil {
+			return out, fmt.Errorf("noting thread %d's wait: %w", th.TID, err)
+		}
+	}
+	return out, nil
+}
+
+// completeBefore fills an interval begun before capture from what /proc
+// showed, classifies it, and returns the syscall in progress and its file as
+// events of their own.
+func (e *Engine) completeBefore(o *event.OffCPU, st *stacks) []event.Event {
+	e.existing.mu.Lock()
+	w, ok := e.existing.waiting[o.TID]
+	delete(e.existing.waiting, o.TID)
+	id := e.existing.nextStack
+	e.existing.nextStack++
+	e.existing.mu.Unlock()
+	if !ok {
+		o.StackID = -1
+		st.classify(o)
+		return nil
+	}
+	o.State, o.Syscall, o.Stack, o.StackID = w.State, w.Syscall, w.Frames, id
+	if o.PID == 0 {
+		o.PID = w.PID
+	}
+	if o.Comm == "" {
+		o.Comm = w.Comm
+	}
+	o.Reason = classify.Reason(classify.Input{State: o.State, Syscall: o.Syscall, Frames: o.Stack, PollOnSockets: st.sockets[o.PID]})
+	if w.Syscall < 0 {
+		return nil
+	}
+	call := &event.Syscall{Header: event.Header{Time: o.Time - o.Off, PID: o.PID, TID: o.TID, Comm: o.Comm},
+		Dur: o.Off, Nr: uint32(w.Syscall), FD: -1, FD2: -1, Blocked: true}
+	out := []event.Event{call}
+	if f := w.File; f != nil {
+		call.FD = f.FD
+		call.File = event.FileRef{Dev: f.Dev, Ino: f.Ino, Kind: kindOfMode(f.Mode)}
+		if call.File.Known() {
+			out = append(out, &event.File{Header: call.Header, Ref: call.File, Path: f.Path})
+		}
+	}
+	return out
+}
+
+// stillWaiting closes, at the end of capture, the waits begun before it that
+// never ended: threads that did not run at all while whyslow watched.
+func (e *Engine) stillWaiting(now uint64) []event.Event {
+	var out []event.Event
+	var tid uint32
+	var since uint64
+	var cv whyslowCpuVal
+	it := e.coll.Maps["waiting_at_start"].Iterate()
+	for it.Next(&tid, &since) {
+		if now <= since || e.coll.Maps["cpu"].Lookup(tid, &cv) == nil {
+			continue // it ran: its waits were seen
+		}
+		out = append(out, &event.OffCPU{Header: event.Header{Time: now, TID: tid},
+			Off: now - since, StackID: stackBeforeCapture, Syscall: -1})
+	}
+	return out
+}
+
+func kindOfMode(mode uint32) event.FileKind {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return event.KindRegular
+	case unix.S_IFDIR:
+		return event.KindDir
+	case unix.S_IFCHR:
+		return event.KindChar
+	case unix.S_IFBLK:
+		return event.KindBlock
+	case unix.S_IFIFO:
+		return event.KindPipe
+	case unix.S_IFSOCK:
+		return event.KindSocketOther
+	}
+	return event.KindUnknown
+}
