@@ -102,12 +102,21 @@ type FileGroup struct {
 }
 
 type DeviceUse struct {
-	Name        string  `json:"name"`
-	ReadBytes   uint64  `json:"read_bytes"`
-	WriteBytes  uint64  `json:"write_bytes"`
-	Requests    uint64  `json:"requests"`
-	AwaitMS     float64 `json:"await_ms"`
-	TargetBytes uint64  `json:"target_bytes"`
+	Name         string  `json:"name"`
+	ReadBytes    uint64  `json:"read_bytes"`
+	WriteBytes   uint64  `json:"write_bytes"`
+	DiscardBytes uint64  `json:"discard_bytes"`
+	ZeroedBytes  uint64  `json:"write_zeroes_bytes"`
+	Requests     uint64  `json:"requests"`
+	AwaitMS      float64 `json:"await_ms"`   // inserted to completed
+	QueueMS      float64 `json:"queue_ms"`   // inserted to issued
+	ServiceMS    float64 `json:"service_ms"` // issued to completed
+	TargetBytes  uint64  `json:"target_bytes"`
+	// The blkio throttle on the device (bytes/s, 0 for none), and the part of
+	// the target's storage waits it held their I/O before the device saw it.
+	ThrottleReadBPS  uint64  `json:"throttle_read_bps"`
+	ThrottleWriteBPS uint64  `json:"throttle_write_bps"`
+	ThrottledS       float64 `json:"throttled_s"`
 }
 
 type PeerUse struct {

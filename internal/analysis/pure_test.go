@@ -78,3 +78,18 @@ func TestFilterBindsValues(t *testing.T) {
 		t.Errorf("raw where %q %v", raw, rargs)
 	}
 }
+
+// TestTrimBlame: blame under MinBlameShare (a checkpointer's 47 µs
+// sync_file_range, 0.0%) is noise: left out, counted, the rest ranked.
+func TestTrimBlame(t *testing.T) {
+	x := &Explanation{Blame: []Blame{
+		{Comm: "checkpointer", Activity: "sync", Share: 0.0001},
+		{Comm: "sync", Activity: "sync", Share: 0.62},
+		{Comm: "bgwriter", Activity: "dirtied", Share: 0.009},
+		{Comm: "noisy", Activity: "dirtied", Share: 0.30},
+	}}
+	x.trimBlame()
+	if len(x.Blame) != 2 || x.Blame[0].Comm != "sync" || x.Blame[1].Comm != "noisy" || x.BlameOmitted != 2 {
+		t.Fatalf("blame %+v, omitted %d; want sync, noisy and 2 left out", x.Blame, x.BlameOmitted)
+	}
+}

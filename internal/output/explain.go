@@ -81,11 +81,31 @@ func Explanation(w io.Writer, x *analysis.Explanation) {
 	if len(x.Devices) > 0 {
 		Heading(w, "Devices (all processes, while the target ran)")
 		t := Table{Cols: []Column{{Title: "device"}, {Title: "read", Right: true}, {Title: "written", Right: true},
-			{Title: "requests", Right: true}, {Title: "await", Right: true}, {Title: "by target", Right: true}}}
+			{Title: "requests", Right: true}, {Title: "await", Right: true}, {Title: "in queue", Right: true}, {Title: "by target", Right: true}}}
 		for _, d := range x.Devices {
-			t.Row(d.Name, format.Bytes(d.ReadBytes), format.Bytes(d.WriteBytes), d.Requests, fmt.Sprintf("%.1f ms", d.AwaitMS), format.Bytes(d.TargetBytes))
+			t.Row(d.Name, format.Bytes(d.ReadBytes), format.Bytes(d.WriteBytes), d.Requests, fmt.Sprintf("%.1f ms", d.AwaitMS),
+				fmt.Sprintf("%.1f ms", d.QueueMS), format.Bytes(d.TargetBytes))
 		}
 		t.Write(w)
+		for _, d := range x.Devices {
+			if d.DiscardBytes > 0 || d.ZeroedBytes > 0 {
+				fmt.Fprintf(w, "%s: also discarded %s, zeroed %s\n", format.Safe(d.Name), format.Bytes(d.DiscardBytes), format.Bytes(d.ZeroedBytes))
+			}
+			if d.ThrottleReadBPS > 0 || d.ThrottleWriteBPS > 0 {
+				var lim []string
+				if d.ThrottleReadBPS > 0 {
+					lim = append(lim, format.Bytes(d.ThrottleReadBPS)+"/s read")
+				}
+				if d.ThrottleWriteBPS > 0 {
+					lim = append(lim, format.Bytes(d.ThrottleWriteBPS)+"/s write")
+				}
+				fmt.Fprintf(w, "%s: blkio throttle %s", format.Safe(d.Name), strings.Join(lim, ", "))
+				if d.ThrottledS > 0 {
+					fmt.Fprintf(w, "; it held the target's I/O %s before the device saw it (not in await)", format.Seconds(d.ThrottledS))
+				}
+				fmt.Fprintln(w)
+			}
+		}
 	}
 	if len(x.Network) > 0 {
 		Heading(w, "Network peers")

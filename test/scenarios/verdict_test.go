@@ -16,9 +16,14 @@ import (
 type explanation struct {
 	Schema string `json:"schema"`
 	Target struct {
-		PID      uint32 `json:"pid"`
-		ExitCode *int   `json:"exit_code"`
+		PID      uint32   `json:"pid"`
+		Command  string   `json:"command"`
+		PIDs     []uint32 `json:"pids"`
+		ExitCode *int     `json:"exit_code"`
 	} `json:"target"`
+	Time struct {
+		OffCPUS map[string]float64 `json:"off_cpu_s"`
+	} `json:"time"`
 	WallS   float64 `json:"wall_s"`
 	Verdict struct {
 		Reason  string  `json:"reason"`
@@ -28,6 +33,7 @@ type explanation struct {
 	Threads []struct {
 		PID        uint32             `json:"pid"`
 		TID        uint32             `json:"tid"`
+		Comm       string             `json:"comm"`
 		WriteBytes uint64             `json:"write_bytes"`
 		ByReason   map[string]float64 `json:"by_reason"`
 		OnCPUS     float64            `json:"on_cpu_s"`
@@ -38,6 +44,19 @@ type explanation struct {
 		Created int    `json:"created"`
 		Deleted int    `json:"deleted"`
 	} `json:"file_groups"`
+	Files []struct {
+		Path      string  `json:"path"`
+		ReadBytes uint64  `json:"read_bytes"`
+		WaitS     float64 `json:"wait_s"`
+	} `json:"files"`
+	Devices []struct {
+		Name             string  `json:"name"`
+		Requests         uint64  `json:"requests"`
+		DiscardBytes     uint64  `json:"discard_bytes"`
+		AwaitMS          float64 `json:"await_ms"`
+		ThrottleWriteBPS uint64  `json:"throttle_write_bps"`
+		ThrottledS       float64 `json:"throttled_s"`
+	} `json:"devices"`
 	Network []struct {
 		Peer string `json:"peer"`
 	} `json:"network"`
@@ -46,10 +65,12 @@ type explanation struct {
 		WrittenBytes uint64 `json:"written_bytes"`
 	} `json:"after_exit"`
 	Blame []struct {
-		Comm     string `json:"comm"`
-		Activity string `json:"activity"`
-		Summary  string `json:"summary"`
+		Comm     string  `json:"comm"`
+		Activity string  `json:"activity"`
+		Share    float64 `json:"share"`
+		Summary  string  `json:"summary"`
 	} `json:"blame"`
+	BlameOmitted int `json:"blame_omitted"`
 	LostEvents uint64 `json:"lost_events"`
 }
 
