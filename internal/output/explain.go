@@ -99,11 +99,16 @@ func Explanation(w io.Writer, x *analysis.Explanation) {
 				if d.ThrottleWriteBPS > 0 {
 					lim = append(lim, format.Bytes(d.ThrottleWriteBPS)+"/s write")
 				}
-				fmt.Fprintf(w, "%s: blkio throttle %s", format.Safe(d.Name), strings.Join(lim, ", "))
+				line := fmt.Sprintf("%s: blkio throttle %s", format.Safe(d.Name), strings.Join(lim, ", "))
 				if d.ThrottledS > 0 {
-					fmt.Fprintf(w, "; it held the target's I/O %s before the device saw it (not in await)", format.Seconds(d.ThrottledS))
+					line += fmt.Sprintf("; it held the target's I/O %s before the device saw it (not in await)", format.Seconds(d.ThrottledS))
 				}
-				fmt.Fprintln(w)
+				for i, l := range wrap(line, 78) {
+					if i > 0 {
+						l = "  " + l
+					}
+					fmt.Fprintln(w, l)
+				}
 			}
 		}
 	}

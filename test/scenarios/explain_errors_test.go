@@ -241,7 +241,7 @@ with open(sys.argv[2], "wb") as f:
 	if !loop {
 		t.Errorf("no row for %s in devices: %+v", d.Device, x.Devices)
 	}
-	if !strings.Contains(log, "blkio throttle 4.0 MiB/s write; it held the target's I/O") {
+	if !strings.Contains(strings.Join(strings.Fields(log), " "), "blkio throttle 4.0 MiB/s write; it held the target's I/O") {
 		t.Errorf("the text does not show the throttle:\n%s", log)
 	}
 
