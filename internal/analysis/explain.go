@@ -18,6 +18,7 @@ type Explanation struct {
 	WallS      float64       `json:"wall_s"`
 	Time       TimeBreakdown `json:"time"`
 	Verdict    Verdict       `json:"verdict"`
+	Path       CriticalPath  `json:"critical_path"`
 	Threads    []ThreadTime  `json:"threads"`
 	Files      []FileUse     `json:"files"`
 	FileGroups []FileGroup   `json:"file_groups"`
@@ -48,8 +49,10 @@ type TimeBreakdown struct {
 	SystemS   *float64           `json:"system_s,omitempty"` // (rusage for run, /proc for attach)`
 	RunqueueS float64            `json:"runqueue_s"`
 	OffCPUS   map[string]float64 `json:"off_cpu_s"`
-	IdleS     float64            `json:"idle_s"`
-	ThreadS   float64            `json:"thread_s"`
+	// KernelCPUS is on-CPU time inside syscalls, by syscall class.
+	KernelCPUS map[string]float64 `json:"kernel_cpu_s"`
+	IdleS      float64            `json:"idle_s"`
+	ThreadS    float64            `json:"thread_s"`
 }
 
 type Verdict struct {
@@ -92,13 +95,14 @@ type FileUse struct {
 }
 
 type FileGroup struct {
-	Pattern    string `json:"pattern"`
-	Files      int    `json:"files"`
-	Created    int    `json:"created"`
-	Deleted    int    `json:"deleted"`
-	ReadBytes  uint64 `json:"read_bytes"`
-	WriteBytes uint64 `json:"write_bytes"`
-	Summary    string `json:"summary"`
+	Pattern    string  `json:"pattern"`
+	SyscallS   float64 `json:"syscall_s"` // time inside syscalls on its files
+	Files      int     `json:"files"`
+	Created    int     `json:"created"`
+	Deleted    int     `json:"deleted"`
+	ReadBytes  uint64  `json:"read_bytes"`
+	WriteBytes uint64  `json:"write_bytes"`
+	Summary    string  `json:"summary"`
 }
 
 type DeviceUse struct {
@@ -149,7 +153,7 @@ func Explain(s *Source, pid uint32) (*Explanation, error) {
 		return nil, err
 	}
 	x := &Explanation{Schema: "whyslow.run/v1", Lost: s.Lost,
-		Time: TimeBreakdown{OffCPUS: map[string]float64{}}}
+		Time: TimeBreakdown{OffCPUS: map[string]float64{}, KernelCPUS: map[string]float64{}}}
 	x.Target = TargetInfo{PID: pid, PIDs: pids, Command: strings.ReplaceAll(s.Meta["command"], "\x00", " ")}
 	if code, err := strconv.Atoi(s.Meta["exit_code"]); err == nil && code >= 0 && s.Meta["scope"] == "command" {
 		x.Target.ExitCode = &code
@@ -163,6 +167,9 @@ func Explain(s *Source, pid uint32) (*Explanation, error) {
 		x.Target.Command = s.commOf(pid)
 	}
 
+	if err := s.targetWaits(pids, win); err != nil {
+		return nil, err
+	}
 	if err := x.threads(s, pids, win); err != nil {
 		return nil, err
 	}
@@ -172,6 +179,9 @@ func Explain(s *Source, pid uint32) (*Explanation, error) {
 			ss = float64(v) / 1e9
 		}
 		x.Time.UserS, x.Time.SystemS = &us, &ss
+	}
+	if err := x.kernelCPU(s, pids); err != nil {
+		return nil, err
 	}
 	if err := x.files(s, pids); err != nil {
 		return nil, err
@@ -185,9 +195,14 @@ func Explain(s *Source, pid uint32) (*Explanation, error) {
 	if err := x.afterExit(s, pids); err != nil {
 		return nil, err
 	}
+	if err := x.criticalPath(s, pid, win); err != nil {
+		return nil, err
+	}
+	x.pathBlame()
 	if err := x.blame(s, pids, win); err != nil {
 		return nil, err
 	}
+	x.trimBlame()
 	x.verdict()
 	return x, nil
 }
@@ -215,21 +230,17 @@ func (s *Source) commOf(pid uint32) string {
 	return c.String
 }
 
-// idleSQL marks waits that are no slowness of their own: waiting for work
-// (accept, a poll/select/epoll in a thread that moved no socket data), or a
-// hand-off to another traced thread or child (woken by it: a join, a reply
-// from a traced server, a lock a traced thread held; or a wait for children
-// that had not ended when capture did): that time is counted where the work
-// happened.
+// idleSQL marks, for the per-thread account, waits that are no slowness of
+// their own: waiting for work (target_offcpu.for_work), or a hand-off to
+// another traced thread or child (woken by it: a join, a reply from a traced
+// server, a lock a traced thread held; or a wait for children that had not
+// ended when capture did). That time is counted where the work happened; the
+// critical path follows it there.
 func idleSQL(targets string) string {
 	return `
-  (o.syscall IN ('accept', 'accept4')
-   OR (o.syscall IN ('poll','select','epoll_wait','epoll_pwait','epoll_pwait2','ppoll','pselect6')
-       AND o.tid NOT IN (SELECT tid FROM io WHERE fkind = 'socket' AND class IN ('read','write','net') AND name NOT IN ('accept','accept4')))
+  (o.for_work
    OR (o.reason IN ('network','ipc','lock','child','other') AND o.waker_tid <> o.tid AND o.` + targets + `)
-   OR (o.reason = 'child' AND o.waker_pid = 0 AND o.pid IN (SELECT ppid FROM existing UNION SELECT pid FROM forks))
-   OR (o.reason IN ('lock','child','other') AND EXISTS (
-       SELECT 1 FROM exits e WHERE e.tid = o.waker_tid AND e.ts BETWEEN o.ts - o.runq_ns - 5000000 AND o.ts)))`
+   OR (o.reason = 'child' AND o.waker_pid = 0 AND o.pid IN (SELECT ppid FROM existing UNION SELECT pid FROM forks)))`
 }
 
 func (x *Explanation) threads(s *Source, pids []uint32, win window) error {
@@ -238,7 +249,7 @@ func (x *Explanation) threads(s *Source, pids []uint32, win window) error {
 	q := `WITH clipped AS (
 	        SELECT o.*, greatest(least(o.ts, $e) - greatest(o.start_ts, $b), 0) AS off_c,
 	               greatest(least(o.ts, $e) - greatest(o.ts - o.runq_ns, $b), 0) AS runq_c
-	        FROM offcpu o WHERE ` + in + ` AND o.ts > $b AND o.start_ts < $e)
+	        FROM target_offcpu o)
 	      SELECT o.pid, o.tid, arg_max(o.comm, o.ts), o.reason, o.state,
 	        sum(o.off_c - least(o.runq_c, o.off_c)), sum(least(o.runq_c, o.off_c)), coalesce(` + idleSQL(inList("waker_pid", pids)) + `, false) AS idle
 	      FROM clipped o GROUP BY o.pid, o.tid, o.reason, o.state, idle`
@@ -299,8 +310,7 @@ func (x *Explanation) threads(s *Source, pids []uint32, win window) error {
 	}
 	crow.Close()
 
-	io, err := s.DB.Query(`SELECT tid, sum(CASE WHEN class = 'read' OR name IN ('recvfrom','recvmsg') THEN bytes ELSE 0 END),
-	   sum(CASE WHEN class = 'write' OR name IN ('sendto','sendmsg') THEN bytes ELSE 0 END) FROM io WHERE ` + in + ` GROUP BY tid`)
+	io, err := s.DB.Query(`SELECT tid, sum(rbytes), sum(wbytes) FROM target_io GROUP BY tid`)
 	if err != nil {
 		return fmt.Errorf("summing thread I/O: %w", err)
 	}
@@ -330,9 +340,8 @@ func (x *Explanation) threads(s *Source, pids []uint32, win window) error {
 	}
 
 	top, err := s.DB.Query(`SELECT tid, arg_max(path, w), arg_max(r, w), arg_max(wr, w) FROM (
-	    SELECT tid, path, sum(total_ns) AS w, sum(CASE WHEN class = 'read' THEN bytes ELSE 0 END) AS r,
-	           sum(CASE WHEN class = 'write' THEN bytes ELSE 0 END) AS wr
-	    FROM io WHERE ` + in + ` AND fkind = 'file' AND path IS NOT NULL GROUP BY tid, path)
+	    SELECT tid, path, sum(wait_ns) AS w, sum(rbytes) AS r, sum(wbytes) AS wr
+	    FROM target_io WHERE fkind = 'file' AND path IS NOT NULL GROUP BY tid, path)
 	  GROUP BY tid`)
 	if err != nil {
 		return fmt.Errorf("finding threads' files: %w", err)

@@ -159,8 +159,41 @@ func (x *Explanation) blame(s *Source, pids []uint32, win window) error {
 		}
 		x.Blame = append(x.Blame, b)
 	}
-	x.trimBlame()
 	return nil
+}
+
+// pathBlame names the processes outside the target whose action ended a wait
+// on the critical path: the holder of a lock that let go, the other end of a
+// pipe. Their share is of the wall time.
+func (x *Explanation) pathBlame() {
+	type key struct {
+		pid          uint32
+		comm, reason string
+		object       string
+	}
+	by := map[key]float64{}
+	for _, s := range x.Path.Segments {
+		if s.BlockedByPID != 0 {
+			by[key{s.BlockedByPID, s.BlockedByComm, s.Reason, s.Object}] += s.DurS
+		}
+	}
+	for k, d := range by {
+		b := Blame{PID: k.pid, Comm: k.comm, Activity: k.reason, Share: d / max(x.WallS, 1e-9)}
+		on := ""
+		if k.object != "" {
+			on = " on " + format.Safe(k.object)
+		}
+		who := fmt.Sprintf("%s (pid %d)", format.Safe(k.comm), k.pid)
+		switch k.reason {
+		case "lock":
+			b.Summary = fmt.Sprintf("%s held the lock%s that the target waited for: %s, %s of the wall time", who, on, format.Seconds(d), format.Pct(b.Share))
+		case "ipc":
+			b.Summary = fmt.Sprintf("%s was the other end of the pipe or socket%s the target waited on: %s, %s of the wall time", who, on, format.Seconds(d), format.Pct(b.Share))
+		default:
+			b.Summary = fmt.Sprintf("%s ended a wait (%s)%s of the target: %s, %s of the wall time", who, k.reason, on, format.Seconds(d), format.Pct(b.Share))
+		}
+		x.Blame = append(x.Blame, b)
+	}
 }
 
 // MinBlameShare: a process with a smaller part in the target's storage waits

@@ -15,14 +15,12 @@ func (x *Explanation) files(s *Source, pids []uint32) error {
 	        WHERE ` + in + ` AND class = 'open' AND (flags & 64) <> 0 AND ret >= 0
 	          AND (dev, ino, gen) IN (SELECT dev, ino, gen FROM files GROUP BY dev, ino, gen HAVING arg_min(size, ts) = 0))
 	      SELECT coalesce(i.path, 'inode:[' || i.ino || ']'),
-	        sum(CASE WHEN i.class = 'read' THEN i.bytes ELSE 0 END),
-	        sum(CASE WHEN i.class = 'write' THEN i.bytes ELSE 0 END),
-	        sum(i.count), sum(i.total_ns),
-	        bool_or((i.dev, i.ino, i.gen) IN (SELECT * FROM created)),
+	        sum(i.rbytes), sum(i.wbytes), sum(i.ops), sum(i.wait_ns),
+	        coalesce(bool_or((i.dev, i.ino, i.gen) IN (SELECT * FROM created)), false),
 	        coalesce(bool_or(f.deleted), false) OR coalesce(bool_or(u.path IS NOT NULL), false)
-	      FROM io i LEFT JOIN file_names f USING (dev, ino, gen)
+	      FROM target_io i LEFT JOIN file_names f USING (dev, ino, gen)
 	        LEFT JOIN (SELECT DISTINCT path FROM unlinks WHERE ret = 0) u ON u.path = i.path
-	      WHERE ` + in + ` AND i.fkind = 'file'
+	      WHERE i.fkind = 'file'
 	      GROUP BY 1`
 	rows, err := s.DB.Query(q)
 	if err != nil {
@@ -66,6 +64,7 @@ func groupFiles(files []FileUse) []FileGroup {
 		g.Files++
 		g.ReadBytes += f.ReadBytes
 		g.WriteBytes += f.WriteBytes
+		g.SyscallS += f.WaitS
 		if f.Created {
 			g.Created++
 		}
@@ -207,10 +206,8 @@ func (d *DeviceUse) throttle(s *Source, dev uint32, pids []uint32, win window) e
 
 // network: per peer, bytes each way and time inside socket syscalls.
 func (x *Explanation) network(s *Source, pids []uint32) error {
-	in := inList("pid", pids)
-	q := `SELECT coalesce(peer, path), sum(CASE WHEN class = 'read' OR name IN ('recvfrom','recvmsg') THEN bytes ELSE 0 END),
-	        sum(CASE WHEN class = 'write' OR name IN ('sendto','sendmsg') THEN bytes ELSE 0 END), sum(total_ns)
-	      FROM io WHERE ` + in + ` AND fkind = 'socket' AND peer IS NOT NULL GROUP BY 1 ORDER BY 4 DESC`
+	q := `SELECT peer, sum(rbytes), sum(wbytes), sum(wait_ns)
+	      FROM target_io WHERE fkind = 'socket' AND peer IS NOT NULL GROUP BY 1 ORDER BY 4 DESC, 1`
 	rows, err := s.DB.Query(q)
 	if err != nil {
 		return fmt.Errorf("summing network: %w", err)

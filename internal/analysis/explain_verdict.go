@@ -24,36 +24,55 @@ var reasonWords = map[string]string{
 	"other":          "off CPU for other reasons",
 }
 
-// verdict ranks the reasons (idle excluded) and writes the summary sentence.
+// verdict ranks the reasons on the critical path and writes the summary
+// sentence. Ranked seconds add up to the path, so to the wall time; idle
+// (waiting for work that had not come) is ranked but is never the verdict.
 func (x *Explanation) verdict() {
-	all := map[string]float64{"cpu": x.Time.OnCPUS, "runqueue": x.Time.RunqueueS}
-	for r, v := range x.Time.OffCPUS {
-		all[r] += v
-	}
-	var busy float64
-	for _, v := range all {
-		busy += v
-	}
-	for r, v := range all {
-		if v > 0 {
-			x.Verdict.Ranked = append(x.Verdict.Ranked, Ranked{Reason: r, S: v, Share: v / max(busy, 1e-9)})
+	var busy, all float64
+	for r, v := range x.Path.ByReason {
+		all += v
+		if r != "idle" {
+			busy += v
 		}
 	}
-	sort.Slice(x.Verdict.Ranked, func(i, j int) bool { return x.Verdict.Ranked[i].S > x.Verdict.Ranked[j].S })
-	if len(x.Verdict.Ranked) == 0 {
-		x.Verdict = Verdict{Reason: "unknown", Summary: "nothing was recorded for this process"}
+	for r, v := range x.Path.ByReason {
+		if v > 0 {
+			x.Verdict.Ranked = append(x.Verdict.Ranked, Ranked{Reason: r, S: v, Share: v / max(all, 1e-9)})
+		}
+	}
+	sort.Slice(x.Verdict.Ranked, func(i, j int) bool {
+		a, b := x.Verdict.Ranked[i], x.Verdict.Ranked[j]
+		return a.S > b.S || a.S == b.S && a.Reason < b.Reason
+	})
+	var top *Ranked
+	for i := range x.Verdict.Ranked {
+		if x.Verdict.Ranked[i].Reason != "idle" {
+			top = &x.Verdict.Ranked[i]
+			break
+		}
+	}
+	if top == nil {
+		if all > 0 {
+			x.Verdict.Reason, x.Verdict.Share = "idle", 1
+			x.Verdict.Summary = fmt.Sprintf("waited for work the whole %s (accept, poll with no data): nothing was slow", format.Seconds(all))
+			return
+		}
+		x.Verdict.Reason, x.Verdict.Summary = "unknown", "nothing was recorded for this process"
 		return
 	}
-	top := x.Verdict.Ranked[0]
-	x.Verdict.Reason, x.Verdict.Share = top.Reason, top.Share
-	head := fmt.Sprintf("%s of %s %s", format.Pct(top.Share), format.Seconds(busy), reasonWords[top.Reason])
-	if top.Share < 0.5 {
+	share := top.S / busy
+	x.Verdict.Reason, x.Verdict.Share = top.Reason, share
+	head := fmt.Sprintf("%s of %s %s", format.Pct(share), format.Seconds(busy), reasonWords[top.Reason])
+	if share < 0.5 {
 		var parts []string
-		for i, r := range x.Verdict.Ranked {
-			if i == 3 {
+		for _, r := range x.Verdict.Ranked {
+			if r.Reason == "idle" {
+				continue
+			}
+			if len(parts) == 3 {
 				break
 			}
-			parts = append(parts, fmt.Sprintf("%s %s", r.Reason, format.Pct(r.Share)))
+			parts = append(parts, fmt.Sprintf("%s %s", r.Reason, format.Pct(r.S/busy)))
 		}
 		x.Verdict.Summary = "no single reason dominates: " + strings.Join(parts, ", ")
 		return
@@ -64,26 +83,61 @@ func (x *Explanation) verdict() {
 	x.Verdict.Summary = head
 }
 
-// detail names who and what for the top reason.
-func (x *Explanation) detail(reason string) string {
-	var th *ThreadTime
-	for i := range x.Threads {
-		t := &x.Threads[i]
-		v := t.ByReason[reason]
-		if reason == "cpu" {
-			v = t.OnCPUS
+// pathThread is the thread with the most critical-path time in reason, and
+// the object and blocking process it waited on most.
+func (x *Explanation) pathHolder(reason string) (th *ThreadTime, object, by string) {
+	perTID, perObj, perBy := map[uint32]float64{}, map[string]float64{}, map[string]float64{}
+	for _, s := range x.Path.Segments {
+		if s.Reason != reason {
+			continue
 		}
-		if th == nil || v > th.ByReason[reason] && reason != "cpu" || reason == "cpu" && v > th.OnCPUS {
-			th = t
+		perTID[s.TID] += s.DurS
+		if s.Object != "" {
+			perObj[s.Object] += s.DurS
+		}
+		if s.BlockedByPID != 0 {
+			perBy[fmt.Sprintf("%s (pid %d)", format.Safe(s.BlockedByComm), s.BlockedByPID)] += s.DurS
 		}
 	}
+	var tid uint32
+	for t, v := range perTID {
+		if v > perTID[tid] || v == perTID[tid] && t < tid {
+			tid = t
+		}
+	}
+	for i := range x.Threads {
+		if x.Threads[i].TID == tid {
+			th = &x.Threads[i]
+		}
+	}
+	return th, largest(perObj), largest(perBy)
+}
+
+func largest(m map[string]float64) string {
+	best := ""
+	for k, v := range m {
+		if v > m[best] || v == m[best] && k < best {
+			best = k
+		}
+	}
+	return best
+}
+
+// detail names who and what for the top reason.
+func (x *Explanation) detail(reason string) string {
+	th, object, by := x.pathHolder(reason)
 	who := ""
 	if th != nil {
-		kind := "thread"
-		if th.TID == th.PID {
-			kind = "main thread"
+		switch {
+		case th.PID != x.Target.PID && th.TID == th.PID:
+			who = fmt.Sprintf("process %s (pid %d)", format.Safe(th.Comm), th.PID)
+		case th.PID != x.Target.PID:
+			who = fmt.Sprintf("thread %s (tid %d) of process %d", format.Safe(th.Comm), th.TID, th.PID)
+		case th.TID == th.PID:
+			who = fmt.Sprintf("main thread %s (tid %d)", format.Safe(th.Comm), th.TID)
+		default:
+			who = fmt.Sprintf("thread %s (tid %d)", format.Safe(th.Comm), th.TID)
 		}
-		who = fmt.Sprintf("%s %s (tid %d)", kind, format.Safe(th.Comm), th.TID)
 	}
 	switch event.Reason(reason) {
 	case event.ReasonDiskWrite, event.ReasonDirtyThrottle, event.ReasonSync:
@@ -131,6 +185,15 @@ func (x *Explanation) detail(reason string) string {
 			}
 		}
 		return s
+	case event.ReasonLock, event.ReasonIPC, event.ReasonOther:
+		s := who
+		if object != "" {
+			s += " waited on " + format.Safe(object)
+		}
+		if by != "" {
+			s += ", held up by " + by
+		}
+		return s
 	case event.ReasonNetwork:
 		if len(x.Network) > 0 {
 			p := x.Network[0]
@@ -139,8 +202,61 @@ func (x *Explanation) detail(reason string) string {
 		return who
 	case event.ReasonCPU:
 		if th != nil {
-			return fmt.Sprintf("%s ran %s", who, format.Seconds(th.OnCPUS))
+			return fmt.Sprintf("%s ran %s", who, format.Seconds(th.OnCPUS)) + x.kernelPart()
 		}
 	}
 	return who
+}
+
+// kernelPart says how much of the target's CPU time was in the kernel, in
+// which syscalls, and on which files, when that is a large part of it.
+func (x *Explanation) kernelPart() string {
+	type class struct {
+		name string
+		s    float64
+	}
+	var classes []class
+	var kernel float64
+	for c, v := range x.Time.KernelCPUS {
+		classes = append(classes, class{c, v})
+		kernel += v
+	}
+	share := kernel / max(x.Time.OnCPUS, 1e-9)
+	if u, k := x.Time.UserS, x.Time.SystemS; u != nil && k != nil && *u+*k > 0 {
+		share = *k / (*u + *k) // the kernel's own accounting, when there is one
+	}
+	if kernel <= 0 || share < 0.3 {
+		return ""
+	}
+	sort.Slice(classes, func(i, j int) bool {
+		return classes[i].s > classes[j].s || classes[i].s == classes[j].s && classes[i].name < classes[j].name
+	})
+	var parts []string
+	for _, c := range classes {
+		if len(parts) < 4 && c.s >= 0.05*kernel {
+			parts = append(parts, fmt.Sprintf("%s %s", c.name, format.Seconds(c.s)))
+		}
+	}
+	s := fmt.Sprintf("; %s of the CPU time in the kernel (%s)", format.Pct(min(share, 1)), strings.Join(parts, ", "))
+	if len(x.FileGroups) > 0 && x.FileGroups[0].SyscallS >= 0.3*kernel {
+		g := x.FileGroups[0]
+		s += fmt.Sprintf(", mostly on %d files %s", g.Files, format.Safe(g.Pattern))
+		var did []string
+		if g.Created > 0 {
+			did = append(did, "created")
+		}
+		if g.WriteBytes > 0 {
+			did = append(did, "written")
+		}
+		if g.ReadBytes > 0 {
+			did = append(did, "read")
+		}
+		if g.Deleted > 0 {
+			did = append(did, "deleted")
+		}
+		if len(did) > 0 {
+			s += " " + strings.Join(did, ", ")
+		}
+	}
+	return s
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/whyslow/whyslow/internal/format"
 
 	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/event"
 )
 
 // Explanation prints where a target's time went, at most 80 columns wide.
@@ -21,8 +22,16 @@ func Explanation(w io.Writer, x *analysis.Explanation) {
 	for _, line := range wrap(x.Verdict.Summary, 76) {
 		fmt.Fprintf(w, "  %s\n", line)
 	}
+	if chain := pathChain(x); chain != "" {
+		for i, line := range wrap("path: "+chain, 76) {
+			if i > 0 {
+				line = "  " + line
+			}
+			fmt.Fprintf(w, "  %s\n", line)
+		}
+	}
 
-	Heading(w, "Where the time went (all threads)")
+	Heading(w, "Where the wall time went (critical path)")
 	maxS := 0.0
 	for _, r := range x.Verdict.Ranked {
 		maxS = max(maxS, r.S)
@@ -34,10 +43,12 @@ func Explanation(w io.Writer, x *analysis.Explanation) {
 	if x.Time.UserS != nil {
 		t.Row("", "", "", fmt.Sprintf("cpu: user %s, system %s", format.Seconds(*x.Time.UserS), format.Seconds(*x.Time.SystemS)))
 	}
-	if x.Time.IdleS > 0 {
-		t.Row("(idle)", format.Seconds(x.Time.IdleS), "", "waiting for work or on traced threads")
-	}
 	t.Write(w)
+	if all := allThreads(x); all != "" {
+		for _, line := range wrap("all threads, summed: "+all, 78) {
+			fmt.Fprintln(w, line)
+		}
+	}
 
 	if len(x.Threads) > 0 {
 		Heading(w, "Threads")
@@ -134,7 +145,7 @@ func Explanation(w io.Writer, x *analysis.Explanation) {
 		}
 	}
 	if len(x.Blame) > 0 {
-		Heading(w, "Who else (share of the target's storage waits)")
+		Heading(w, "Who else")
 		for i, b := range x.Blame {
 			if i == 5 {
 				break
@@ -218,4 +229,66 @@ func commandLine(cmd string, n int) string {
 		s = string(r[:n-1]) + "…"
 	}
 	return s
+}
+
+// pathChain words the hand-offs that lead to the verdict's longest stretch:
+// "sh (tid 1) waited on dd (tid 2) to exit ← dd (tid 2): disk-read on /x".
+func pathChain(x *analysis.Explanation) string {
+	var longest *analysis.PathSegment
+	for i := range x.Path.Segments {
+		s := &x.Path.Segments[i]
+		if s.Reason == x.Verdict.Reason && (longest == nil || s.DurS > longest.DurS) {
+			longest = s
+		}
+	}
+	if longest == nil {
+		return ""
+	}
+	var parts []string
+	for _, l := range x.Path.Chain {
+		parts = append(parts, fmt.Sprintf("%s (tid %d) %s %s (tid %d)", format.Safe(l.WaiterComm), l.WaiterTID,
+			handOff[l.Reason], format.Safe(l.WorkerComm), l.WorkerTID))
+	}
+	end := fmt.Sprintf("%s (tid %d): %s", format.Safe(longest.Comm), longest.TID, longest.Reason)
+	if longest.Object != "" {
+		end += " on " + format.Safe(longest.Object)
+	}
+	if longest.BlockedByPID != 0 {
+		end += fmt.Sprintf(", held up by %s (pid %d)", format.Safe(longest.BlockedByComm), longest.BlockedByPID)
+	}
+	if len(parts) == 0 {
+		return "" // the main thread's own time: the verdict said it all
+	}
+	return strings.Join(append(parts, end), " ← ")
+}
+
+// handOff words how a waiter depended on a worker.
+var handOff = map[string]string{
+	"child":   "waited for",
+	"lock":    "waited on a lock held by",
+	"ipc":     "waited on a pipe or socket fed by",
+	"network": "waited on a reply from",
+	"other":   "was woken by",
+	"sleep":   "polled while the work was done by",
+}
+
+// allThreads is the time summed over threads, by reason: evidence beside the
+// path (a thread pool's time is larger than the wall time).
+func allThreads(x *analysis.Explanation) string {
+	var parts []string
+	add := func(r string, v float64) {
+		if v >= 0.0005 {
+			parts = append(parts, fmt.Sprintf("%s %s", r, format.Seconds(v)))
+		}
+	}
+	add("cpu", x.Time.OnCPUS)
+	add("runqueue", x.Time.RunqueueS)
+	for _, r := range event.Reasons {
+		add(string(r), x.Time.OffCPUS[string(r)])
+	}
+	add("idle", x.Time.IdleS)
+	if len(parts) == 0 {
+		return ""
+	}
+	return strings.Join(parts, ", ")
 }

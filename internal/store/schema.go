@@ -73,6 +73,15 @@ var views = []string{
 	 SELECT t.ts, t.last_ts, t.max_ns, t.pid, t.tid, t.comm, t.name, t.class, NULL, NULL,
 	        t.bytes, t.count, t.total_ns, t.dev, t.ino, t.gen, t.fkind, f.path, f.peer, false
 	 FROM syscall_totals t LEFT JOIN file_names f USING (dev, ino, gen)`,
+	// uring_io: io_uring operations with their class and bytes (opcodes are
+	// the kernel's enum io_uring_op, a stable ABI) and their file's name.
+	`CREATE OR REPLACE VIEW uring_io AS
+	 SELECT u.*, CASE WHEN u.opcode IN (1, 4, 22) THEN 'read' WHEN u.opcode IN (2, 5, 23) THEN 'write'
+	                  WHEN u.opcode IN (9, 26) THEN 'send' WHEN u.opcode IN (10, 27) THEN 'recv'
+	                  WHEN u.opcode IN (3, 8) THEN 'sync' ELSE 'other' END AS class,
+	        CASE WHEN u.res > 0 AND u.opcode IN (1, 2, 4, 5, 9, 10, 22, 23, 26, 27) THEN u.res ELSE 0 END AS bytes,
+	        f.path, f.peer
+	 FROM uring u LEFT JOIN file_names f USING (dev, ino, gen)`,
 	// unlinks: removed names made absolute with the directory the kernel resolved.
 	`CREATE OR REPLACE VIEW unlinks AS
 	 SELECT u.ts, u.dur, u.pid, u.tid, u.comm, u.name AS syscall, u.ret,

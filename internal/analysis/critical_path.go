@@ -1,0 +1,360 @@
+package analysis
+
+import (
+	"database/sql"
+	"fmt"
+	"sort"
+
+	"github.com/whyslow/whyslow/internal/event"
+)
+
+// CriticalPath is the chain of work and waits that made up the target's wall
+// time, walked back from its end along wake-ups (Trace Compass's critical
+// path over LTTng traces, after Giraldeau and Dagenais): a wait ended by
+// another traced thread is explained by what that thread did meanwhile; a
+// wait ended by a process outside the target is blocked by it. Its seconds
+// add up to the wall time.
+type CriticalPath struct {
+	ByReason map[string]float64 `json:"by_reason"`
+	Segments []PathSegment      `json:"segments"`
+	// Chain is the hand-offs that lead to the longest stretch of the verdict's
+	// reason, outermost first: main waited on a child, which waited on a lock.
+	Chain []PathLink `json:"chain"`
+}
+
+// PathSegment is a stretch of the path spent by one thread for one reason.
+type PathSegment struct {
+	PID    uint32  `json:"pid"`
+	TID    uint32  `json:"tid"`
+	Comm   string  `json:"comm"`
+	Reason string  `json:"reason"`
+	BeginS float64 `json:"begin_s"` // from the start of the target's window
+	DurS   float64 `json:"dur_s"`
+	// Object is what it waited on: a file, a peer, or the blocking process.
+	Object string `json:"object,omitempty"`
+	// BlockedBy is the process outside the target whose action ended the wait
+	// (a lock holder that let go, the writer of a pipe).
+	BlockedByPID  uint32 `json:"blocked_by_pid,omitempty"`
+	BlockedByComm string `json:"blocked_by_comm,omitempty"`
+}
+
+// PathLink is one hand-off: Waiter waited (Reason) and Worker's work ended it.
+type PathLink struct {
+	WaiterTID  uint32 `json:"waiter_tid"`
+	WaiterComm string `json:"waiter_comm"`
+	Reason     string `json:"reason"` // child, lock, ipc, network, other; sleep for a poller looked through
+	WorkerTID  uint32 `json:"worker_tid"`
+	WorkerComm string `json:"worker_comm"`
+	Object     string `json:"object,omitempty"`
+}
+
+// pathInterval is one off-CPU interval of a traced thread.
+type pathInterval struct {
+	start, end, runq uint64
+	reason           string
+	wakerPID         uint32
+	wakerTID         uint32
+	wakerComm        string
+	object           string
+	forWork          bool
+}
+
+type pathThread struct {
+	pid, tid   uint32
+	comm       string
+	born, died uint64 // 0: before / after the window
+	parent     uint32 // the thread that created it
+	offs       []pathInterval
+}
+
+// maxPathDepth bounds how many hand-offs the walk follows in a chain.
+const maxPathDepth = 64
+
+// followed: waits whose waker is the cause, not an interrupt that happened to
+// run on its CPU (disk completions, timers) or the waiter itself.
+var followed = map[string]bool{"child": true, "lock": true, "ipc": true, "network": true, "other": true}
+
+type pathWalker struct {
+	threads map[uint32]*pathThread
+	begin   uint64
+	segs    []PathSegment // in reverse time order while walking
+	links   []pathLinkSpan
+}
+
+// pathLinkSpan is a hand-off with the span it explains and its depth.
+type pathLinkSpan struct {
+	PathLink
+	a, b  uint64
+	depth int
+}
+
+// criticalPath walks the target's main thread back from the end of the window.
+func (x *Explanation) criticalPath(s *Source, pid uint32, win window) error {
+	w := &pathWalker{threads: map[uint32]*pathThread{}, begin: win.begin}
+	if err := w.load(s, win); err != nil {
+		return err
+	}
+	if w.threads[pid] == nil {
+		w.threads[pid] = &pathThread{pid: pid, tid: pid, comm: s.commOf(pid)}
+	}
+	main := w.threads[pid]
+	if main.born < win.begin {
+		main.born = 0 // it existed for the whole window
+	}
+	w.walk(pid, win.begin, win.end, 0)
+	x.Path = w.result()
+	return nil
+}
+
+func (w *pathWalker) load(s *Source, win window) error {
+	rows, err := s.DB.Query(`SELECT pid, tid, coalesce(comm, ''), start_ts, ts, runq_ns, reason, waker_pid, waker_tid,
+	    coalesce(waker_comm, ''), coalesce(object, ''), for_work FROM target_offcpu ORDER BY tid, start_ts`)
+	if err != nil {
+		return fmt.Errorf("reading waits for the critical path: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var pid, tid uint32
+		var comm string
+		var iv pathInterval
+		if err := rows.Scan(&pid, &tid, &comm, &iv.start, &iv.end, &iv.runq, &iv.reason, &iv.wakerPID, &iv.wakerTID,
+			&iv.wakerComm, &iv.object, &iv.forWork); err != nil {
+			return err
+		}
+		th := w.thread(pid, tid, comm)
+		iv.start = max(iv.start, win.begin)
+		iv.end = min(iv.end, win.end)
+		iv.runq = min(iv.runq, iv.end-iv.start)
+		if n := len(th.offs); n > 0 && th.offs[n-1].end > iv.start {
+			iv.start = th.offs[n-1].end // overlapping rows (a wait begun before capture): keep time once
+			if iv.start >= iv.end {
+				continue
+			}
+			iv.runq = min(iv.runq, iv.end-iv.start)
+		}
+		th.offs = append(th.offs, iv)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	rows.Close()
+	// Threads that never went off CPU, births and deaths, names.
+	rows, err = s.DB.Query(`SELECT t.pid, t.tid, t.comm, f.ts, f.tid, e.ts FROM threads t
+	    LEFT JOIN (SELECT child_tid, min(ts) AS ts, arg_min(tid, ts) AS tid FROM forks GROUP BY child_tid) f ON f.child_tid = t.tid
+	    LEFT JOIN (SELECT tid, max(ts) AS ts FROM exits GROUP BY tid) e ON e.tid = t.tid
+	    WHERE t.pid IN (SELECT DISTINCT pid FROM target_offcpu UNION SELECT DISTINCT pid FROM cputime)`)
+	if err != nil {
+		return fmt.Errorf("reading threads for the critical path: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var pid, tid uint32
+		var comm string
+		var born, died sql.NullInt64
+		var parent sql.NullInt64
+		if err := rows.Scan(&pid, &tid, &comm, &born, &parent, &died); err != nil {
+			return err
+		}
+		th := w.thread(pid, tid, comm)
+		th.comm = comm
+		if born.Valid && uint64(born.Int64) > win.begin {
+			th.born, th.parent = uint64(born.Int64), uint32(parent.Int64)
+		}
+		if died.Valid && uint64(died.Int64) < win.end {
+			th.died = uint64(died.Int64)
+		}
+	}
+	return rows.Err()
+}
+
+func (w *pathWalker) thread(pid, tid uint32, comm string) *pathThread {
+	th := w.threads[tid]
+	if th == nil {
+		th = &pathThread{pid: pid, tid: tid, comm: comm}
+		w.threads[tid] = th
+	}
+	return th
+}
+
+// walk explains [from, to] of thread tid, latest first.
+func (w *pathWalker) walk(tid uint32, from, to uint64, depth int) {
+	th := w.threads[tid]
+	t := to
+	for t > from {
+		if th.born > from && t <= th.born {
+			// Before the thread existed, the path is in whoever created it.
+			if p := w.threads[th.parent]; p != nil && p.tid != tid && depth < maxPathDepth {
+				w.walk(p.tid, from, t, depth+1)
+			} else {
+				w.add(th, "other", from, t, nil)
+			}
+			return
+		}
+		if th.died != 0 && t > th.died {
+			// After it exited (the window's end, lingering): nothing of its own.
+			a := max(from, th.died)
+			w.add(th, string(event.ReasonCPU), a, t, nil)
+			t = a
+			continue
+		}
+		lo := max(from, th.born)
+		i := sort.Search(len(th.offs), func(i int) bool { return th.offs[i].end >= t })
+		if i < len(th.offs) && th.offs[i].start < t {
+			iv := &th.offs[i]
+			a := max(lo, iv.start)
+			if woken := iv.end - iv.runq; t > woken {
+				ra := max(a, woken)
+				w.add(th, string(event.ReasonRunqueue), ra, t, nil)
+				t = ra
+			}
+			if t > a {
+				w.wait(th, iv, a, t, depth)
+			}
+			t = a
+			continue
+		}
+		a := lo
+		if i > 0 && th.offs[i-1].end > a {
+			a = th.offs[i-1].end
+		}
+		w.add(th, string(event.ReasonCPU), a, t, nil)
+		t = a
+	}
+}
+
+// wait explains [a, b] of an off-CPU interval of th.
+func (w *pathWalker) wait(th *pathThread, iv *pathInterval, a, b uint64, depth int) {
+	waker := w.threads[iv.wakerTID]
+	traced := waker != nil && iv.wakerTID != th.tid
+	if traced && followed[iv.reason] && depth < maxPathDepth {
+		w.link(th, waker, iv.reason, iv.object, a, b, depth)
+		w.walk(waker.tid, a, b, depth+1)
+		return
+	}
+	if iv.reason == string(event.ReasonSleep) && depth < maxPathDepth {
+		// A poller sleeping on a timer while other traced threads work: the
+		// work is the path, not the sleep.
+		if busy := w.busiest(th.tid, a, b); busy != nil {
+			w.link(th, busy, iv.reason, "", a, b, depth)
+			w.walk(busy.tid, a, b, depth+1)
+			return
+		}
+	}
+	reason := iv.reason
+	if iv.forWork {
+		reason = "idle"
+	}
+	var by *pathInterval
+	if !traced && iv.wakerPID != 0 && followed[iv.reason] && iv.reason != "network" {
+		by = iv // blocked by a process outside the target
+	}
+	w.add(th, reason, a, b, &pathSegmentInfo{object: iv.object, by: by})
+}
+
+type pathSegmentInfo struct {
+	object string
+	by     *pathInterval
+}
+
+// busiest is the traced thread, other than tid, that worked most in [a, b]
+// (on CPU, or waiting for anything but timers and work), if it worked at
+// least a quarter of that time.
+func (w *pathWalker) busiest(tid uint32, a, b uint64) *pathThread {
+	var best *pathThread
+	var bestBusy uint64
+	for _, th := range w.threads {
+		if th.tid == tid || (th.born != 0 && th.born >= b) || (th.died != 0 && th.died <= a) {
+			continue
+		}
+		lo, hi := max(a, th.born), b
+		if th.died != 0 {
+			hi = min(hi, th.died)
+		}
+		if hi <= lo {
+			continue
+		}
+		busy := hi - lo
+		i := sort.Search(len(th.offs), func(i int) bool { return th.offs[i].end > lo })
+		for ; i < len(th.offs) && th.offs[i].start < hi; i++ {
+			iv := th.offs[i]
+			if iv.reason == string(event.ReasonSleep) || iv.forWork {
+				busy -= min(iv.end, hi) - max(iv.start, lo)
+			}
+		}
+		if busy > bestBusy || (busy == bestBusy && best != nil && th.tid < best.tid) {
+			best, bestBusy = th, busy
+		}
+	}
+	if bestBusy*4 < b-a {
+		return nil
+	}
+	return best
+}
+
+func (w *pathWalker) link(waiter, worker *pathThread, reason, object string, a, b uint64, depth int) {
+	w.links = append(w.links, pathLinkSpan{PathLink: PathLink{WaiterTID: waiter.tid, WaiterComm: waiter.comm,
+		Reason: reason, WorkerTID: worker.tid, WorkerComm: worker.comm, Object: object}, a: a, b: b, depth: depth})
+}
+
+// add records a segment; walking goes backwards, so it merges with the
+// segment after it when they are the same.
+func (w *pathWalker) add(th *pathThread, reason string, a, b uint64, info *pathSegmentInfo) {
+	if b <= a {
+		return
+	}
+	seg := PathSegment{PID: th.pid, TID: th.tid, Comm: th.comm, Reason: reason,
+		BeginS: float64(a-w.begin) / 1e9, DurS: float64(b-a) / 1e9}
+	if info != nil {
+		seg.Object = info.object
+		if info.by != nil {
+			seg.BlockedByPID, seg.BlockedByComm = info.by.wakerPID, info.by.wakerComm
+		}
+	}
+	if n := len(w.segs); n > 0 {
+		last := &w.segs[n-1]
+		if last.TID == seg.TID && last.Reason == seg.Reason && last.Object == seg.Object &&
+			last.BlockedByPID == seg.BlockedByPID && seg.BeginS+seg.DurS >= last.BeginS-1e-9 {
+			last.DurS += last.BeginS - seg.BeginS
+			last.BeginS = seg.BeginS
+			return
+		}
+	}
+	w.segs = append(w.segs, seg)
+}
+
+func (w *pathWalker) result() CriticalPath {
+	p := CriticalPath{ByReason: map[string]float64{}}
+	for i := len(w.segs) - 1; i >= 0; i-- {
+		s := w.segs[i]
+		p.Segments = append(p.Segments, s)
+		p.ByReason[s.Reason] += s.DurS
+	}
+	// The chain: hand-offs around the longest segment of the largest reason.
+	top, topS := "", 0.0
+	for r, v := range p.ByReason {
+		if r != "idle" && (v > topS || v == topS && r < top) {
+			top, topS = r, v
+		}
+	}
+	var longest *PathSegment
+	for i := range p.Segments {
+		s := &p.Segments[i]
+		if s.Reason == top && (longest == nil || s.DurS > longest.DurS) {
+			longest = s
+		}
+	}
+	if longest != nil {
+		mid := w.begin + uint64((longest.BeginS+longest.DurS/2)*1e9)
+		var chain []pathLinkSpan
+		for _, l := range w.links {
+			if l.a <= mid && mid < l.b {
+				chain = append(chain, l)
+			}
+		}
+		sort.Slice(chain, func(i, j int) bool { return chain[i].depth < chain[j].depth })
+		for _, l := range chain {
+			p.Chain = append(p.Chain, l.PathLink)
+		}
+	}
+	return p
+}

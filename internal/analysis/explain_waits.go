@@ -1,0 +1,114 @@
+package analysis
+
+import (
+	"database/sql"
+	"fmt"
+)
+
+// pollSyscalls wait on many fds at once: for a thread that moved no socket
+// data, that is waiting for work.
+const pollSyscalls = `'poll','select','epoll_wait','epoll_pwait','epoll_pwait2','ppoll','pselect6'`
+
+// targetWaits builds the temp table target_offcpu: the target's off-CPU
+// intervals in the window, each with what it waited on:
+//   - object: the file or peer of the syscall in progress (a blocked syscall
+//     streamed at every level), or of the io_uring operations pending;
+//   - reason: the classifier's, except that an io_uring wait takes the reason
+//     of the operations it waited for (disk-read, disk-write, sync, network);
+//   - for_work: waiting for work that had not come (accept; a poll in a thread
+//     that moved no socket data), no slowness of the target's own.
+//
+// It also makes target_io (below). Every explanation of the target's time
+// reads these two, so the rules live here once.
+func (s *Source) targetWaits(pids []uint32, win window) error {
+	in := inList("pid", pids)
+	q := `CREATE OR REPLACE TEMP TABLE target_offcpu AS
+	  WITH o AS (SELECT * FROM offcpu WHERE ` + in + ` AND ts > $b AND start_ts < $e),
+	  calls AS (
+	    SELECT s.tid, s.ts, s.ts + s.dur AS end_ts, coalesce(f.peer, f.path) AS object
+	    FROM syscalls s LEFT JOIN file_names f USING (dev, ino, gen)
+	    WHERE s.` + in + ` AND s.blocked),
+	  socket_movers AS (
+	    SELECT DISTINCT tid FROM io WHERE ` + in + ` AND fkind = 'socket' AND class IN ('read','write','net')
+	      AND name NOT IN ('accept','accept4'))
+	  SELECT o.ts, o.start_ts, o.off_ns, o.runq_ns, o.pid, o.tid, o.comm, o.state, o.reason, o.stack_id,
+	         o.syscall, o.waker_pid, o.waker_tid, o.waker_comm,
+	         CASE WHEN c.end_ts >= o.ts - o.runq_ns THEN c.object END AS object,
+	         coalesce(o.syscall IN ('accept','accept4')
+	           OR (o.syscall IN (` + pollSyscalls + `) AND o.tid NOT IN (SELECT tid FROM socket_movers)), false) AS for_work
+	  FROM o ASOF LEFT JOIN calls c ON c.tid = o.tid AND c.ts <= o.start_ts`
+	if _, err := s.DB.Exec(q, sql.Named("b", win.begin), sql.Named("e", win.end)); err != nil {
+		return fmt.Errorf("collecting the target's waits: %w", err)
+	}
+	// io_uring: the submitter waits in io_uring_enter for completions; the
+	// operations in flight then say what it waited for.
+	q = `UPDATE target_offcpu t SET reason = r.reason, object = r.object FROM (
+	       SELECT t.tid, t.start_ts, arg_max(CASE
+	           WHEN u.fkind = 'socket' OR u.class IN ('send', 'recv') THEN 'network'
+	           WHEN u.class = 'read' THEN 'disk-read' WHEN u.class = 'write' THEN 'disk-write'
+	           WHEN u.class = 'sync' THEN 'sync' ELSE 'other' END, u.dur) AS reason,
+	         arg_max(coalesce(u.peer, u.path), u.dur) AS object
+	       FROM target_offcpu t JOIN uring_io u ON u.pid = t.pid AND u.ts < t.ts AND u.ts + u.dur > t.start_ts
+	       WHERE t.syscall = 'io_uring_enter' AND t.reason = 'other'
+	       GROUP BY t.tid, t.start_ts) r
+	     WHERE t.tid = r.tid AND t.start_ts = r.start_ts`
+	if _, err := s.DB.Exec(q); err != nil {
+		return fmt.Errorf("resolving io_uring waits: %w", err)
+	}
+	// target_io: the target's I/O, one shape for syscalls and io_uring
+	// operations: bytes each way, operations, and time waited on the file.
+	// An io_uring operation's time is not a thread's; the time the submitter
+	// waited in io_uring_enter for it is.
+	q = `CREATE OR REPLACE TEMP VIEW target_io AS
+	  SELECT tid, path, peer, fkind, dev, ino, gen, name,
+	         CASE WHEN class = 'read' OR name IN ('recvfrom','recvmsg') THEN bytes ELSE 0 END AS rbytes,
+	         CASE WHEN class = 'write' OR name IN ('sendto','sendmsg') THEN bytes ELSE 0 END AS wbytes,
+	         count AS ops, total_ns AS wait_ns
+	  FROM io WHERE ` + in + `
+	  UNION ALL
+	  SELECT tid, path, peer, fkind, dev, ino, gen, 'io_uring',
+	         CASE WHEN class IN ('read','recv') THEN bytes ELSE 0 END, CASE WHEN class IN ('write','send') THEN bytes ELSE 0 END,
+	         1, 0
+	  FROM uring_io WHERE ` + in + `
+	  UNION ALL
+	  SELECT tid, CASE WHEN reason <> 'network' THEN object END, CASE WHEN reason = 'network' THEN object END,
+	         CASE WHEN reason = 'network' THEN 'socket' ELSE 'file' END, NULL, NULL, NULL, 'io_uring_enter',
+	         0, 0, 0, off_ns - runq_ns
+	  FROM target_offcpu WHERE syscall = 'io_uring_enter' AND object IS NOT NULL
+	  UNION ALL
+	  SELECT tid, path, NULL, 'file', NULL, NULL, NULL, syscall, 0, 0, 1, dur
+	  FROM unlinks WHERE ` + in
+	if _, err := s.DB.Exec(q); err != nil {
+		return fmt.Errorf("collecting the target's I/O: %w", err)
+	}
+	return nil
+}
+
+// kernelCPU splits the target's time inside syscalls, less the time it was
+// off CPU there, by syscall class: the kernel's part of its CPU time.
+func (x *Explanation) kernelCPU(s *Source, pids []uint32) error {
+	in := inList("pid", pids)
+	q := `WITH inside AS (
+	        SELECT class, sum(total_ns) AS ns FROM io WHERE ` + in + ` GROUP BY class
+	        UNION ALL SELECT 'unlink', sum(dur) FROM unlinks WHERE ` + in + `),
+	      off AS (
+	        SELECT n.class, sum(o.off_ns) AS ns FROM target_offcpu o JOIN syscall_names n ON n.name = o.syscall GROUP BY 1)
+	      SELECT i.class, greatest(sum(i.ns) - coalesce(any_value(off.ns), 0), 0)
+	      FROM inside i LEFT JOIN off USING (class) WHERE i.class IS NOT NULL GROUP BY i.class`
+	rows, err := s.DB.Query(q)
+	if err != nil {
+		return fmt.Errorf("splitting kernel time: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var class string
+		var ns float64
+		if err := rows.Scan(&class, &ns); err != nil {
+			return err
+		}
+		if ns > 0 {
+			x.Time.KernelCPUS[class] = ns / 1e9
+		}
+	}
+	return rows.Err()
+}
