@@ -231,9 +231,10 @@ func (w *pathWalker) wait(th *pathThread, iv *pathInterval, a, b uint64, depth i
 		w.walk(waker.tid, a, b, depth+1)
 		return
 	}
-	if iv.reason == string(event.ReasonSleep) && depth < maxPathDepth {
-		// A poller sleeping on a timer while other traced threads work: the
-		// work is the path, not the sleep.
+	if (iv.reason == string(event.ReasonSleep) || iv.reason == string(event.ReasonChild)) && depth < maxPathDepth {
+		// A poller sleeping on a timer while other traced threads work, or a
+		// wait for children that did not end while capture watched: the
+		// work is the path, not the wait.
 		if busy := w.busiest(th.tid, a, b); busy != nil {
 			w.link(th, busy, iv.reason, "", a, b, depth)
 			w.walk(busy.tid, a, b, depth+1)

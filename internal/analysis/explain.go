@@ -56,6 +56,10 @@ type TimeBreakdown struct {
 }
 
 type Verdict struct {
+	// Basis: "critical_path" (ranked adds up to the wall time), or "threads"
+	// for a server whose first thread mostly waited for work (ranked is the
+	// threads' summed busy time).
+	Basis   string   `json:"basis"`
 	Reason  string   `json:"reason"`
 	Share   float64  `json:"share"`
 	Summary string   `json:"summary"`

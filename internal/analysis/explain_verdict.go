@@ -28,14 +28,26 @@ var reasonWords = map[string]string{
 // sentence. Ranked seconds add up to the path, so to the wall time; idle
 // (waiting for work that had not come) is ranked but is never the verdict.
 func (x *Explanation) verdict() {
+	by := x.Path.ByReason
+	x.Verdict.Basis = "critical_path"
+	if by["idle"] > 0.5*x.WallS {
+		// A server: its first thread waited for work, and the work was done
+		// by others, request by request. Over the whole window there is no
+		// one path; the verdict is over all threads' busy time.
+		x.Verdict.Basis = "threads"
+		by = map[string]float64{"cpu": x.Time.OnCPUS, "runqueue": x.Time.RunqueueS}
+		for r, v := range x.Time.OffCPUS {
+			by[r] += v
+		}
+	}
 	var busy, all float64
-	for r, v := range x.Path.ByReason {
+	for r, v := range by {
 		all += v
 		if r != "idle" {
 			busy += v
 		}
 	}
-	for r, v := range x.Path.ByReason {
+	for r, v := range by {
 		if v > 0 {
 			x.Verdict.Ranked = append(x.Verdict.Ranked, Ranked{Reason: r, S: v, Share: v / max(all, 1e-9)})
 		}
@@ -126,6 +138,9 @@ func largest(m map[string]float64) string {
 // detail names who and what for the top reason.
 func (x *Explanation) detail(reason string) string {
 	th, object, by := x.pathHolder(reason)
+	if x.Verdict.Basis == "threads" {
+		th = x.busiestThread(reason)
+	}
 	who := ""
 	if th != nil {
 		switch {
@@ -259,4 +274,21 @@ func (x *Explanation) kernelPart() string {
 		}
 	}
 	return s
+}
+
+// busiestThread is the thread with the most time in reason, over all threads.
+func (x *Explanation) busiestThread(reason string) *ThreadTime {
+	var best *ThreadTime
+	val := func(t *ThreadTime) float64 {
+		if reason == "cpu" {
+			return t.OnCPUS
+		}
+		return t.ByReason[reason]
+	}
+	for i := range x.Threads {
+		if best == nil || val(&x.Threads[i]) > val(best) {
+			best = &x.Threads[i]
+		}
+	}
+	return best
 }

@@ -31,7 +31,11 @@ func Explanation(w io.Writer, x *analysis.Explanation) {
 		}
 	}
 
-	Heading(w, "Where the wall time went (critical path)")
+	if x.Verdict.Basis == "threads" {
+		Heading(w, "Where the time went (all threads: the first one mostly waited for work)")
+	} else {
+		Heading(w, "Where the wall time went (critical path)")
+	}
 	maxS := 0.0
 	for _, r := range x.Verdict.Ranked {
 		maxS = max(maxS, r.S)

@@ -22,14 +22,27 @@ type explanation struct {
 		ExitCode *int     `json:"exit_code"`
 	} `json:"target"`
 	Time struct {
-		OffCPUS map[string]float64 `json:"off_cpu_s"`
+		OffCPUS    map[string]float64 `json:"off_cpu_s"`
+		KernelCPUS map[string]float64 `json:"kernel_cpu_s"`
 	} `json:"time"`
 	WallS   float64 `json:"wall_s"`
 	Verdict struct {
 		Reason  string  `json:"reason"`
 		Share   float64 `json:"share"`
 		Summary string  `json:"summary"`
+		Ranked  []struct {
+			Reason string  `json:"reason"`
+			S      float64 `json:"s"`
+		} `json:"ranked"`
 	} `json:"verdict"`
+	Critical struct {
+		ByReason map[string]float64 `json:"by_reason"`
+		Chain    []struct {
+			WaiterTID  uint32 `json:"waiter_tid"`
+			Reason     string `json:"reason"`
+			WorkerComm string `json:"worker_comm"`
+		} `json:"chain"`
+	} `json:"critical_path"`
 	Threads []struct {
 		PID        uint32             `json:"pid"`
 		TID        uint32             `json:"tid"`
@@ -45,9 +58,10 @@ type explanation struct {
 		Deleted int    `json:"deleted"`
 	} `json:"file_groups"`
 	Files []struct {
-		Path      string  `json:"path"`
-		ReadBytes uint64  `json:"read_bytes"`
-		WaitS     float64 `json:"wait_s"`
+		Path       string  `json:"path"`
+		ReadBytes  uint64  `json:"read_bytes"`
+		WriteBytes uint64  `json:"write_bytes"`
+		WaitS      float64 `json:"wait_s"`
 	} `json:"files"`
 	Devices []struct {
 		Name             string  `json:"name"`
@@ -65,6 +79,7 @@ type explanation struct {
 		WrittenBytes uint64 `json:"written_bytes"`
 	} `json:"after_exit"`
 	Blame []struct {
+		PID      uint32  `json:"pid"`
 		Comm     string  `json:"comm"`
 		Activity string  `json:"activity"`
 		Share    float64 `json:"share"`
