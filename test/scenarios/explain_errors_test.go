@@ -268,4 +268,3 @@ func pythonPath(t *testing.T) string {
 	}
 	return strings.TrimSpace(string(out))
 }
-

@@ -85,8 +85,8 @@ type explanation struct {
 		Share    float64 `json:"share"`
 		Summary  string  `json:"summary"`
 	} `json:"blame"`
-	BlameOmitted int `json:"blame_omitted"`
-	LostEvents uint64 `json:"lost_events"`
+	BlameOmitted int    `json:"blame_omitted"`
+	LostEvents   uint64 `json:"lost_events"`
 }
 
 func underWhyslow(t *testing.T, dir string, args ...string) (*explanation, string, string) {
