@@ -62,7 +62,7 @@ func (x *Explanation) blame(s *Source, pids []uint32, win window) error {
 	     dirtier AS (
 	       SELECT dev, ino, gen, arg_max(pid, pages) AS pid, arg_max(comm, pages) AS comm
 	       FROM dirtied GROUP BY dev, ino, gen)
-	     SELECT b.op, b.pid, coalesce(b.comm, ''), d.pid, coalesce(d.comm, ''), b.path, sum(b.bytes)
+	     SELECT b.op, b.pid, coalesce(b.comm, ''), d.pid, coalesce(d.comm, ''), CASE WHEN b.fkind <> 'blockdev' THEN b.path END, sum(b.bytes)
 	     FROM during b LEFT JOIN dirtier d ON d.dev = b.fdev AND d.ino = b.ino AND d.gen = b.gen
 	     WHERE b.op IN ('read', 'write') AND b.bytes > 0
 	     GROUP BY ALL`
@@ -106,7 +106,7 @@ func (x *Explanation) blame(s *Source, pids []uint32, win window) error {
 			continue // the target's own reads and direct writes
 		case op == "write" && kernelThread(issuer):
 			if !path.Valid {
-				continue // metadata or journal of the filesystem: no owner to name
+				continue // metadata or journal of the filesystem: everyone's writes, no owner to name
 			}
 			b = Blame{Comm: issuer, Activity: "writeback"}
 		case kernelThread(issuer):

@@ -90,11 +90,12 @@ var views = []string{
 	             WHEN f.path = '/' THEN '/' || u.target
 	             ELSE f.path || '/' || u.target END AS path
 	 FROM unlink_raw u LEFT JOIN file_names f ON f.dev = u.ddev AND f.ino = u.dino AND f.gen = u.dgen`,
-	// disk: lower marks a request that carries a stacked device's data (a
+	// disk: fkind 'blockdev' is the device's own inode: filesystem metadata and
+// journal. lower marks a request that carries a stacked device's data (a
 	// loop device's backing file, a dm device's member): the same bytes are
 	// counted on the device above.
 	`CREATE OR REPLACE VIEW disk AS
-	 SELECT b.*, d.name AS device, f.path, (b.ts - b.issue_ts) AS service_ns,
+	 SELECT b.*, d.name AS device, f.path, f.kind AS fkind, (b.ts - b.issue_ts) AS service_ns,
 	        (b.issue_ts - b.insert_ts) AS queue_ns, (b.ts - b.insert_ts) AS total_ns,
 	        coalesce(d.lower, false) OR (b.fdev, b.ino) IN (SELECT backing_dev, backing_ino FROM devices WHERE backing_ino > 0) AS lower
 	 FROM block b LEFT JOIN devices d USING (dev) LEFT JOIN file_names f ON f.dev = b.fdev AND f.ino = b.ino AND f.gen = b.gen`,

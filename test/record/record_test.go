@@ -310,12 +310,15 @@ func TestFullDiskStopsRecording(t *testing.T) {
 	if err != nil {
 		t.Fatal("fio is needed")
 	}
-	data := filepath.Join(t.TempDir(), "ff.dat")
-	script := fmt.Sprintf(`%s record -o "$SLOWDISK_DIR/rec.db" --full -- %s --name=x --filename=%s --size=32m --rw=randread --bs=4k --invalidate=0 --time_based --runtime=15 --output=/dev/null 2>"$SLOWDISK_DIR/err.txt"
+	tmp := t.TempDir()
+	// whyslow's stderr goes elsewhere than the disk it fills, or the message
+	// itself could be lost to ENOSPC.
+	data, errs := filepath.Join(tmp, "ff.dat"), filepath.Join(tmp, "err.txt")
+	script := fmt.Sprintf(`%s record -o "$SLOWDISK_DIR/rec.db" --full -- %s --name=x --filename=%s --size=32m --rw=randread --bs=4k --invalidate=0 --time_based --runtime=15 --output=/dev/null 2>%s
 echo "exit $?"
-cat "$SLOWDISK_DIR/err.txt"
+cat %s
 %s sql "$SLOWDISK_DIR/rec.db" "SELECT count(*) FROM syscalls" --format csv`,
-		filepath.Join(bin, "whyslow"), fio, data, filepath.Join(bin, "whyslow"))
+		filepath.Join(bin, "whyslow"), fio, data, errs, errs, filepath.Join(bin, "whyslow"))
 	out, err := exec.Command(filepath.Join(bin, "slowdisk"), "--size", "24M", "--write-bps", "0", "--", "sh", "-c", script).CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
