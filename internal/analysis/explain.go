@@ -235,15 +235,17 @@ func (s *Source) commOf(pid uint32) string {
 }
 
 // idleSQL marks, for the per-thread account, waits that are no slowness of
-// their own: waiting for work (target_offcpu.for_work), or a hand-off to
-// another traced thread or child (woken by it: a join, a reply from a traced
-// server, a lock a traced thread held; or a wait for children that had not
-// ended when capture did). That time is counted where the work happened; the
-// critical path follows it there.
+// their own: waiting for work (target_offcpu.for_work), or a hand-off to a
+// traced child or thread whose end it waited for (a wait4, a join: woken by
+// its exit; or a wait for children that had not ended when capture did).
+// The critical path follows those into the work. Waits that traced threads
+// end while they go on (a lock a sibling held, a pipe it fed) stay under
+// their reason: contention between threads is slowness, and stays visible.
 func idleSQL(targets string) string {
 	return `
   (o.for_work
-   OR (o.reason IN ('network','ipc','lock','child','other') AND o.waker_tid <> o.tid AND o.` + targets + `)
+   OR (o.waker_tid <> o.tid AND o.` + targets + ` AND (o.reason = 'child' OR EXISTS (
+       SELECT 1 FROM exits e WHERE e.tid = o.waker_tid AND e.ts BETWEEN o.ts - o.runq_ns - 5000000 AND o.ts)))
    OR (o.reason = 'child' AND o.waker_pid = 0 AND o.pid IN (SELECT ppid FROM existing UNION SELECT pid FROM forks)))`
 }
 
