@@ -67,15 +67,28 @@ type pathThread struct {
 	offs       []pathInterval
 }
 
-// maxPathDepth bounds how many hand-offs the walk follows in a chain.
-const maxPathDepth = 64
+// maxPathDepth bounds how many hand-offs the walk follows in a chain. Each
+// hop explains a shorter span than the one before, and at any moment one
+// thread is on the path, so the walk's work is the path's length whatever the
+// depth; the bound only keeps the recursion finite. Go's runtime threads hand
+// work to each other thousands of times in a build.
+const maxPathDepth = 100000
 
 // followed: waits whose waker is the cause, not an interrupt that happened to
 // run on its CPU (disk completions, timers) or the waiter itself.
 var followed = map[string]bool{"child": true, "lock": true, "ipc": true, "network": true, "other": true}
 
+// working: waits that are part of doing work, for finding who a poller
+// waited on.
+var working = map[string]bool{"runqueue": true, "disk-read": true, "disk-write": true, "dirty-throttle": true,
+	"sync": true, "network": true}
+
 type pathWalker struct {
 	threads map[uint32]*pathThread
+	// walking counts, per thread, the walks of it under way: the path never
+	// goes back into a thread whose span it is explaining (a thread cannot
+	// have woken another while it was itself waiting).
+	walking map[uint32]int
 	begin   uint64
 	segs    []PathSegment // in reverse time order while walking
 	links   []pathLinkSpan
@@ -90,7 +103,7 @@ type pathLinkSpan struct {
 
 // criticalPath walks the target's main thread back from the end of the window.
 func (x *Explanation) criticalPath(s *Source, pid uint32, win window) error {
-	w := &pathWalker{threads: map[uint32]*pathThread{}, begin: win.begin}
+	w := &pathWalker{threads: map[uint32]*pathThread{}, walking: map[uint32]int{}, begin: win.begin}
 	if err := w.load(s, win); err != nil {
 		return err
 	}
@@ -179,6 +192,8 @@ func (w *pathWalker) thread(pid, tid uint32, comm string) *pathThread {
 // walk explains [from, to] of thread tid, latest first.
 func (w *pathWalker) walk(tid uint32, from, to uint64, depth int) {
 	th := w.threads[tid]
+	w.walking[tid]++
+	defer func() { w.walking[tid]-- }()
 	t := to
 	for t > from {
 		if th.born > from && t <= th.born {
@@ -226,7 +241,7 @@ func (w *pathWalker) walk(tid uint32, from, to uint64, depth int) {
 func (w *pathWalker) wait(th *pathThread, iv *pathInterval, a, b uint64, depth int) {
 	waker := w.threads[iv.wakerTID]
 	traced := waker != nil && iv.wakerTID != th.tid
-	if traced && followed[iv.reason] && depth < maxPathDepth {
+	if traced && followed[iv.reason] && depth < maxPathDepth && w.walking[waker.tid] == 0 {
 		w.link(th, waker, iv.reason, iv.object, a, b, depth)
 		w.walk(waker.tid, a, b, depth+1)
 		return
@@ -257,14 +272,15 @@ type pathSegmentInfo struct {
 	by     *pathInterval
 }
 
-// busiest is the traced thread, other than tid, that worked most in [a, b]
-// (on CPU, or waiting for anything but timers and work), if it worked at
-// least a quarter of that time.
+// busiest is the traced thread, off the walk's stack, that worked most in
+// [a, b] (on CPU or waiting for a CPU, the disk or the network: not sleeping,
+// not waiting on locks, children or work), if it worked at least a quarter of
+// that time.
 func (w *pathWalker) busiest(tid uint32, a, b uint64) *pathThread {
 	var best *pathThread
 	var bestBusy uint64
 	for _, th := range w.threads {
-		if th.tid == tid || (th.born != 0 && th.born >= b) || (th.died != 0 && th.died <= a) {
+		if th.tid == tid || w.walking[th.tid] > 0 || (th.born != 0 && th.born >= b) || (th.died != 0 && th.died <= a) {
 			continue
 		}
 		lo, hi := max(a, th.born), b
@@ -278,7 +294,7 @@ func (w *pathWalker) busiest(tid uint32, a, b uint64) *pathThread {
 		i := sort.Search(len(th.offs), func(i int) bool { return th.offs[i].end > lo })
 		for ; i < len(th.offs) && th.offs[i].start < hi; i++ {
 			iv := th.offs[i]
-			if iv.reason == string(event.ReasonSleep) || iv.forWork {
+			if !working[iv.reason] || iv.forWork {
 				busy -= min(iv.end, hi) - max(iv.start, lo)
 			}
 		}
