@@ -91,7 +91,7 @@ var views = []string{
 	             ELSE f.path || '/' || u.target END AS path
 	 FROM unlink_raw u LEFT JOIN file_names f ON f.dev = u.ddev AND f.ino = u.dino AND f.gen = u.dgen`,
 	// disk: fkind 'blockdev' is the device's own inode: filesystem metadata and
-// journal. lower marks a request that carries a stacked device's data (a
+	// journal. lower marks a request that carries a stacked device's data (a
 	// loop device's backing file, a dm device's member): the same bytes are
 	// counted on the device above.
 	`CREATE OR REPLACE VIEW disk AS
