@@ -120,6 +120,9 @@ type DeviceUse struct {
 	QueueMS      float64 `json:"queue_ms"`   // inserted to issued
 	ServiceMS    float64 `json:"service_ms"` // issued to completed
 	TargetBytes  uint64  `json:"target_bytes"`
+	// StackedBytes: of its bytes, those carrying a device stacked on it (a
+	// loop device's file, a dm member): the same data counted on both.
+	StackedBytes uint64 `json:"stacked_bytes"`
 	// The blkio throttle on the device (bytes/s, 0 for none), and the part of
 	// the target's storage waits it held their I/O before the device saw it.
 	ThrottleReadBPS  uint64  `json:"throttle_read_bps"`

@@ -146,6 +146,7 @@ func (x *Explanation) devices(s *Source, pids []uint32, win window) error {
 	        sum(CASE WHEN op = 'read' THEN bytes ELSE 0 END), sum(CASE WHEN op = 'write' THEN bytes ELSE 0 END),
 	        sum(CASE WHEN op = 'discard' THEN bytes ELSE 0 END), sum(CASE WHEN op = 'write-zeroes' THEN bytes ELSE 0 END),
 	        count(*), avg(total_ns) / 1e6, avg(queue_ns) / 1e6, avg(service_ns) / 1e6,
+	        sum(CASE WHEN lower THEN bytes ELSE 0 END),
 	        sum(CASE WHEN ` + in + ` OR (fdev, ino, gen) IN (SELECT dev, ino, gen FROM dirtied WHERE ` + in + `) THEN bytes ELSE 0 END)
 	      FROM disk WHERE ts BETWEEN ? AND ? GROUP BY 1, 2 ORDER BY sum(bytes) DESC`
 	rows, err := s.DB.Query(q, win.begin, win.end)
@@ -159,11 +160,13 @@ func (x *Explanation) devices(s *Source, pids []uint32, win window) error {
 		var dev uint32
 		var r, w, disc, zero, tb sql.NullFloat64
 		var await, queue, service sql.NullFloat64
-		if err := rows.Scan(&d.Name, &dev, &r, &w, &disc, &zero, &d.Requests, &await, &queue, &service, &tb); err != nil {
+		var lower sql.NullFloat64
+		if err := rows.Scan(&d.Name, &dev, &r, &w, &disc, &zero, &d.Requests, &await, &queue, &service, &lower, &tb); err != nil {
 			return err
 		}
 		d.ReadBytes, d.WriteBytes, d.AwaitMS, d.TargetBytes = uint64(r.Float64), uint64(w.Float64), await.Float64, uint64(tb.Float64)
 		d.DiscardBytes, d.ZeroedBytes, d.QueueMS, d.ServiceMS = uint64(disc.Float64), uint64(zero.Float64), queue.Float64, service.Float64
+		d.StackedBytes = uint64(lower.Float64)
 		x.Devices = append(x.Devices, d)
 		devs = append(devs, dev)
 	}

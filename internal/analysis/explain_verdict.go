@@ -165,7 +165,7 @@ func (x *Explanation) detail(reason string) string {
 				s += " wrote " + format.Bytes(th.TopFileWriteBytes)
 			}
 			s += " to " + format.Safe(th.TopFile)
-			if th.WriteBytes > th.TopFileWriteBytes && th.TopFileWriteBytes > 0 {
+			if th.TopFileWriteBytes > 0 && format.Bytes(th.WriteBytes) != format.Bytes(th.TopFileWriteBytes) {
 				s += fmt.Sprintf(" (%s written in all)", format.Bytes(th.WriteBytes))
 			}
 		} else if len(x.FileGroups) > 0 {
@@ -197,7 +197,7 @@ func (x *Explanation) detail(reason string) string {
 		}
 		if th != nil && th.TopFile != "" {
 			s += ", most waited on " + format.Safe(th.TopFile)
-			if th.TopFileReadBytes > 0 && th.TopFileReadBytes < th.ReadBytes {
+			if th.TopFileReadBytes > 0 && format.Bytes(th.TopFileReadBytes) != format.Bytes(th.ReadBytes) {
 				s += fmt.Sprintf(" (%s of it)", format.Bytes(th.TopFileReadBytes))
 			}
 		}

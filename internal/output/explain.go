@@ -103,6 +103,10 @@ func Explanation(w io.Writer, x *analysis.Explanation) {
 		}
 		t.Write(w)
 		for _, d := range x.Devices {
+			if d.StackedBytes > 0 {
+				fmt.Fprintf(w, "%s: %s of it carries a device stacked on it (a loop file, a dm member)\n",
+					format.Safe(d.Name), format.Bytes(d.StackedBytes))
+			}
 			if d.DiscardBytes > 0 || d.ZeroedBytes > 0 {
 				fmt.Fprintf(w, "%s: also discarded %s, zeroed %s\n", format.Safe(d.Name), format.Bytes(d.DiscardBytes), format.Bytes(d.ZeroedBytes))
 			}
@@ -193,6 +197,9 @@ func wrap(s string, n int) []string {
 	var cur []string
 	length := 0
 	for _, word := range unitWords(strings.Fields(s)) {
+		if len([]rune(word)) > n {
+			word = TrimLeft(word, n) // a path longer than a line keeps its end
+		}
 		if length+len([]rune(word))+len(cur) > n && len(cur) > 0 {
 			lines = append(lines, strings.Join(cur, " "))
 			cur, length = nil, 0
