@@ -28,6 +28,8 @@ const volatile bool system_wide = false;
 const volatile bool full = false;          /* stream every I/O syscall */
 const volatile __u64 slow_ns = 1000000;    /* default level: stream syscalls at least this slow */
 const volatile __u32 self_pid = 0;         /* whyslow itself, never traced */
+const volatile bool by_request = false;    /* stream the target's socket calls, for request analysis */
+const volatile bool payload = false;       /* and take each request's first bytes (its label) */
 
 extern int CONFIG_HZ __kconfig;
 
@@ -75,6 +77,7 @@ struct {
 struct inflight {
 	__u64 ts;
 	__u64 req;
+	__u64 buf;       /* user buffer of a read: a request's first bytes */
 	__s32 fd;
 	__s32 fd2;
 	__u32 nr;
@@ -542,8 +545,9 @@ static __always_inline int on_sys_enter(struct pt_regs *regs, long id)
 	unsigned long a0 = rg->di, a1 = rg->si, a2 = rg->dx, a3 = rg->r10, a4 = rg->r8;
 
 	switch (id) {
-	case NR_read: case NR_write: case NR_pread64: case NR_pwrite64:
-	case NR_recvfrom: case NR_sendto:
+	case NR_read: case NR_recvfrom:
+		in.fd = a0; in.req = a2; in.buf = a1; break;
+	case NR_write: case NR_pread64: case NR_pwrite64: case NR_sendto:
 		in.fd = a0; in.req = a2; break;
 	case NR_readv: case NR_writev: case NR_preadv: case NR_pwritev:
 	case NR_preadv2: case NR_pwritev2: case NR_recvmsg: case NR_sendmsg:
@@ -612,10 +616,17 @@ static __always_inline int on_sys_enter(struct pt_regs *regs, long id)
 	return 0;
 }
 
+static __always_inline bool is_socket(struct file_ref *f)
+{
+	return f->kind == FK_SOCK_INET || f->kind == FK_SOCK_UNIX;
+}
+
 static __always_inline bool stream_it(struct inflight *in, __u32 cls, long ret, __u64 dur)
 {
 	if (full)
 		return true;
+	if (by_request && is_socket(&in->f))
+		return true;   /* requests are cut from every read and write of a connection */
 	if (ret < 0 && ret != -11 /* EAGAIN: polling, not a failure */)
 		return true;
 	if (in->blocked || dur >= slow_ns)
@@ -677,6 +688,53 @@ static __always_inline void emit_unlink(struct inflight *in, long ret, __u64 dur
 	bpf_ringbuf_submit(e, 0);
 }
 
+/* Per connection, what the target did last: 1 wrote, 2 read. A read after a
+ * write (or the first on a connection) begins a request. */
+struct conn_key {
+	__u32 pid;
+	__u32 dev;
+	__u64 ino;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct conn_key);
+	__type(value, __u8);
+} conn_dir SEC(".maps");
+
+static __always_inline void note_request(struct inflight *in, __u32 pid, long ret)
+{
+	if (ret <= 0 || !is_socket(&in->f))
+		return;
+	__u32 cls = syscall_class(in->nr);
+	bool read = cls == CLS_READ || in->nr == NR_recvfrom || in->nr == NR_recvmsg;
+	bool write = cls == CLS_WRITE || in->nr == NR_sendto || in->nr == NR_sendmsg || in->nr == NR_sendfile;
+	if (!read && !write)
+		return;
+	struct conn_key k = { .pid = pid, .dev = in->f.dev, .ino = in->f.ino };
+	__u8 *last = bpf_map_lookup_elem(&conn_dir, &k);
+	__u8 now = read ? 2 : 1;
+	bool first = read && (!last || *last != 2);
+	if (!last || *last != now)
+		bpf_map_update_elem(&conn_dir, &k, &now, BPF_ANY);
+	if (!first || !payload || !in->buf)
+		return;
+	struct payload_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_PAYLOAD);
+		return;
+	}
+	fill_hdr(&e->h, EV_PAYLOAD);
+	e->h.ts = in->ts;
+	e->f = in->f;
+	__u32 n = ret > PAYLOAD_LEN ? PAYLOAD_LEN : ret;
+	e->len = 0;
+	e->_pad = 0;
+	if (n > 0 && n <= PAYLOAD_LEN && bpf_probe_read_user(e->data, n, (void *)in->buf) == 0)
+		e->len = n;
+	bpf_ringbuf_submit(e, 0);
+}
+
 static __always_inline int on_sys_exit(struct pt_regs *regs, long ret)
 {
 	__u64 pidtgid = bpf_get_current_pid_tgid();
@@ -702,6 +760,8 @@ static __always_inline int on_sys_exit(struct pt_regs *regs, long ret)
 		emit_unlink(in, ret, dur);
 		return 0;
 	}
+	if (by_request)
+		note_request(in, pidtgid >> 32, ret);
 	if (!stream_it(in, cls, ret, dur)) {
 		aggregate(in, pidtgid >> 32, tid, ret, now, dur);
 		return 0;
@@ -1267,6 +1327,7 @@ TWIN(io_uring_complete, uring_complete,
 const struct hdr *unused_hdr __attribute__((unused));
 const struct file_ref *unused_file_ref __attribute__((unused));
 const struct syscall_event *unused_syscall_event __attribute__((unused));
+const struct payload_event *unused_payload_event __attribute__((unused));
 const struct file_event *unused_file_event __attribute__((unused));
 const struct offcpu_event *unused_offcpu_event __attribute__((unused));
 const struct block_event *unused_block_event __attribute__((unused));

@@ -27,6 +27,7 @@ enum event_kind {
 	EV_EXIT = 9,
 	EV_URING = 10,
 	EV_UNLINK = 11,
+	EV_PAYLOAD = 12,
 };
 
 /* Lost-event counters, one slot per source, per CPU. */
@@ -39,7 +40,8 @@ enum lost_source {
 	LOST_URING = 5,
 	LOST_AGG = 6,       /* aggregation map full: a syscall neither counted nor streamed */
 	LOST_STACK = 7,     /* stack map full: interval kept, stack missing */
-	LOST_NR = 8,
+	LOST_PAYLOAD = 8,   /* a request's first bytes (label) */
+	LOST_NR = 9,
 };
 
 enum file_kind {
@@ -196,6 +198,18 @@ struct unlink_event {
 	__u32 _pad;
 	struct file_ref dir;   /* the directory the name is relative to (dirfd or cwd) */
 	char name[UNLINK_NAME_LEN];
+};
+
+/* The first bytes a server read of a request (--requests): its label, such
+ * as an HTTP request line. Only the first read after the server wrote to the
+ * connection (or accepted it) is taken. */
+#define PAYLOAD_LEN 128
+struct payload_event {
+	struct hdr h;          /* ts = the read's entry */
+	struct file_ref f;     /* the socket */
+	__u32 len;             /* bytes in data */
+	__u32 _pad;
+	__u8 data[PAYLOAD_LEN];
 };
 
 /* Default level: per thread, per file, per syscall counters kept in the kernel. */

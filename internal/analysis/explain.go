@@ -206,7 +206,7 @@ func Explain(s *Source, pid uint32) (*Explanation, error) {
 		return nil, err
 	}
 	x.pathBlame()
-	if err := x.blame(s, pids, win); err != nil {
+	if err := x.blame(s, pids, nil, win); err != nil {
 		return nil, err
 	}
 	x.trimBlame()

@@ -13,12 +13,18 @@ import (
 // (disk-read, disk-write, dirty-throttle, sync): those that ran a sync during
 // them, and those whose data kept the disk busy then, charged to whoever
 // dirtied it, not to the flusher thread that wrote it out.
-func (x *Explanation) blame(s *Source, pids []uint32, win window) error {
+//
+// tids, when given, narrows the waits to those threads (a request's path).
+func (x *Explanation) blame(s *Source, pids, tids []uint32, win window) error {
 	in := inList("pid", pids)
+	if len(tids) > 0 {
+		in += " AND " + inList("tid", tids)
+	}
 	waits := `CREATE OR REPLACE TEMP TABLE target_waits AS
-	  SELECT start_ts AS b, ts AS e, off_ns - runq_ns AS ns FROM offcpu
-	  WHERE ` + in + ` AND reason IN ('disk-read','disk-write','dirty-throttle','sync') AND ts > ? AND start_ts < ?`
-	if _, err := s.DB.Exec(waits, win.begin, win.end); err != nil {
+	  SELECT greatest(start_ts, $b) AS b, least(ts, $e) AS e, least(ts, $e) - greatest(start_ts, $b) - least(runq_ns, least(ts, $e) - greatest(start_ts, $b)) AS ns
+	  FROM offcpu
+	  WHERE ` + in + ` AND reason IN ('disk-read','disk-write','dirty-throttle','sync') AND ts > $b AND start_ts < $e`
+	if _, err := s.DB.Exec(waits, sql.Named("b", win.begin), sql.Named("e", win.end)); err != nil {
 		return fmt.Errorf("collecting the target's storage waits: %w", err)
 	}
 	var total sql.NullFloat64

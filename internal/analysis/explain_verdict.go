@@ -297,7 +297,8 @@ func (x *Explanation) busiestThread(reason string) *ThreadTime {
 
 // pathSpread words a reason whose path time is spread over many processes
 // (a build's compilers), by command: "in compile (18.2 s, 145 processes),
-// link (2.1 s)". Empty when one thread has most of it.
+// link (2.1 s)". Empty when one thread has most of it, or fewer than three
+// processes share it.
 func (x *Explanation) pathSpread(reason string) string {
 	type use struct {
 		s    float64
@@ -320,9 +321,15 @@ func (x *Explanation) pathSpread(reason string) string {
 		perTID[s.TID] += s.DurS
 		total += s.DurS
 	}
+	pids := map[uint32]bool{}
+	for _, u := range byComm {
+		for p := range u.pids {
+			pids[p] = true
+		}
+	}
 	for _, v := range perTID {
-		if v >= 0.5*total {
-			return ""
+		if v >= 0.5*total || len(pids) < 3 {
+			return "" // one thread, or one process's threads: the detail names it
 		}
 	}
 	comms := make([]string, 0, len(byComm))

@@ -23,6 +23,10 @@ const (
 	evExit      = 9
 	evUring     = 10
 	evUnlink    = 11
+	evPayload   = 12
+
+	// PayloadLen is PAYLOAD_LEN: the most of a request's first bytes taken.
+	PayloadLen = len(whyslowPayloadEvent{}.Data)
 )
 
 const kindOffset = unsafe.Offsetof(whyslowHdr{}.Kind)
@@ -152,6 +156,13 @@ func (d *decoder) decode(raw []byte) (event.Event, error) {
 		}
 		return &event.Uring{Header: d.hdr(&w.H), Dur: w.Dur, Res: w.Res, UserData: w.UserData, Opcode: w.Opcode,
 			FD: w.Fd, File: fileRef(w.F)}, nil
+	case evPayload:
+		w, err := as[whyslowPayloadEvent](raw)
+		if err != nil {
+			return nil, err
+		}
+		n := min(int(w.Len), len(w.Data))
+		return &event.Payload{Header: d.hdr(&w.H), Conn: fileRef(w.F), Data: append([]byte(nil), w.Data[:n]...)}, nil
 	case evUnlink:
 		w, err := as[whyslowUnlinkEvent](raw)
 		if err != nil {

@@ -38,6 +38,10 @@ type Options struct {
 	MetaRingBytes int
 	// Flavour forces "tp_btf" or "raw_tp"; empty probes tp_btf first.
 	Flavour string
+	// Requests streams every socket call of the target, so that requests can
+	// be cut from them; Payload also takes each request's first bytes (an
+	// HTTP request line, its label).
+	Requests, Payload bool
 }
 
 // Engine is a loaded and attached set of programs.
@@ -130,6 +134,8 @@ func open(opts Options, flavour string) (*Engine, error) {
 		"full":        opts.Level == Full,
 		"slow_ns":     uint64(slow),
 		"self_pid":    uint32(os.Getpid()),
+		"by_request":  opts.Requests,
+		"payload":     opts.Requests && opts.Payload,
 	}
 	for name, v := range set {
 		if err := spec.Variables[name].Set(v); err != nil {

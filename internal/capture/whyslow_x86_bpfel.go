@@ -52,6 +52,13 @@ type whyslowBlockEvent struct {
 	F        whyslowFileRef
 }
 
+type whyslowConnKey struct {
+	_   structs.HostLayout
+	Pid uint32
+	Dev uint32
+	Ino uint64
+}
+
 type whyslowCpuVal struct {
 	_       structs.HostLayout
 	OncpuNs uint64
@@ -162,6 +169,15 @@ type whyslowOffstart struct {
 	Pid     uint32
 }
 
+type whyslowPayloadEvent struct {
+	_    structs.HostLayout
+	H    whyslowHdr
+	F    whyslowFileRef
+	Len  uint32
+	Pad  uint32
+	Data [128]uint8
+}
+
 type whyslowRqinfo struct {
 	_        structs.HostLayout
 	InsertTs uint64
@@ -201,6 +217,7 @@ type whyslowThreadState struct {
 		_       structs.HostLayout
 		Ts      uint64
 		Req     uint64
+		Buf     uint64
 		Fd      int32
 		Fd2     int32
 		Nr      uint32
@@ -287,6 +304,7 @@ type whyslowWritebackEvent struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	whyslowMapAgg                     = "agg"
+	whyslowMapConnDir                 = "conn_dir"
 	whyslowMapCpu                     = "cpu"
 	whyslowMapDirty                   = "dirty"
 	whyslowMapEvents                  = "events"
@@ -339,7 +357,9 @@ const (
 	whyslowProgRawWbInode             = "raw_wb_inode"
 	whyslowProgRawWbInodeStart        = "raw_wb_inode_start"
 	whyslowProgRawWritebackDirtyFolio = "raw_writeback_dirty_folio"
+	whyslowVarByRequest               = "by_request"
 	whyslowVarFull                    = "full"
+	whyslowVarPayload                 = "payload"
 	whyslowVarSelfPid                 = "self_pid"
 	whyslowVarSlowNs                  = "slow_ns"
 	whyslowVarSystemWide              = "system_wide"
@@ -356,6 +376,7 @@ const (
 	whyslowVarUnusedForkEvent         = "unused_fork_event"
 	whyslowVarUnusedHdr               = "unused_hdr"
 	whyslowVarUnusedOffcpuEvent       = "unused_offcpu_event"
+	whyslowVarUnusedPayloadEvent      = "unused_payload_event"
 	whyslowVarUnusedSyscallEvent      = "unused_syscall_event"
 	whyslowVarUnusedThrottleEvent     = "unused_throttle_event"
 	whyslowVarUnusedUnlinkEvent       = "unused_unlink_event"
@@ -448,6 +469,7 @@ type whyslowProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type whyslowMapSpecs struct {
 	Agg            *ebpf.MapSpec `ebpf:"agg"`
+	ConnDir        *ebpf.MapSpec `ebpf:"conn_dir"`
 	Cpu            *ebpf.MapSpec `ebpf:"cpu"`
 	Dirty          *ebpf.MapSpec `ebpf:"dirty"`
 	Events         *ebpf.MapSpec `ebpf:"events"`
@@ -470,7 +492,9 @@ type whyslowMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type whyslowVariableSpecs struct {
+	ByRequest            *ebpf.VariableSpec `ebpf:"by_request"`
 	Full                 *ebpf.VariableSpec `ebpf:"full"`
+	Payload              *ebpf.VariableSpec `ebpf:"payload"`
 	SelfPid              *ebpf.VariableSpec `ebpf:"self_pid"`
 	SlowNs               *ebpf.VariableSpec `ebpf:"slow_ns"`
 	SystemWide           *ebpf.VariableSpec `ebpf:"system_wide"`
@@ -487,6 +511,7 @@ type whyslowVariableSpecs struct {
 	UnusedForkEvent      *ebpf.VariableSpec `ebpf:"unused_fork_event"`
 	UnusedHdr            *ebpf.VariableSpec `ebpf:"unused_hdr"`
 	UnusedOffcpuEvent    *ebpf.VariableSpec `ebpf:"unused_offcpu_event"`
+	UnusedPayloadEvent   *ebpf.VariableSpec `ebpf:"unused_payload_event"`
 	UnusedSyscallEvent   *ebpf.VariableSpec `ebpf:"unused_syscall_event"`
 	UnusedThrottleEvent  *ebpf.VariableSpec `ebpf:"unused_throttle_event"`
 	UnusedUnlinkEvent    *ebpf.VariableSpec `ebpf:"unused_unlink_event"`
@@ -515,6 +540,7 @@ func (o *whyslowObjects) Close() error {
 // It can be passed to loadWhyslowObjects or ebpf.CollectionSpec.LoadAndAssign.
 type whyslowMaps struct {
 	Agg            *ebpf.Map `ebpf:"agg"`
+	ConnDir        *ebpf.Map `ebpf:"conn_dir"`
 	Cpu            *ebpf.Map `ebpf:"cpu"`
 	Dirty          *ebpf.Map `ebpf:"dirty"`
 	Events         *ebpf.Map `ebpf:"events"`
@@ -536,6 +562,7 @@ type whyslowMaps struct {
 func (m *whyslowMaps) Close() error {
 	return _WhyslowClose(
 		m.Agg,
+		m.ConnDir,
 		m.Cpu,
 		m.Dirty,
 		m.Events,
@@ -559,7 +586,9 @@ func (m *whyslowMaps) Close() error {
 //
 // It can be passed to loadWhyslowObjects or ebpf.CollectionSpec.LoadAndAssign.
 type whyslowVariables struct {
+	ByRequest            *ebpf.Variable `ebpf:"by_request"`
 	Full                 *ebpf.Variable `ebpf:"full"`
+	Payload              *ebpf.Variable `ebpf:"payload"`
 	SelfPid              *ebpf.Variable `ebpf:"self_pid"`
 	SlowNs               *ebpf.Variable `ebpf:"slow_ns"`
 	SystemWide           *ebpf.Variable `ebpf:"system_wide"`
@@ -576,6 +605,7 @@ type whyslowVariables struct {
 	UnusedForkEvent      *ebpf.Variable `ebpf:"unused_fork_event"`
 	UnusedHdr            *ebpf.Variable `ebpf:"unused_hdr"`
 	UnusedOffcpuEvent    *ebpf.Variable `ebpf:"unused_offcpu_event"`
+	UnusedPayloadEvent   *ebpf.Variable `ebpf:"unused_payload_event"`
 	UnusedSyscallEvent   *ebpf.Variable `ebpf:"unused_syscall_event"`
 	UnusedThrottleEvent  *ebpf.Variable `ebpf:"unused_throttle_event"`
 	UnusedUnlinkEvent    *ebpf.Variable `ebpf:"unused_unlink_event"`

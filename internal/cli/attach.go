@@ -26,7 +26,8 @@ func newAttach() *cobra.Command {
 		Long: `Follows a running process, its threads and its descendants until the
 duration passes, Ctrl-C, or the process exits; then prints where its time went,
 a verdict with evidence, and which other processes caused its waits.`,
-		Example: `  whyslow attach -p 4242 -d 10s`,
+		Example: `  whyslow attach -p 4242 -d 10s
+  whyslow attach -p $(pgrep -o apache2) --requests -d 30s   # each request, slowest first`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.pid <= 0 {
@@ -38,7 +39,7 @@ a verdict with evidence, and which other processes caused its waits.`,
 	o.capture.bind(cmd.Flags())
 	cmd.Flags().IntVarP(&o.pid, "pid", "p", 0, "process to follow")
 	cmd.Flags().DurationVarP(&o.duration, "duration", "d", 0, "stop after this long (default: until Ctrl-C or the process exits)")
-	cmd.Flags().StringVar(&o.jsonPath, "json", "", "also write the explanation as JSON (schema whyslow.run/v1) to this file")
+	cmd.Flags().StringVar(&o.jsonPath, "json", "", "also write the explanation as JSON (whyslow.run/v1; with --requests whyslow.requests/v1) to this file")
 	cmd.Flags().StringVarP(&o.recording, "output", "o", "", "keep the recording in this file (DuckDB) for 'whyslow report'")
 	return cmd
 }
@@ -71,7 +72,13 @@ func runAttach(o attachOptions) error {
 		}
 		report(err)
 	}
-	if err := explainTo(path, uint32(o.pid), o.jsonPath); err != nil {
+	if copts.Requests {
+		// A server: its requests, each explained, say more than one verdict
+		// over the whole window.
+		if err := requestsTo(path, o.jsonPath); err != nil {
+			return err
+		}
+	} else if err := explainTo(path, uint32(o.pid), o.jsonPath); err != nil {
 		return err
 	}
 	if keep {

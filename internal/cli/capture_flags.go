@@ -15,19 +15,23 @@ import (
 
 // captureFlags are shared by run, attach and record.
 type captureFlags struct {
-	full bool
-	slow time.Duration
-	ring string
+	full      bool
+	slow      time.Duration
+	ring      string
+	requests  bool
+	noPayload bool
 }
 
 func (c *captureFlags) bind(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.full, "full", false, "stream every I/O syscall (like an LTTng recording) instead of aggregating fast ones in the kernel")
 	fs.DurationVar(&c.slow, "slow", time.Millisecond, "default level: stream syscalls at least this slow")
 	fs.StringVar(&c.ring, "ring-size", "16M", "ring buffer for events (a power of two, 4K to 1G): bigger rides out bursts")
+	fs.BoolVar(&c.requests, "requests", false, "capture every socket call of the target, so that 'report requests' can cut its requests")
+	fs.BoolVar(&c.noPayload, "no-payload", false, "with --requests: do not take the first bytes of each request (its label, e.g. the HTTP request line)")
 }
 
 func (c *captureFlags) options() (capture.Options, error) {
-	o := capture.Options{Slow: c.slow}
+	o := capture.Options{Slow: c.slow, Requests: c.requests, Payload: !c.noPayload}
 	if c.full {
 		o.Level = capture.Full
 	}

@@ -109,19 +109,20 @@ func openSource(path string) (*analysis.Source, func(), error) {
 func newReport() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "report ANALYSIS FILE [filters]",
-		Short: "Analyse a recording: explain, usage, stats, freq, top, log",
+		Short: "Analyse a recording: explain, requests, usage, stats, freq, top, log",
 		Long: `Analyses of a recording made by 'whyslow record' (or run/attach -o).
 Every analysis takes the same filters and --json.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return usageErr("report needs an analysis: explain, usage, stats, freq, top or log (see 'whyslow report --help')")
+				return usageErr("report needs an analysis: explain, requests, usage, stats, freq, top or log (see 'whyslow report --help')")
 			}
-			return usageErr("unknown analysis %q: explain, usage, stats, freq, top or log", args[0])
+			return usageErr("unknown analysis %q: explain, requests, usage, stats, freq, top or log", args[0])
 		},
 	}
 	cmd.AddCommand(newExplain())
 	cmd.AddCommand(newLatencyReports()...)
+	cmd.AddCommand(newRequestsReport())
 	return cmd
 }
 

@@ -117,6 +117,14 @@ type Exec struct {
 	Cgroup   string // cgroup path: on a shared host it names the service or container
 }
 
+// Payload is the first bytes a server read of a request (its HTTP request
+// line, say), taken only when requests are captured.
+type Payload struct {
+	Header
+	Conn FileRef // the connection's socket
+	Data []byte
+}
+
 // Existing is a thread that was there when capture began (attach), as /proc
 // showed it: the process tree and names that no fork or exec event will tell.
 type Existing struct {

@@ -293,6 +293,8 @@ func startMeta(cfg Config, eng *capture.Engine, start time.Time) map[string]stri
 		"missing":         strings.Join(eng.Missing(), ","),
 		"slow_ns":         fmt.Sprint(cfg.Capture.Slow.Nanoseconds()),
 		"recording":       absPath(cfg.Path),
+		"requests":        fmt.Sprint(cfg.Capture.Requests),
+		"payload_bytes":   fmt.Sprint(payloadBytes(cfg.Capture)),
 	}
 }
 
@@ -371,3 +373,12 @@ type Reported struct{ Err error }
 
 func (r Reported) Error() string { return r.Err.Error() }
 func (r Reported) Unwrap() error { return r.Err }
+
+// payloadBytes is how many first bytes of each request were taken: 0 when
+// requests were not captured, or --no-payload.
+func payloadBytes(o capture.Options) int {
+	if !o.Requests || !o.Payload {
+		return 0
+	}
+	return capture.PayloadLen
+}

@@ -28,6 +28,8 @@ var tables = []struct{ name, columns string }{
 	{"forks", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, child_pid UINTEGER, child_tid UINTEGER"},
 	{"execs", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, ppid UINTEGER, filename VARCHAR, args VARCHAR[], cgroup VARCHAR"},
 	{"exits", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, code INTEGER, group_dead BOOLEAN"},
+	// payloads: a request's first bytes (--requests), keyed by its socket.
+	{"payloads", "ts UBIGINT, pid UINTEGER, tid UINTEGER, dev UINTEGER, ino UBIGINT, gen UINTEGER, data BLOB"},
 	// existing: threads there when capture began (attach), from /proc.
 	{"existing", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, ppid UINTEGER, state VARCHAR, args VARCHAR[]"},
 	{"uring", "ts UBIGINT, dur UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, opcode UINTEGER, res BIGINT, user_data UBIGINT, fd INTEGER, dev UINTEGER, ino UBIGINT, gen UINTEGER, fkind VARCHAR"},

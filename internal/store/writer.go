@@ -306,6 +306,8 @@ func (w *Writer) append(ev event.Event) error {
 		return w.row("forks", e.Time, e.PID, e.TID, w.comm(&e.Header), e.ChildPID, e.ChildTID)
 	case *event.Exec:
 		return w.row("execs", e.Time, e.PID, e.TID, w.comm(&e.Header), e.PPID, e.Filename, nonNil(e.Args), e.Cgroup)
+	case *event.Payload:
+		return w.row("payloads", e.Time, e.PID, e.TID, e.Conn.Dev, e.Conn.Ino, e.Conn.Gen, e.Data)
 	case *event.Existing:
 		return w.row("existing", e.Time, e.PID, e.TID, w.comm(&e.Header), e.PPID, string(e.State), nonNil(e.Args))
 	case *event.Exit:

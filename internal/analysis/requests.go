@@ -1,0 +1,261 @@
+package analysis
+
+import (
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Requests is what a server did, request by request: the schema
+// whyslow.requests/v1 (docs/requests-json.md).
+type Requests struct {
+	Schema string `json:"schema"`
+	Count  int    `json:"count"`
+	// Payload: the recording holds each request's first bytes, so HTTP
+	// requests are labelled by their request line.
+	Payload  bool           `json:"payload"`
+	LatencyS Quantiles      `json:"latency_s"`
+	ByLabel  []LabelStats   `json:"by_label"`
+	Requests []RequestEntry `json:"requests"` // slowest first
+	// Approximate: some requests were served by a thread that served other
+	// connections meanwhile (an event loop); their waits are the thread's in
+	// the request's window, not the request's alone.
+	Approximate bool              `json:"approximate"`
+	LostEvents  uint64            `json:"lost_events"`
+	Lost        map[string]uint64 `json:"lost_by_source,omitempty"`
+}
+
+type Quantiles struct {
+	P50 float64 `json:"p50"`
+	P90 float64 `json:"p90"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+type LabelStats struct {
+	Label   string  `json:"label"`
+	Count   int     `json:"count"`
+	P50S    float64 `json:"p50_s"`
+	P99S    float64 `json:"p99_s"`
+	MaxS    float64 `json:"max_s"`
+	Verdict string  `json:"verdict"` // the most common verdict of its requests
+}
+
+// RequestEntry is one request: from the first bytes the server read to the
+// last it wrote back.
+type RequestEntry struct {
+	PID   uint32 `json:"pid"`
+	TID   uint32 `json:"tid"` // the thread that answered
+	Comm  string `json:"comm"`
+	Peer  string `json:"peer"`
+	Label string `json:"label"`
+	Begin string `json:"begin"` // wall clock, RFC 3339 with ns
+	// DurationS is server-side: first byte read to last byte written.
+	DurationS float64 `json:"duration_s"`
+	// ClientWaitS is the part spent waiting for more of the request from
+	// the client: no slowness of the server's.
+	ClientWaitS float64            `json:"client_wait_s"`
+	BytesIn     uint64             `json:"bytes_in"`
+	BytesOut    uint64             `json:"bytes_out"`
+	Verdict     RequestVerdict     `json:"verdict"`
+	ByReason    map[string]float64 `json:"by_reason"`
+	Files       []FileUse          `json:"files"`
+	Blame       []Blame            `json:"blame"`
+	Approximate bool               `json:"approximate"`
+	// Timerange zooms into it: whyslow report log REC --timerange ...
+	Timerange string `json:"timerange"`
+
+	begin, end uint64
+	conn       connKey
+	path       CriticalPath
+}
+
+type RequestVerdict struct {
+	Reason  string  `json:"reason"`
+	Share   float64 `json:"share"`
+	Summary string  `json:"summary"`
+}
+
+// RequestOptions narrow and shape the analysis.
+type RequestOptions struct {
+	Filter    Filter
+	LabelGlob string // only labels matching this glob
+	KeepQuery bool   // keep the query string of HTTP paths
+	Explained int    // how many of the slowest get files and blame (the rest: verdicts only)
+}
+
+type connKey struct {
+	pid uint32
+	dev uint32
+	ino uint64
+	gen uint32
+}
+
+// socketCall is one streamed syscall on a socket of the target.
+type socketCall struct {
+	conn        connKey
+	tid         uint32
+	comm        string
+	ts, dur     uint64
+	name, class string
+	ret         int64
+	blocked     bool
+	peer        string
+}
+
+// FindRequests cuts the target's connections into requests: on a connection
+// a server accepted (or first read from), a request begins when bytes arrive
+// after the server's previous answer, and ends with the last bytes it wrote
+// before reading the next one or closing. Any request/response protocol cuts
+// this way: HTTP/1.x with keep-alive, Redis, PostgreSQL's simple queries.
+func FindRequests(s *Source, opts RequestOptions) (*Requests, error) {
+	out := &Requests{Schema: "whyslow.requests/v1", Lost: s.Lost, Payload: s.Meta["payload_bytes"] != "" && s.Meta["payload_bytes"] != "0"}
+	for _, n := range s.Lost {
+		out.LostEvents += n
+	}
+	if s.Meta["requests"] != "true" && !s.Full() {
+		return nil, fmt.Errorf("this recording has no socket calls to cut requests from: record with --requests (or --full)")
+	}
+	pids, err := s.requestPIDs(opts.Filter)
+	if err != nil {
+		return nil, err
+	}
+	if len(pids) == 0 {
+		return out.finish(opts), nil
+	}
+	calls, err := s.socketCalls(pids)
+	if err != nil {
+		return nil, err
+	}
+	reqs := cutRequests(calls)
+	labels, err := s.requestLabels(pids, opts.KeepQuery)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range reqs {
+		r.Label = labels[labelKey{r.conn, r.firstRead}]
+		if r.Label == "" {
+			r.Label = "(no request line)"
+		}
+	}
+	// Filters: window, label, latency.
+	kept := reqs[:0]
+	for _, r := range reqs {
+		d := time.Duration(r.end - r.begin)
+		switch {
+		case opts.Filter.Begin != 0 && r.end < opts.Filter.Begin, opts.Filter.End != 0 && r.begin > opts.Filter.End:
+		case opts.Filter.Min > 0 && d < opts.Filter.Min, opts.Filter.Max > 0 && d > opts.Filter.Max:
+		case opts.LabelGlob != "" && !globMatch(opts.LabelGlob, r.Label):
+		case len(opts.Filter.TIDs) > 0 && !containsU32(opts.Filter.TIDs, r.TID):
+		default:
+			kept = append(kept, r)
+		}
+	}
+	reqs = kept
+
+	// The critical path of each request, from the thread that answered back
+	// to the first byte read.
+	win := s.window()
+	if err := s.targetWaits(pids, win); err != nil {
+		return nil, err
+	}
+	w := &pathWalker{threads: map[uint32]*pathThread{}, walking: map[uint32]int{}}
+	if err := w.load(s, win); err != nil {
+		return nil, err
+	}
+	loops := eventLoopsOf(calls, reqs)
+	for _, r := range reqs {
+		if w.threads[r.TID] == nil {
+			w.threads[r.TID] = &pathThread{pid: r.conn.pid, tid: r.TID, comm: r.Comm}
+		}
+		w.begin, w.segs, w.links = r.begin, nil, nil
+		w.walk(r.TID, r.begin, r.end, 0)
+		r.path = w.result()
+		r.Approximate = loops.servedOthers(r)
+		out.Approximate = out.Approximate || r.Approximate
+	}
+	sort.SliceStable(reqs, func(i, j int) bool { return reqs[i].server() > reqs[j].server() })
+	for i, r := range reqs {
+		r.describe(s)
+		if i < opts.Explained {
+			if err := r.explain(s, pids); err != nil {
+				return nil, err
+			}
+		}
+		out.Requests = append(out.Requests, r.RequestEntry)
+	}
+	return out.finish(opts), nil
+}
+
+// request is a request being cut, with what the cutting needs.
+type request struct {
+	RequestEntry
+	firstRead uint64 // entry time of the read that brought its first bytes
+	answered  bool
+}
+
+func (r *request) server() float64 { return float64(r.end-r.begin)/1e9 - r.ClientWaitS }
+
+// cutRequests runs each connection's calls, in time order, through the
+// request state machine. A connection is the server's if it accepted it, or
+// (one older than the recording) if the first data on it went in; one it
+// connected is a client's, and its calls cut no requests.
+func cutRequests(calls []socketCall) []*request {
+	type connState struct {
+		decided, server bool
+		cur             *request
+	}
+	conns := map[connKey]*connState{}
+	var out []*request
+	finish := func(st *connState) {
+		if st.cur != nil && st.cur.answered {
+			out = append(out, st.cur)
+		}
+		st.cur = nil
+	}
+	for _, c := range calls {
+		st := conns[c.conn]
+		if st == nil {
+			st = &connState{}
+			conns[c.conn] = st
+		}
+		in := c.ret > 0 && (c.class == "read" || c.name == "recvfrom" || c.name == "recvmsg")
+		outb := c.ret > 0 && (c.class == "write" || c.name == "sendto" || c.name == "sendmsg" || c.name == "sendfile")
+		switch {
+		case c.name == "accept" || c.name == "accept4":
+			st.decided, st.server = true, true
+		case c.name == "connect":
+			st.decided, st.server = true, false
+		case (in || outb) && !st.decided:
+			st.decided, st.server = true, in
+		}
+		if !st.server {
+			continue
+		}
+		switch {
+		case in:
+			if st.cur == nil || st.cur.answered {
+				finish(st)
+				st.cur = &request{firstRead: c.ts}
+				st.cur.TID, st.cur.Comm = c.tid, c.comm
+				st.cur.conn, st.cur.PID, st.cur.Peer = c.conn, c.conn.pid, c.peer
+				st.cur.begin = c.ts + c.dur // the bytes were there when the read returned
+			} else if c.blocked {
+				st.cur.ClientWaitS += float64(c.dur) / 1e9 // more of the request, late
+			}
+			st.cur.BytesIn += uint64(c.ret)
+		case outb && st.cur != nil:
+			st.cur.answered = true
+			st.cur.end = c.ts + c.dur
+			st.cur.TID, st.cur.Comm = c.tid, c.comm
+			st.cur.BytesOut += uint64(c.ret)
+		case c.name == "close" || (c.ret == 0 && (c.class == "read" || c.name == "recvfrom")):
+			finish(st)
+		}
+	}
+	for _, st := range conns {
+		finish(st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].begin < out[j].begin })
+	return out
+}

@@ -1,0 +1,339 @@
+package analysis
+
+import (
+	"bytes"
+	"database/sql"
+	"fmt"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/whyslow/whyslow/internal/format"
+)
+
+// requestPIDs is the recording's target tree, or every process with socket
+// calls in a system-wide recording; narrowed by --pid and --comm.
+func (s *Source) requestPIDs(f Filter) ([]uint32, error) {
+	var pids []uint32
+	if p, _ := strconv.Atoi(s.Meta["target_pid"]); p > 0 {
+		var err error
+		if pids, err = s.targetSet(uint32(p)); err != nil {
+			return nil, err
+		}
+	} else {
+		rows, err := s.DB.Query("SELECT DISTINCT pid FROM syscalls WHERE fkind IN ('socket','unix') ORDER BY pid")
+		if err != nil {
+			return nil, fmt.Errorf("finding servers: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var p uint32
+			if rows.Scan(&p) == nil {
+				pids = append(pids, p)
+			}
+		}
+	}
+	if len(f.PIDs) == 0 && len(f.Comms) == 0 {
+		return pids, nil
+	}
+	var kept []uint32
+	for _, p := range pids {
+		if (len(f.PIDs) == 0 || containsU32(f.PIDs, p)) && (len(f.Comms) == 0 || containsString(f.Comms, s.commOf(p))) {
+			kept = append(kept, p)
+		}
+	}
+	return kept, nil
+}
+
+// socketCalls reads the target's calls on connected sockets, per connection
+// in time order.
+func (s *Source) socketCalls(pids []uint32) ([]socketCall, error) {
+	q := `SELECT s.pid, s.dev, s.ino, s.gen, s.tid, coalesce(s.comm, ''), s.ts, s.dur, s.name, s.class, s.ret, s.blocked,
+	        coalesce(f.peer, '')
+	      FROM syscalls s LEFT JOIN file_names f USING (dev, ino, gen)
+	      WHERE ` + inList("s.pid", pids) + ` AND s.fkind IN ('socket','unix')
+	      ORDER BY s.pid, s.dev, s.ino, s.gen, s.ts`
+	rows, err := s.DB.Query(q)
+	if err != nil {
+		return nil, fmt.Errorf("reading socket calls: %w", err)
+	}
+	defer rows.Close()
+	var out []socketCall
+	for rows.Next() {
+		var c socketCall
+		if err := rows.Scan(&c.conn.pid, &c.conn.dev, &c.conn.ino, &c.conn.gen, &c.tid, &c.comm, &c.ts, &c.dur,
+			&c.name, &c.class, &c.ret, &c.blocked, &c.peer); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+type labelKey struct {
+	conn connKey
+	ts   uint64
+}
+
+// requestLabels reads the first bytes of each request, by connection and the
+// entry time of the read that brought them.
+func (s *Source) requestLabels(pids []uint32, keepQuery bool) (map[labelKey]string, error) {
+	out := map[labelKey]string{}
+	rows, err := s.DB.Query(`SELECT pid, dev, ino, gen, ts, data FROM payloads WHERE ` + inList("pid", pids))
+	if err != nil {
+		return nil, fmt.Errorf("reading request labels: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k labelKey
+		var data []byte
+		if err := rows.Scan(&k.conn.pid, &k.conn.dev, &k.conn.ino, &k.conn.gen, &k.ts, &data); err != nil {
+			return nil, err
+		}
+		if l := httpLabel(data, keepQuery); l != "" {
+			out[k] = l
+		}
+	}
+	return out, rows.Err()
+}
+
+// httpLabel reads an HTTP/1.x request line: "GET /popularity/linux", the
+// query string dropped unless kept. Empty when data is not one.
+func httpLabel(data []byte, keepQuery bool) string {
+	line, _, _ := bytes.Cut(data, []byte("\r\n"))
+	f := strings.Fields(string(line))
+	if len(f) < 2 || len(f[0]) > 16 {
+		return ""
+	}
+	for _, c := range f[0] {
+		if c < 'A' || c > 'Z' {
+			return ""
+		}
+	}
+	target := f[1]
+	if len(f) >= 3 && !strings.HasPrefix(f[2], "HTTP/") {
+		return ""
+	}
+	if !keepQuery {
+		target, _, _ = strings.Cut(target, "?")
+	}
+	return f[0] + " " + target
+}
+
+// eventLoops knows, per thread, its calls on connections it served, and
+// when: a request whose thread served another connection meanwhile shares the
+// thread's waits with it. (Connections it opened as a client, to a database
+// or a name service, are part of serving the request.)
+type eventLoops map[uint32][]socketCall
+
+func eventLoopsOf(calls []socketCall, reqs []*request) eventLoops {
+	served := map[connKey]bool{}
+	for _, r := range reqs {
+		served[r.conn] = true
+	}
+	byTID := eventLoops{}
+	for _, c := range calls {
+		if served[c.conn] {
+			byTID[c.tid] = append(byTID[c.tid], c)
+		}
+	}
+	for _, cs := range byTID {
+		sort.Slice(cs, func(i, j int) bool { return cs[i].ts < cs[j].ts })
+	}
+	return byTID
+}
+
+func (l eventLoops) servedOthers(r *request) bool {
+	cs := l[r.TID]
+	i := sort.Search(len(cs), func(i int) bool { return cs[i].ts >= r.begin })
+	for ; i < len(cs) && cs[i].ts < r.end; i++ {
+		if cs[i].conn != r.conn {
+			return true
+		}
+	}
+	return false
+}
+
+// describe fills what every request gets: times, its verdict from its path.
+func (r *request) describe(s *Source) {
+	r.Begin = s.Clock.Wall(r.begin).UTC().Format(time.RFC3339Nano)
+	r.DurationS = float64(r.end-r.begin) / 1e9
+	r.ByReason = r.path.ByReason
+	// A millisecond either side, in the local clock time --timerange reads.
+	const clock = "15:04:05.000"
+	r.Timerange = fmt.Sprintf("[%s,%s]", s.Clock.Wall(r.begin-min(r.begin, 1e6)).Format(clock), s.Clock.Wall(r.end+1e6).Format(clock))
+	var busy float64
+	for reason, v := range r.ByReason {
+		if reason != "idle" {
+			busy += v
+		}
+	}
+	top, topS := "", 0.0
+	for reason, v := range r.ByReason {
+		if reason != "idle" && (v > topS || v == topS && reason < top) {
+			top, topS = reason, v
+		}
+	}
+	if top == "" {
+		r.Verdict = RequestVerdict{Reason: "unknown", Summary: "nothing was recorded for it"}
+		return
+	}
+	r.Verdict = RequestVerdict{Reason: top, Share: topS / max(busy, 1e-9)}
+	r.Verdict.Summary = fmt.Sprintf("%s %s", format.Pct(r.Verdict.Share), reasonWords[top])
+	if object, by := pathObject(r.path, top); object != "" || by != "" {
+		if object != "" {
+			r.Verdict.Summary += " on " + format.Safe(object)
+		}
+		if by != "" {
+			r.Verdict.Summary += ", held up by " + by
+		}
+	}
+}
+
+// pathObject is what the path waited on most for reason, and who held it up.
+func pathObject(p CriticalPath, reason string) (object, by string) {
+	perObj, perBy := map[string]float64{}, map[string]float64{}
+	for _, s := range p.Segments {
+		if s.Reason != reason {
+			continue
+		}
+		if s.Object != "" {
+			perObj[s.Object] += s.DurS
+		}
+		if s.BlockedByPID != 0 {
+			perBy[fmt.Sprintf("%s (pid %d)", format.Safe(s.BlockedByComm), s.BlockedByPID)] += s.DurS
+		}
+	}
+	return largest(perObj), largest(perBy)
+}
+
+// explain adds the files the request's path used in its window, and blame:
+// who else made it wait.
+func (r *request) explain(s *Source, pids []uint32) error {
+	tids := map[uint32]bool{r.TID: true}
+	for _, seg := range r.path.Segments {
+		tids[seg.TID] = true
+	}
+	var list []uint32
+	for t := range tids {
+		list = append(list, t)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i] < list[j] })
+	in := inList("tid", list)
+	q := `SELECT coalesce(path, 'inode:[' || ino || ']'), sum(r), sum(w), sum(ops), sum(wait) FROM (
+	        SELECT path, ino, CASE WHEN class = 'read' THEN bytes ELSE 0 END AS r,
+	               CASE WHEN class = 'write' THEN bytes ELSE 0 END AS w, count AS ops, total_ns AS wait
+	        FROM io WHERE ` + in + ` AND fkind = 'file' AND ts < $e AND end_ts > $b
+	        UNION ALL
+	        SELECT path, NULL, 0, 0, 1, dur FROM unlinks WHERE ` + in + ` AND ts < $e AND ts + dur > $b)
+	      GROUP BY 1 ORDER BY 5 DESC, 1`
+	rows, err := s.DB.Query(q, sql.Named("b", r.begin), sql.Named("e", r.end))
+	if err != nil {
+		return fmt.Errorf("finding a request's files: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var f FileUse
+		var rb, wb, ops, wait sql.NullFloat64
+		if err := rows.Scan(&f.Path, &rb, &wb, &ops, &wait); err != nil {
+			return err
+		}
+		f.ReadBytes, f.WriteBytes, f.Ops, f.WaitS = uint64(rb.Float64), uint64(wb.Float64), uint64(ops.Float64), wait.Float64/1e9
+		r.Files = append(r.Files, f)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if groups := groupFiles(r.Files); len(groups) > 0 && groups[0].Files >= 10 {
+		r.Verdict.Summary += "; " + groups[0].Summary
+	}
+	if len(r.Files) > 10 {
+		r.Files = r.Files[:10]
+	}
+	x := &Explanation{WallS: r.DurationS, Path: r.path}
+	x.pathBlame()
+	if err := x.blame(s, pids, list, window{r.begin, r.end}); err != nil {
+		return err
+	}
+	x.trimBlame()
+	r.Blame = x.Blame
+	for _, b := range r.Blame {
+		if b.Share >= 0.25 {
+			r.Verdict.Summary += "; " + b.Summary
+			break
+		}
+	}
+	return nil
+}
+
+// finish computes the summary and keeps the slowest opts.Filter.Limit requests.
+func (out *Requests) finish(opts RequestOptions) *Requests {
+	out.Count = len(out.Requests)
+	var all []float64
+	byLabel := map[string][]RequestEntry{}
+	for _, r := range out.Requests {
+		all = append(all, r.DurationS)
+		byLabel[r.Label] = append(byLabel[r.Label], r)
+	}
+	out.LatencyS = quantiles(all)
+	for label, rs := range byLabel {
+		var d []float64
+		verdicts := map[string]int{}
+		for _, r := range rs {
+			d = append(d, r.DurationS)
+			verdicts[r.Verdict.Reason]++
+		}
+		q := quantiles(d)
+		typical := ""
+		for v, n := range verdicts {
+			if n > verdicts[typical] || n == verdicts[typical] && v < typical {
+				typical = v
+			}
+		}
+		out.ByLabel = append(out.ByLabel, LabelStats{Label: label, Count: len(rs), P50S: q.P50, P99S: q.P99, MaxS: q.Max, Verdict: typical})
+	}
+	sort.Slice(out.ByLabel, func(i, j int) bool {
+		a, b := out.ByLabel[i], out.ByLabel[j]
+		return a.MaxS > b.MaxS || a.MaxS == b.MaxS && a.Label < b.Label
+	})
+	if opts.Filter.Limit > 0 && len(out.Requests) > opts.Filter.Limit {
+		out.Requests = out.Requests[:opts.Filter.Limit]
+	}
+	return out
+}
+
+// quantiles of durations, nearest rank.
+func quantiles(d []float64) Quantiles {
+	if len(d) == 0 {
+		return Quantiles{}
+	}
+	s := append([]float64(nil), d...)
+	sort.Float64s(s)
+	at := func(p float64) float64 { return s[min(len(s)-1, int(p*float64(len(s))))] }
+	return Quantiles{P50: at(0.5), P90: at(0.9), P99: at(0.99), Max: s[len(s)-1]}
+}
+
+func globMatch(glob, s string) bool {
+	ok, err := path.Match(glob, s)
+	return err == nil && ok
+}
+
+func containsU32(list []uint32, v uint32) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func containsString(list []string, v string) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/output"
+)
+
+// requestFlags shape `report requests` (and attach --requests).
+type requestFlags struct {
+	label     string
+	keepQuery bool
+}
+
+func (r *requestFlags) options(f analysis.Filter) analysis.RequestOptions {
+	return analysis.RequestOptions{Filter: f, LabelGlob: r.label, KeepQuery: r.keepQuery, Explained: f.Limit}
+}
+
+func newRequestsReport() *cobra.Command {
+	var rf requestFlags
+	cmd := analysisCommand("requests", "Each request a server handled: found, labelled (HTTP request line) and explained, slowest first",
+		func(c *cobra.Command) {
+			c.Flags().StringVar(&rf.label, "label", "", "only requests whose label matches this glob ('GET /popularity/*')")
+			c.Flags().BoolVar(&rf.keepQuery, "keep-query", false, "keep the query string of HTTP paths in labels")
+			c.Long = `Cuts the target's connections into requests: a request begins when bytes
+arrive after the server's previous answer, and ends with the last bytes it
+wrote back. Each is labelled by its HTTP request line (when the recording took
+the first bytes of requests) and explained by its own critical path: the
+threads and processes it waited on, its files, and who else made it wait.
+Needs a recording made with --requests (or --full). --min and --max filter by
+duration, --limit says how many of the slowest to list and explain.`
+		},
+		func(w io.Writer, s *analysis.Source, f analysis.Filter, ff *filterFlags, _ *cobra.Command) error {
+			r, err := analysis.FindRequests(s, rf.options(f))
+			if err != nil {
+				return withCode(ExitUsage, err)
+			}
+			if ff.json {
+				return writeJSON(w, r)
+			}
+			output.Requests(w, r, "")
+			return nil
+		})
+	return cmd
+}
+
+// requestsTo prints the requests of a finished attach to stderr, and JSON to a file.
+func requestsTo(path, jsonPath string) error {
+	src, done, err := openSource(path)
+	if err != nil {
+		return err
+	}
+	defer done()
+	f := analysis.NoFilter()
+	f.Limit = 5
+	r, err := analysis.FindRequests(src, (&requestFlags{}).options(f))
+	if err != nil {
+		return err
+	}
+	output.Requests(os.Stderr, r, path)
+	if jsonPath == "" {
+		return nil
+	}
+	out, err := os.Create(jsonPath)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	return writeJSON(out, r)
+}
