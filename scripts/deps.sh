@@ -11,6 +11,9 @@ have clang      || need_apt="$need_apt clang llvm"
 have bpftool    || need_apt="$need_apt bpftool"
 [ -e /usr/include/bpf/bpf_helpers.h ] || need_apt="$need_apt libbpf-dev"
 have python3    || need_apt="$need_apt python3 python3-pip"
+# the seed's own web stack, for the request tests (Apache prefork + mod_php)
+have apache2    || [ -x /usr/sbin/apache2 ] || need_apt="$need_apt apache2"
+ls /usr/lib/apache2/modules/libphp*.so >/dev/null 2>&1 || need_apt="$need_apt libapache2-mod-php"
 if [ -n "$need_apt" ]; then
 	echo "installing:$need_apt" >&2
 	apt-get update -qq

@@ -19,10 +19,11 @@ This page replays that workflow on the session-stall scenario
 
 A board app answers a request every 0.5 s; two seconds in, another process
 dirties 10 MiB on the same (slow) disk and runs `sync`. We record the whole
-system, every I/O syscall (`--full`, as LTTng would):
+system, every I/O syscall (`--full`, as LTTng would), and the first bytes of
+each request a server reads (`--requests`, its HTTP request line):
 
 ```
-$ whyslow record -o board.db --full -d 13s &
+$ whyslow record -o board.db --full --requests -d 13s &
 $ examples/session-stall/run.sh
 EOF
 echo "$latencies"
@@ -30,9 +31,24 @@ echo "$recorded" | sed "s|$rec|board.db|"
 cat <<'EOF'
 ```
 
-One request took hundreds of milliseconds; the others a few.
+One request took hundreds of milliseconds; the others a few. The article had
+to find that request by hand; here it is the first question.
 
-## 2. Which operations were slow? (`iolatencytop`)
+## 2. Which request was slow, and why? (`report requests`)
+
+
+EOF
+run report requests "$rec" --limit 2
+cat <<'EOF'
+
+
+Without being told when, whyslow cut the board's connections into requests,
+labelled each by its request line, and explained the slowest by its own
+critical path: its thread waited on disk writes of its session file while
+someone ran `sync`. The `zoom` line is the range the next steps look at; they
+replay the article's own analyses, which reach the same answer step by step.
+
+## 3. Which operations were slow? (`iolatencytop`)
 
 
 EOF
@@ -44,7 +60,7 @@ One of the board's request threads spent hundreds of milliseconds in
 `ftruncate` of its session file, and `sync` ran for over a second around it. The pipe reads
 at the top are the shell scripts of the scenario waiting for their children.
 
-## 3. Zoom in on the slow request (`iolog` with `--timerange`)
+## 4. Zoom in on the slow request (`iolog` with `--timerange`)
 
 
 EOF
@@ -55,7 +71,7 @@ cat <<'EOF'
 `*` marks an operation that began or ended outside the range: the `sync` began
 before the request and covers it.
 
-## 4. Who was doing I/O then? (`iousagetop`)
+## 5. Who was doing I/O then? (`iousagetop`)
 
 
 EOF
@@ -67,7 +83,7 @@ The block section shows what LTTng could not ("we don't know which process
 started it"): the flusher kworker's writes are charged to `dd`, the process
 that dirtied the data `sync` was pushing out.
 
-## 5. Latency statistics and distributions (`iolatencystats`, `iolatencyfreq`)
+## 6. Latency statistics and distributions (`iolatencystats`, `iolatencyfreq`)
 
 
 EOF
@@ -80,7 +96,7 @@ run report freq "$rec" --file *sess_board --freq-resolution 6
 cat <<'EOF'
 
 
-## 6. The root cause in one command
+## 7. The root cause in one command
 
 `explain` gives the same answer directly, for the app's process tree:
 

@@ -68,9 +68,10 @@ func (x *Explanation) blame(s *Source, pids, tids []uint32, win window) error {
 	     dirtier AS (
 	       SELECT dev, ino, gen, arg_max(pid, pages) AS pid, arg_max(comm, pages) AS comm
 	       FROM dirtied GROUP BY dev, ino, gen)
-	     SELECT b.op, b.pid, coalesce(b.comm, ''), d.pid, coalesce(d.comm, ''), CASE WHEN b.fkind <> 'blockdev' THEN b.path END, sum(b.bytes)
+	     SELECT b.op, b.pid, coalesce(b.comm, ''), d.pid, coalesce(d.comm, ''), b.path, sum(b.bytes)
 	     FROM during b LEFT JOIN dirtier d ON d.dev = b.fdev AND d.ino = b.ino AND d.gen = b.gen
 	     WHERE b.op IN ('read', 'write') AND b.bytes > 0
+	       AND coalesce(b.fkind, '') <> 'blockdev' -- metadata and journal: everyone's, no one's fault
 	     GROUP BY ALL`
 	rows, err = s.DB.Query(q)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/whyslow/whyslow/internal/event"
 	"github.com/whyslow/whyslow/internal/format"
 )
 
@@ -81,6 +82,10 @@ type labelKey struct {
 // entry time of the read that brought them.
 func (s *Source) requestLabels(pids []uint32, keepQuery bool) (map[labelKey]string, error) {
 	out := map[labelKey]string{}
+	var n int
+	if s.DB.QueryRow("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'payloads'").Scan(&n); n == 0 {
+		return out, nil // an older recording: no first bytes
+	}
 	rows, err := s.DB.Query(`SELECT pid, dev, ino, gen, ts, data FROM payloads WHERE ` + inList("pid", pids))
 	if err != nil {
 		return nil, fmt.Errorf("reading request labels: %w", err)
@@ -259,14 +264,20 @@ func (r *request) explain(s *Source, pids []uint32) error {
 	}
 	x.trimBlame()
 	r.Blame = x.Blame
+	storage := event.Reason(r.Verdict.Reason).Disk()
 	for _, b := range r.Blame {
-		if b.Share >= 0.25 {
+		// Only blame that explains the verdict: storage waits' culprits for
+		// a storage verdict, a lock holder for a lock wait.
+		if b.Share >= 0.25 && (storage && storageActivity[b.Activity] || b.Activity == r.Verdict.Reason) {
 			r.Verdict.Summary += "; " + b.Summary
 			break
 		}
 	}
 	return nil
 }
+
+// storageActivity: blame activities that explain storage waits.
+var storageActivity = map[string]bool{"sync": true, "dirtied": true, "writeback": true, "wrote": true, "read": true}
 
 // finish computes the summary and keeps the slowest opts.Filter.Limit requests.
 func (out *Requests) finish(opts RequestOptions) *Requests {

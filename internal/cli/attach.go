@@ -28,7 +28,7 @@ duration passes, Ctrl-C, or the process exits; then prints where its time went,
 a verdict with evidence, and which other processes caused its waits.`,
 		Example: `  whyslow attach -p 4242 -d 10s
   whyslow attach -p $(pgrep -o apache2) --requests -d 30s   # each request, slowest first`,
-		Args:    cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.pid <= 0 {
 				return usageErr("attach needs -p PID (a positive process id)")

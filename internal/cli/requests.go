@@ -33,7 +33,7 @@ threads and processes it waited on, its files, and who else made it wait.
 Needs a recording made with --requests (or --full). --min and --max filter by
 duration, --limit says how many of the slowest to list and explain.`
 		},
-		func(w io.Writer, s *analysis.Source, f analysis.Filter, ff *filterFlags, _ *cobra.Command) error {
+		func(w io.Writer, s *analysis.Source, f analysis.Filter, ff *filterFlags, c *cobra.Command) error {
 			r, err := analysis.FindRequests(s, rf.options(f))
 			if err != nil {
 				return withCode(ExitUsage, err)
@@ -41,7 +41,7 @@ duration, --limit says how many of the slowest to list and explain.`
 			if ff.json {
 				return writeJSON(w, r)
 			}
-			output.Requests(w, r, "")
+			output.Requests(w, r, c.Flags().Arg(0))
 			return nil
 		})
 	return cmd
