@@ -25,6 +25,9 @@ func (e *Engine) drain(final bool) []event.Event {
 	})
 	var dv whyslowDirtyVal
 	drainMap(e.coll.Maps["dirty"], &dv, func(k whyslowDirtyKey) {
+		if e.isTarget(k.Pid) {
+			e.targetDirtied.Store(true)
+		}
 		out = append(out, &event.Dirtied{
 			Header: event.Header{Time: dv.FirstTs, PID: k.Pid, TID: k.Tid, Comm: dec.comm(dv.Comm)},
 			Last:   dv.LastTs, File: event.FileRef{Dev: k.Dev, Ino: k.Ino, Gen: k.Gen, Kind: event.KindRegular},
@@ -87,4 +90,26 @@ func drainMap[K any, V any](m *ebpf.Map, val *V, got func(K)) {
 			got(k)
 		}
 	}
+}
+
+func (e *Engine) isTarget(pid uint32) bool {
+	var one uint8
+	return e.opts.SystemWide || e.coll.Maps["targets"].Lookup(pid, &one) == nil
+}
+
+// TargetDirtied reports whether the target dirtied page cache pages: only
+// then is there writeback of its data to wait for after it exits.
+func (e *Engine) TargetDirtied() bool {
+	if e.targetDirtied.Load() {
+		return true
+	}
+	var k whyslowDirtyKey
+	var v whyslowDirtyVal
+	it := e.coll.Maps["dirty"].Iterate()
+	for it.Next(&k, &v) {
+		if e.isTarget(k.Pid) {
+			return true
+		}
+	}
+	return false
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -56,6 +57,8 @@ type Engine struct {
 	resolver *resolver
 	cpuSeen  map[uint32]uint64 // on-CPU ns already reported, per thread
 	existing existing          // threads found waiting at attach
+	// targetDirtied: a drain saw pages the target dirtied.
+	targetDirtied atomic.Bool
 }
 
 // tracepoints lists every handler by its program suffix and tracepoint name.

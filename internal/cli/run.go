@@ -39,7 +39,7 @@ waits. whyslow exits with the command's exit code (128+N for a signal death).`,
 	o.capture.bind(cmd.Flags())
 	cmd.Flags().StringVar(&o.jsonPath, "json", "", "also write the explanation as JSON (schema whyslow.run/v1) to this file")
 	cmd.Flags().StringVarP(&o.recording, "output", "o", "", "keep the recording in this file (DuckDB) for 'whyslow report'")
-	cmd.Flags().DurationVar(&o.linger, "linger", time.Second, "keep recording this long after the command exits, to see writeback of its data")
+	cmd.Flags().DurationVar(&o.linger, "linger", time.Second, "after the command exits, keep recording up to this long while data it dirtied may still be written back (not at all if it dirtied none)")
 	return cmd
 }
 

@@ -33,7 +33,8 @@ type Config struct {
 	PID      int           // or follow this running process
 	Duration time.Duration // stop after this long (0: until the target exits or ctx ends)
 	// Linger keeps recording after the target exits, so that writeback of the
-	// data it left dirty is seen.
+	// data it left dirty is seen: at most this long, and only if it dirtied
+	// pages, while anything is still dirty or under writeback.
 	Linger time.Duration
 	Status io.Writer // a one-line live status, or nil
 	// Ready is closed once capture is attached (tests and harnesses wait on it).
@@ -202,11 +203,8 @@ func Record(ctx context.Context, cfg Config) (*Result, error) {
 	case <-targetDone:
 		res.TargetEnd = time.Now()
 		res.DirtyAtEnd = dirtyBytes()
-		if cfg.Linger > 0 {
-			select {
-			case <-time.After(cfg.Linger):
-			case <-ctx.Done():
-			}
+		if cfg.Linger > 0 && eng.TargetDirtied() {
+			lingerForWriteback(ctx, cfg.Linger)
 		}
 	case <-deadline:
 	case <-ctx.Done():
@@ -343,6 +341,24 @@ func waitExit(ctx context.Context, pid int) {
 		n, _ := unix.Poll(fds, 200)
 		if n > 0 {
 			return
+		}
+	}
+}
+
+// lingerForWriteback waits, up to limit, while data is dirty or under
+// writeback: the target's data may still be on its way to the disk. It stops
+// as soon as almost nothing is (256 KiB, system-wide).
+func lingerForWriteback(ctx context.Context, limit time.Duration) {
+	deadline := time.After(limit)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for dirtyBytes() > 256<<10 {
+		select {
+		case <-deadline:
+			return
+		case <-ctx.Done():
+			return
+		case <-tick.C:
 		}
 	}
 }

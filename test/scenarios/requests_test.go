@@ -329,4 +329,3 @@ php_admin_value session.save_path %[6]s
 		t.Errorf("the session file is not among the stalled request's files: %+v", top.Files)
 	}
 }
-
