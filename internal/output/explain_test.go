@@ -21,3 +21,17 @@ func TestBlameSaysWhatWasLeftOut(t *testing.T) {
 		t.Fatalf("blame section:\n%s", out)
 	}
 }
+
+// TestRequestsAreSafe: labels and peers come from clients: a request line
+// that carries terminal escapes must not reach the terminal as escapes.
+func TestRequestsAreSafe(t *testing.T) {
+	evil := "GET /\x1b[2J\x1b]0;pwned\x07"
+	r := &analysis.Requests{Count: 1, Payload: true,
+		ByLabel:  []analysis.LabelStats{{Label: evil, Count: 1, Verdict: "cpu"}},
+		Requests: []analysis.RequestEntry{{Label: evil, Comm: "x\x1bc", Verdict: analysis.RequestVerdict{Reason: "cpu", Summary: "on CPU"}}}}
+	var b bytes.Buffer
+	Requests(&b, r, "rec\x1b[1m.db")
+	if strings.ContainsAny(b.String(), "\x1b\x07") {
+		t.Fatalf("escape codes reached the output: %q", b.String())
+	}
+}

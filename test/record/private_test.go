@@ -94,6 +94,16 @@ func TestJSONHasNoNullLists(t *testing.T) {
 	}
 	out, _, _ := whyslow(t, "sql", rec, "SELECT * FROM meta WHERE false", "--format", "json")
 	outputs["sql"] = out
+	// requests: a recording with socket calls, and none of them a request.
+	reqRec := filepath.Join(dir, "req.db")
+	if _, errs, code := whyslow(t, "record", "--requests", "-o", reqRec, "--", "true"); code != 0 {
+		t.Fatalf("record --requests: exit %d: %s", code, errs)
+	}
+	out, errs, code := whyslow(t, "report", "requests", reqRec, "--json")
+	if code != 0 {
+		t.Fatalf("report requests: exit %d: %s", code, errs)
+	}
+	outputs["report requests"] = out
 	for name, doc := range outputs {
 		var v any
 		if err := json.Unmarshal([]byte(doc), &v); err != nil {
