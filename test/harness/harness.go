@@ -94,3 +94,18 @@ func Unchanged(t *testing.T) {
 		}
 	})
 }
+
+// Python is the real python3 interpreter, not a shim script (pyenv's is a
+// bash script: traces of "python3" would show bash doing the work).
+func Python(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatal("python3 is needed")
+	}
+	out, err := exec.Command(p, "-c", "import sys; print(sys.executable)").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
+}

@@ -39,18 +39,6 @@ func whyslow(t *testing.T, args ...string) (string, string, int) {
 	return out.String(), errb.String(), code
 }
 
-func python(t *testing.T) string {
-	p, err := exec.LookPath("python3")
-	if err != nil {
-		t.Fatal("python3 is needed")
-	}
-	out, err := exec.Command(p, "-c", "import sys; print(sys.executable)").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.TrimSpace(string(out))
-}
-
 // report runs an analysis with --json and decodes its result.
 func report(t *testing.T, v any, args ...string) {
 	t.Helper()
@@ -96,7 +84,7 @@ with open(sys.argv[1], "wb") as f:
     for n in (100000, 20000, 3456):
         f.write(b"k" * n)
 `
-			if _, errs, code := whyslow(t, "record", "-o", rec, level, "--", python(t), "-c", script, file); code != 0 {
+			if _, errs, code := whyslow(t, "record", "-o", rec, level, "--", harness.Python(t), "-c", script, file); code != 0 {
 				t.Fatalf("record: exit %d: %s", code, errs)
 			}
 			var u usage
@@ -143,7 +131,7 @@ with open(os.path.join(os.environ["SLOWDISK_DIR"], "small.dat"), "wb") as f:
 print(p)
 `
 	cmd := exec.Command(filepath.Join(bin, "slowdisk"), "--write-bps", "4M", "--",
-		filepath.Join(bin, "whyslow"), "record", "-o", rec, "--", python(t), "-c", script)
+		filepath.Join(bin, "whyslow"), "record", "-o", rec, "--", harness.Python(t), "-c", script)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("recording the fsync: %v", err)
@@ -174,7 +162,7 @@ time.sleep(0.6)
 open(os.path.join(d, "late"), "w").write("b")
 print(mid.strftime("%H:%M:%S.%f"))
 `
-	cmd := exec.Command(filepath.Join(bin, "whyslow"), "record", "-o", rec, "--full", "--", python(t), "-c", script, dir)
+	cmd := exec.Command(filepath.Join(bin, "whyslow"), "record", "-o", rec, "--full", "--", harness.Python(t), "-c", script, dir)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("record: %v", err)
@@ -217,7 +205,7 @@ with open(sys.argv[1], "wb") as f:
     while time.time() < end:
         f.write(b"z" * 4096); f.flush(); os.fsync(f.fileno()); time.sleep(0.01)
 `
-	cmd := exec.Command(filepath.Join(bin, "whyslow"), "record", "-o", rec, "--", python(t), "-c", script, filepath.Join(dir, "w"))
+	cmd := exec.Command(filepath.Join(bin, "whyslow"), "record", "-o", rec, "--", harness.Python(t), "-c", script, filepath.Join(dir, "w"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/whyslow/whyslow/test/harness"
 	"github.com/whyslow/whyslow/test/slowdisk"
 )
 
@@ -80,7 +81,7 @@ func blamed(x *explanation, pid int, activity string) bool {
 
 func TestPathLockHolders(t *testing.T) {
 	requireRoot(t)
-	py := pythonPath(t)
+	py := harness.Python(t)
 	dir := t.TempDir()
 
 	t.Run("flock", func(t *testing.T) {
@@ -114,7 +115,7 @@ func TestPathLockHolders(t *testing.T) {
 
 func TestPathPipelineAndChildren(t *testing.T) {
 	requireRoot(t)
-	py := pythonPath(t)
+	py := harness.Python(t)
 
 	t.Run("producer | consumer", func(t *testing.T) {
 		script := `"$0" "$1/producer.py" 1.5 | "$0" "$1/consumer.py"`
@@ -154,7 +155,7 @@ func TestPathPipelineAndChildren(t *testing.T) {
 
 func TestPathOnSlowDisk(t *testing.T) {
 	d := newSlowDisk(t, slowdisk.Options{ReadBPS: 8 << 20, WriteBPS: 4 << 20})
-	py := pythonPath(t)
+	py := harness.Python(t)
 
 	t.Run("thread pool queued on a lock held during fsync", func(t *testing.T) {
 		if took := timed(t, py, filepath.Join(pathsDir(), "lock_pool.py"), d.Dir); took < 700*time.Millisecond {

@@ -166,7 +166,7 @@ func inState(pid int, states string) bool {
 // is no verdict of its own.
 func TestAttachFollowsExistingChildren(t *testing.T) {
 	requireRoot(t)
-	py := pythonPath(t)
+	py := harness.Python(t)
 	sh := exec.Command("sh", "-c", `"$0" -c 'import time
 t = time.time()
 while time.time() - t < 4: pass'; echo done`, py)
@@ -194,7 +194,7 @@ def work():
     t = time.time()
     while time.time() - t < 1.5: pass
 th = threading.Thread(target=work); th.start(); th.join()`
-	x, log := runExplained(t, pythonPath(t), "-c", prog)
+	x, log := runExplained(t, harness.Python(t), "-c", prog)
 	if x.Verdict.Reason != "cpu" || !strings.Contains(x.Verdict.Summary, "cruncher") {
 		t.Errorf("verdict %s (%s), want cpu naming the thread cruncher\n%s", x.Verdict.Reason, x.Verdict.Summary, log)
 	}
@@ -214,10 +214,10 @@ with open(sys.argv[2], "wb") as f:
     f.write(os.urandom(4 << 20))
     f.flush()
     os.fsync(f.fileno())`
-	if took := timed(t, pythonPath(t), "-c", prog, data+".probe", journal+".probe"); took < 800*time.Millisecond {
+	if took := timed(t, harness.Python(t), "-c", prog, data+".probe", journal+".probe"); took < 800*time.Millisecond {
 		t.Fatalf("fsync of 4 MiB at 4 MiB/s took %v: the disk is not slow", took)
 	}
-	x, log := runExplained(t, pythonPath(t), "-c", prog, data, journal)
+	x, log := runExplained(t, harness.Python(t), "-c", prog, data, journal)
 	if x.Verdict.Reason != "sync" {
 		t.Fatalf("verdict %s (%s), want sync\n%s", x.Verdict.Reason, x.Verdict.Summary, log)
 	}
@@ -254,17 +254,4 @@ with open(sys.argv[2], "wb") as f:
 	if discarded == 0 {
 		t.Errorf("fstrim discarded nothing that whyslow saw: %+v\n%s", trim.Devices, log)
 	}
-}
-
-func pythonPath(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("python3")
-	if err != nil {
-		t.Fatal("python3 is needed")
-	}
-	out, err := exec.Command(p, "-c", "import sys; print(sys.executable)").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.TrimSpace(string(out))
 }

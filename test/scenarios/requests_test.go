@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/whyslow/whyslow/test/harness"
 	"github.com/whyslow/whyslow/test/slowdisk"
 )
 
@@ -122,7 +123,7 @@ func get(t *testing.T, c *http.Client, url string) time.Duration {
 func TestRequestsWordPop(t *testing.T) {
 	d := newSlowDisk(t, slowdisk.Options{WriteBPS: 3 << 20, DirtyBytes: 4 << 20, DirtyBackground: 2 << 20})
 	port := freePort(t)
-	app := exec.Command(pythonPath(t), filepath.Join(repo, "examples", "word-pop", "app.py"))
+	app := exec.Command(harness.Python(t), filepath.Join(repo, "examples", "word-pop", "app.py"))
 	app.Env = append(os.Environ(), "WORDPOP_SCRATCH="+d.Dir, fmt.Sprintf("WORDPOP_PORT=%d", port))
 	if err := app.Start(); err != nil {
 		t.Fatal(err)
