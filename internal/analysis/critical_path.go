@@ -152,10 +152,9 @@ func (w *pathWalker) load(s *Source, win window) error {
 	}
 	rows.Close()
 	// Threads that never went off CPU, births and deaths, names.
-	rows, err = s.DB.Query(`SELECT t.pid, t.tid, t.comm, f.ts, f.tid, e.ts FROM threads t
+	rows, err = s.DB.Query(`SELECT t.pid, t.tid, t.comm, f.ts, f.tid, e.ts FROM target_threads t
 	    LEFT JOIN (SELECT child_tid, min(ts) AS ts, arg_min(tid, ts) AS tid FROM forks GROUP BY child_tid) f ON f.child_tid = t.tid
-	    LEFT JOIN (SELECT tid, max(ts) AS ts FROM exits GROUP BY tid) e ON e.tid = t.tid
-	    WHERE t.pid IN (SELECT DISTINCT pid FROM target_offcpu UNION SELECT DISTINCT pid FROM cputime)`)
+	    LEFT JOIN (SELECT tid, max(ts) AS ts FROM exits GROUP BY tid) e ON e.tid = t.tid`)
 	if err != nil {
 		return fmt.Errorf("reading threads for the critical path: %w", err)
 	}

@@ -335,7 +335,7 @@ func (x *Explanation) threads(s *Source, pids []uint32, win window) error {
 		}
 	}
 
-	names, err := s.DB.Query(`SELECT tid, comm FROM threads WHERE ` + in)
+	names, err := s.DB.Query(`SELECT tid, comm FROM target_threads`)
 	if err != nil {
 		return fmt.Errorf("naming threads: %w", err)
 	}

@@ -40,6 +40,16 @@ func (s *Source) targetWaits(pids []uint32, win window) error {
 	if _, err := s.DB.Exec(q, sql.Named("b", win.begin), sql.Named("e", win.end)); err != nil {
 		return fmt.Errorf("collecting the target's waits: %w", err)
 	}
+	// target_threads: each target thread's latest name, from the small
+	// tables (the threads view reads every syscall for it).
+	q = `CREATE OR REPLACE TEMP TABLE target_threads AS
+	  SELECT pid, tid, arg_max(comm, ts) AS comm FROM (
+	    SELECT pid, tid, comm, ts FROM target_offcpu UNION ALL SELECT pid, tid, comm, ts FROM cputime WHERE ` + in + `
+	    UNION ALL SELECT pid, tid, comm, ts FROM execs WHERE ` + in + ` UNION ALL SELECT pid, tid, comm, ts FROM existing WHERE ` + in + `)
+	  WHERE comm IS NOT NULL AND comm <> '' GROUP BY pid, tid`
+	if _, err := s.DB.Exec(q); err != nil {
+		return fmt.Errorf("naming the target's threads: %w", err)
+	}
 	// io_uring: the submitter waits in io_uring_enter for completions; the
 	// operations in flight then say what it waited for.
 	q = `UPDATE target_offcpu t SET reason = r.reason, object = r.object FROM (
@@ -88,9 +98,13 @@ func (s *Source) targetWaits(pids []uint32, win window) error {
 // off CPU there, by syscall class: the kernel's part of its CPU time.
 func (x *Explanation) kernelCPU(s *Source, pids []uint32) error {
 	in := inList("pid", pids)
+	// Numeric tables only: the io view names every row's file, which costs
+	// seconds on a recording of millions of calls.
 	q := `WITH inside AS (
-	        SELECT class, sum(total_ns) AS ns FROM io WHERE ` + in + ` GROUP BY class
-	        UNION ALL SELECT 'unlink', sum(dur) FROM unlinks WHERE ` + in + `),
+	        SELECT n.class, sum(r.dur) AS ns FROM syscall_raw r JOIN syscall_names n USING (nr)
+	        WHERE r.` + in + ` GROUP BY n.class
+	        UNION ALL SELECT class, sum(total_ns) FROM syscall_totals WHERE ` + in + ` GROUP BY class
+	        UNION ALL SELECT 'unlink', sum(dur) FROM unlink_raw WHERE ` + in + `),
 	      off AS (
 	        SELECT n.class, sum(o.off_ns) AS ns FROM target_offcpu o JOIN syscall_names n ON n.name = o.syscall GROUP BY 1)
 	      SELECT i.class, greatest(sum(i.ns) - coalesce(any_value(off.ns), 0), 0)

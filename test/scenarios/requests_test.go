@@ -52,6 +52,7 @@ type requestsJSON struct {
 			Activity string `json:"activity"`
 		} `json:"blame"`
 		Timerange string `json:"timerange"`
+		Peer      string `json:"peer"`
 	} `json:"requests"`
 }
 
@@ -261,7 +262,7 @@ php_admin_value session.save_path %[6]s
 	}()
 	waitPort(t, port)
 	url := fmt.Sprintf("http://127.0.0.1:%d/session.php", port)
-	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	client := &http.Client{} // keep-alive: Apache serves several requests on a connection
 	jar := ""
 	fetch := func() time.Duration {
 		req, _ := http.NewRequest("GET", url, nil)
@@ -298,7 +299,7 @@ php_admin_value session.save_path %[6]s
 		time.Sleep(250 * time.Millisecond)
 	}
 	noisy.Wait()
-	r, _ := stop()
+	r, rec := stop()
 
 	var worst time.Duration
 	for _, l := range latencies {
@@ -309,6 +310,9 @@ php_admin_value session.save_path %[6]s
 	}
 	if r.Count < 16 {
 		t.Errorf("%d requests found, want the 16 sent", r.Count)
+	}
+	if out, err := exec.Command(filepath.Join(bin, "whyslow"), "sql", rec, "SELECT count(DISTINCT ino) FROM syscalls WHERE name IN ('accept', 'accept4')", "--format", "csv").Output(); err != nil || strings.TrimSpace(string(out)) == "count(DISTINCT ino)\n16" {
+		t.Errorf("no keep-alive: every request had its own connection (%v, %s)", err, out)
 	}
 	top := r.Requests[0]
 	if top.Label != "GET /session.php" || top.DurationS < 0.15 || time.Duration(top.DurationS*1e9) > worst {
