@@ -253,7 +253,6 @@ func idleSQL(targets string) string {
 }
 
 func (x *Explanation) threads(s *Source, pids []uint32, win window) error {
-	in := inList("o.pid", pids)
 	// Intervals are clipped to the window; the run-queue part is the interval's tail.
 	q := `WITH clipped AS (
 	        SELECT o.*, greatest(least(o.ts, $e) - greatest(o.start_ts, $b), 0) AS off_c,
@@ -302,7 +301,7 @@ func (x *Explanation) threads(s *Source, pids []uint32, win window) error {
 	}
 	rows.Close()
 
-	in = inList("pid", pids)
+	in := inList("pid", pids)
 	crow, err := s.DB.Query("SELECT pid, tid, arg_max(comm, ts), sum(oncpu_ns) FROM cputime WHERE " + in + " GROUP BY pid, tid")
 	if err != nil {
 		return fmt.Errorf("accounting on-CPU time: %w", err)
