@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 )
@@ -146,7 +147,7 @@ func FindRequests(s *Source, opts RequestOptions) (*Requests, error) {
 		case opts.Filter.Begin != 0 && r.end < opts.Filter.Begin, opts.Filter.End != 0 && r.begin > opts.Filter.End:
 		case opts.Filter.Min > 0 && d < opts.Filter.Min, opts.Filter.Max > 0 && d > opts.Filter.Max:
 		case opts.LabelGlob != "" && !globMatch(opts.LabelGlob, r.Label):
-		case len(opts.Filter.TIDs) > 0 && !containsU32(opts.Filter.TIDs, r.TID):
+		case len(opts.Filter.TIDs) > 0 && !slices.Contains(opts.Filter.TIDs, r.TID):
 		default:
 			kept = append(kept, r)
 		}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -41,7 +42,7 @@ func (s *Source) requestPIDs(f Filter) ([]uint32, error) {
 	}
 	var kept []uint32
 	for _, p := range pids {
-		if (len(f.PIDs) == 0 || containsU32(f.PIDs, p)) && (len(f.Comms) == 0 || containsString(f.Comms, s.commOf(p))) {
+		if (len(f.PIDs) == 0 || slices.Contains(f.PIDs, p)) && (len(f.Comms) == 0 || slices.Contains(f.Comms, s.commOf(p))) {
 			kept = append(kept, p)
 		}
 	}
@@ -329,22 +330,4 @@ func quantiles(d []float64) Quantiles {
 func globMatch(glob, s string) bool {
 	ok, err := path.Match(glob, s)
 	return err == nil && ok
-}
-
-func containsU32(list []uint32, v uint32) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
-func containsString(list []string, v string) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
