@@ -30,6 +30,10 @@ const volatile __u64 slow_ns = 1000000;    /* default level: stream syscalls at 
 const volatile __u32 self_pid = 0;         /* whyslow itself, never traced */
 const volatile bool by_request = false;    /* stream the target's socket calls, for request analysis */
 const volatile bool payload = false;       /* and take each request's first bytes (its label) */
+/* Per-call hooks (sys_enter, sys_exit) are loaded: --syscalls, --full,
+ * --requests. Without them (the default level) the syscall and file of each
+ * wait are read at the context switch, from the registers the call saved. */
+const volatile bool syscall_hooks = false;
 
 extern int CONFIG_HZ __kconfig;
 
@@ -150,6 +154,15 @@ struct offstart {
 	__s32 stack_id;
 	__s32 syscall;
 	__u32 pid;
+	/* Without syscall hooks: the call the thread waits in, read at the switch
+	 * (cls 0: none worth a syscalls row). other: a process outside the
+	 * targets, in a sync call. */
+	__u32 cls;
+	__u32 other;
+	__s32 fd;
+	__u32 flags;
+	__u64 req;
+	struct file_ref f;
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -522,6 +535,64 @@ static __always_inline void fd_ref_cached(struct thread_state *ts, int fd, struc
 	ts->last_ref = *r;
 }
 
+/* What a syscall's registers say: its fd(s), size and flags. False for calls
+ * not worth following (fcntl other than record locks, anonymous mmap). Used at
+ * entry, and at a context switch when no entry hook runs (default level):
+ * pt_regs keep the arguments for the whole call. */
+static __always_inline bool syscall_args(long id, struct pt_regs *rg, struct inflight *in)
+{
+	unsigned long a0 = rg->di, a1 = rg->si, a2 = rg->dx, a3 = rg->r10, a4 = rg->r8;
+	in->nr = id;
+	in->fd = -1;
+	in->fd2 = -1;
+	switch (id) {
+	case NR_read: case NR_recvfrom:
+		in->fd = a0; in->req = a2; in->buf = a1; break;
+	case NR_write: case NR_pread64: case NR_pwrite64: case NR_sendto:
+		in->fd = a0; in->req = a2; break;
+	case NR_readv: case NR_writev: case NR_preadv: case NR_pwritev:
+	case NR_preadv2: case NR_pwritev2: case NR_recvmsg: case NR_sendmsg:
+	case NR_fsync: case NR_fdatasync: case NR_syncfs: case NR_connect:
+	case NR_accept: case NR_accept4: case NR_close: case NR_ftruncate:
+		in->fd = a0; break;
+	case NR_fallocate:
+		in->fd = a0; in->req = a3; in->flags = a1; break;
+	case NR_sync_file_range:
+		in->fd = a0; in->req = a2; in->flags = a3; break;
+	case NR_io_uring_enter:
+		in->fd = a0; in->req = a1; in->flags = a3; break;
+	case NR_flock:
+		in->fd = a0; in->flags = a1; break;
+	case NR_fcntl:
+		/* only record locks: F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW */
+		if (a1 != 6 && a1 != 7 && a1 != 37 && a1 != 38)
+			return false;
+		in->fd = a0; in->flags = a1; break;
+	case NR_mmap:
+		/* only file mappings */
+		if ((long)a4 < 0 || (a3 & 0x20))
+			return false;
+		in->fd = a4; in->req = a1; in->flags = a2; break;
+	case NR_msync:
+		in->req = a1; in->flags = a2; break;
+	case NR_sendfile:
+		in->fd = a1; in->fd2 = a0; in->req = a3; break;
+	case NR_splice:
+		in->fd = a0; in->fd2 = a2; in->req = a4; break;
+	case NR_copy_file_range:
+		in->fd = a0; in->fd2 = a2; in->req = rg->r9; break;
+	case NR_openat: case NR_openat2:
+		in->flags = a2; break;
+	case NR_open:
+		in->flags = a1; break;
+	case NR_unlink: case NR_rmdir:
+		in->req = a0; in->fd = -100; break;
+	case NR_unlinkat:
+		in->req = a1; in->fd = a0; in->flags = a2; break;
+	}
+	return true;
+}
+
 static __always_inline int on_sys_enter(struct pt_regs *regs, long id)
 {
 	__u32 cls = syscall_class(id);
@@ -538,57 +609,8 @@ static __always_inline int on_sys_enter(struct pt_regs *regs, long id)
 		return 0;
 	struct inflight in = {};
 	in.ts = bpf_ktime_get_ns();
-	in.nr = id;
-	in.fd = -1;
-	in.fd2 = -1;
-	struct pt_regs *rg = CAST(struct pt_regs, regs);
-	unsigned long a0 = rg->di, a1 = rg->si, a2 = rg->dx, a3 = rg->r10, a4 = rg->r8;
-
-	switch (id) {
-	case NR_read: case NR_recvfrom:
-		in.fd = a0; in.req = a2; in.buf = a1; break;
-	case NR_write: case NR_pread64: case NR_pwrite64: case NR_sendto:
-		in.fd = a0; in.req = a2; break;
-	case NR_readv: case NR_writev: case NR_preadv: case NR_pwritev:
-	case NR_preadv2: case NR_pwritev2: case NR_recvmsg: case NR_sendmsg:
-	case NR_fsync: case NR_fdatasync: case NR_syncfs: case NR_connect:
-	case NR_accept: case NR_accept4: case NR_close: case NR_ftruncate:
-		in.fd = a0; break;
-	case NR_fallocate:
-		in.fd = a0; in.req = a3; in.flags = a1; break;
-	case NR_sync_file_range:
-		in.fd = a0; in.req = a2; in.flags = a3; break;
-	case NR_io_uring_enter:
-		in.fd = a0; in.req = a1; in.flags = a3; break;
-	case NR_flock:
-		in.fd = a0; in.flags = a1; break;
-	case NR_fcntl:
-		/* only record locks: F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW */
-		if (a1 != 6 && a1 != 7 && a1 != 37 && a1 != 38)
-			return 0;
-		in.fd = a0; in.flags = a1; break;
-	case NR_mmap:
-		/* only file mappings */
-		if ((long)a4 < 0 || (a3 & 0x20))
-			return 0;
-		in.fd = a4; in.req = a1; in.flags = a2; break;
-	case NR_msync:
-		in.req = a1; in.flags = a2; break;
-	case NR_sendfile:
-		in.fd = a1; in.fd2 = a0; in.req = a3; break;
-	case NR_splice:
-		in.fd = a0; in.fd2 = a2; in.req = a4; break;
-	case NR_copy_file_range:
-		in.fd = a0; in.fd2 = a2; in.req = rg->r9; break;
-	case NR_openat: case NR_openat2:
-		in.flags = a2; break;
-	case NR_open:
-		in.flags = a1; break;
-	case NR_unlink: case NR_rmdir:
-		in.req = a0; in.fd = -100; break;
-	case NR_unlinkat:
-		in.req = a1; in.fd = a0; in.flags = a2; break;
-	}
+	if (!syscall_args(id, CAST(struct pt_regs, regs), &in))
+		return 0;
 	if (cls == CLS_UNLINK) {
 		/* the directory a relative name lives in: dirfd, or the cwd */
 		if ((int)in.fd == -100) {
@@ -805,6 +827,60 @@ static __always_inline __u32 state_char(bool preempt, unsigned int state)
 	return '?';
 }
 
+/* The syscall a thread is switched out in, read from its saved registers
+ * (default level: no entry hook). Unlinks are left out: their name is only
+ * worth reading at entry. */
+static __always_inline void wait_syscall(struct offstart *s, struct pt_regs *regs)
+{
+	__u32 cls = syscall_class(s->syscall);
+	if (!cls || cls == CLS_UNLINK)
+		return;
+	struct inflight in = {};
+	if (!syscall_args(s->syscall, regs, &in))
+		return;
+	s->cls = cls;
+	s->fd = in.fd;
+	s->req = in.req;
+	s->flags = in.flags;
+	if (in.fd >= 0 && cls != CLS_OPEN) {
+		struct thread_state *ts = thread_state(true);
+		if (ts)
+			fd_ref_cached(ts, in.fd, &s->f);
+	}
+}
+
+/* A wait inside a syscall, as a syscalls row covering the wait only (default
+ * level): blocked = BLOCKED_WAIT, ret 0 (unknown), no bytes. */
+static __always_inline void emit_wait(struct task_struct *task, __u32 pid, __u32 tid,
+				      struct offstart *s, __u64 now)
+{
+	struct syscall_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_SYSCALL);
+		return;
+	}
+	e->h.ts = s->ts;
+	e->h.pid = pid;
+	e->h.tid = tid;
+	e->h.kind = EV_SYSCALL;
+	e->h.cpu = bpf_get_smp_processor_id();
+	e->h._pad = 0;
+	e->h.cgroup = 0;
+	BPF_CORE_READ_STR_INTO(&e->h.comm, task, comm);
+	e->dur = now - s->ts;
+	e->ret = 0;
+	e->req = s->req;
+	e->fd = s->fd;
+	e->fd2 = -1;
+	e->nr = s->syscall;
+	e->flags = s->flags;
+	e->blocked = BLOCKED_WAIT;
+	e->_pad = 0;
+	e->f = s->f;
+	__builtin_memset(&e->f2, 0, sizeof(e->f2));
+	bpf_ringbuf_submit(e, wake_flags(&events));
+}
+
 static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct *prev,
 				     struct task_struct *next, unsigned int prev_state)
 {
@@ -830,16 +906,32 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 			s.stack_id = bpf_get_stackid(ctx, &stacks, 0);
 			if (s.stack_id < 0 && s.stack_id != -14 /* EFAULT: no stack */)
 				count_lost(LOST_STACK);
-			struct inflight *in = current_inflight(); /* prev is current here */
+			struct inflight *in = syscall_hooks ? current_inflight() : NULL; /* prev is current here */
 			if (in) {
 				in->blocked = 1;
 				s.syscall = in->nr;
 			} else {
-				struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-				s.syscall = BPF_CORE_READ(regs, orig_ax);
+				struct pt_regs *regs = CAST(struct pt_regs, bpf_task_pt_regs(bpf_get_current_task_btf()));
+				s.syscall = regs->orig_ax;
+				if (!syscall_hooks)
+					wait_syscall(&s, regs);
 			}
 		}
 		bpf_map_update_elem(&offcpu_start, &prev_tid, &s, BPF_ANY);
+	} else if (!syscall_hooks && prev_tid && !dead && prev_tgid != self_pid && pv->mm &&
+		   state_char(preempt, prev_state) != 'R') {
+		/* Another process's sync: how others hurt the target. */
+		struct pt_regs *regs = CAST(struct pt_regs, bpf_task_pt_regs(bpf_get_current_task_btf()));
+		long nr = regs->orig_ax;
+		if (syscall_class(nr) == CLS_SYNC) {
+			struct offstart s = {};
+			s.ts = now;
+			s.pid = prev_tgid;
+			s.syscall = nr;
+			s.other = 1;
+			wait_syscall(&s, regs);
+			bpf_map_update_elem(&offcpu_start, &prev_tid, &s, BPF_ANY);
+		}
 	}
 	/* close the on-CPU stretch, dying or not */
 	struct cpu_val *pc = prev_tid ? bpf_map_lookup_elem(&cpu, &prev_tid) : NULL;
@@ -848,6 +940,14 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		pc->on_since = 0;
 	}
 
+	if (!syscall_hooks && next_tid && !is_target(next_tgid)) {
+		struct offstart *o = bpf_map_lookup_elem(&offcpu_start, &next_tid);
+		if (o && o->other) {
+			emit_wait(nx, next_tgid, next_tid, o, now);
+			bpf_map_delete_elem(&offcpu_start, &next_tid);
+		}
+		return 0;
+	}
 	if (next_tid && is_target(next_tgid)) {
 		struct cpu_val *c = bpf_map_lookup_elem(&cpu, &next_tid);
 		if (!c) {
@@ -907,6 +1007,8 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 			__builtin_memcpy(e->waker_comm, w->comm, sizeof(e->waker_comm));
 		}
 		bpf_ringbuf_submit(e, wake_flags(&events));
+		if (!syscall_hooks && s->cls)
+			emit_wait(nx, next_tgid, next_tid, s, now);
 		bpf_map_delete_elem(&offcpu_start, &next_tid);
 	}
 	return 0;

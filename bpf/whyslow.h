@@ -88,11 +88,15 @@ struct syscall_event {
 	__s32 fd2;       /* second fd: sendfile, splice, copy_file_range */
 	__u32 nr;
 	__u32 flags;     /* open flags, lock cmd, sync flags */
-	__u32 blocked;   /* went off CPU while inside */
+	__u32 blocked;   /* went off CPU while inside; BLOCKED_WAIT: the row is one wait, not the call */
 	__u32 _pad;
 	struct file_ref f;
 	struct file_ref f2;
 };
+
+/* A syscalls row made at a context switch (default level): it spans one wait
+ * inside the call, not the call, and its return value is not known. */
+#define BLOCKED_WAIT 2
 
 struct file_event {
 	struct hdr h;

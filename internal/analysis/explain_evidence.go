@@ -10,10 +10,16 @@ import (
 // files: per file the target touched, bytes, operations and time inside syscalls.
 func (x *Explanation) files(s *Source, pids []uint32) error {
 	in := inList("i.pid", pids)
-	q := `WITH created AS (
-	        SELECT DISTINCT dev, ino, gen FROM syscalls i
+	created := `SELECT DISTINCT dev, ino, gen FROM syscalls i
 	        WHERE ` + in + ` AND class = 'open' AND (flags & 64) <> 0 AND ret >= 0
-	          AND (dev, ino, gen) IN (SELECT dev, ino, gen FROM files GROUP BY dev, ino, gen HAVING arg_min(size, ts) = 0))
+	          AND (dev, ino, gen) IN (SELECT dev, ino, gen FROM files GROUP BY dev, ino, gen HAVING arg_min(size, ts) = 0)`
+	if s.WaitsOnly() {
+		// No open was hooked: a file first seen empty when the target
+		// dirtied it was created (or truncated) by the target.
+		created = `SELECT DISTINCT dev, ino, gen FROM dirtied i
+	        WHERE ` + in + ` AND (dev, ino, gen) IN (SELECT dev, ino, gen FROM files GROUP BY dev, ino, gen HAVING arg_min(size, ts) = 0)`
+	}
+	q := `WITH created AS (` + created + `)
 	      SELECT coalesce(i.path, 'inode:[' || i.ino || ']'),
 	        sum(i.rbytes), sum(i.wbytes), sum(i.ops), sum(i.wait_ns),
 	        coalesce(bool_or((i.dev, i.ino, i.gen) IN (SELECT * FROM created)), false),

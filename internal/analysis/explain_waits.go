@@ -88,6 +88,17 @@ func (s *Source) targetWaits(pids []uint32, win window) error {
 	  UNION ALL
 	  SELECT tid, path, NULL, 'file', NULL, NULL, NULL, syscall, 0, 0, 1, dur
 	  FROM unlinks WHERE ` + in
+	if s.WaitsOnly() {
+		// No syscall returned its bytes: count what the target dirtied in
+		// the page cache (written) and read from disk (read), by file.
+		q += `
+	  UNION ALL
+	  SELECT d.tid, f.path, NULL, 'file', d.dev, d.ino, d.gen, 'dirtied', 0, d.pages * 4096, 0, 0
+	  FROM dirtied d LEFT JOIN file_names f USING (dev, ino, gen) WHERE d.` + in + `
+	  UNION ALL
+	  SELECT tid, path, NULL, 'file', fdev, ino, gen, 'disk-read', bytes, 0, 0, 0
+	  FROM disk WHERE ` + in + ` AND op = 'read' AND NOT lower AND fkind <> 'blockdev'`
+	}
 	if _, err := s.DB.Exec(q); err != nil {
 		return fmt.Errorf("collecting the target's I/O: %w", err)
 	}

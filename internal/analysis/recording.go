@@ -34,3 +34,9 @@ func NewSource(r *store.Recording) *Source {
 
 // Full reports whether the recording streamed every I/O syscall.
 func (s *Source) Full() bool { return s.Meta["level"] == "full" }
+
+// WaitsOnly reports whether the recording hooked no syscall (the default
+// level): its syscalls rows are waits seen at context switches, without
+// return values, and calls that never waited are absent. Bytes then come
+// from the pages the target dirtied and the disk reads it issued.
+func (s *Source) WaitsOnly() bool { return s.Meta["level"] == "waits" }

@@ -20,12 +20,36 @@ import (
 type Level int
 
 const (
-	// Default aggregates fast, non-blocking I/O syscalls in the kernel and
-	// streams only syscalls that block, are slow, fail, or open/close/sync.
+	// Default hooks no syscall: the evidence is gathered where waiting
+	// happens. At each context switch of a target thread the syscall and
+	// file it waits in are read from its saved registers (a syscalls row per
+	// wait, blocked = BlockedWait); block I/O, page dirtying, writeback,
+	// dirty throttling, io_uring and the scheduler are traced as at every
+	// level. Calls that never wait are not seen: their counts and bytes need
+	// Syscalls.
 	Default Level = iota
+	// Syscalls hooks every syscall's entry and exit: fast, non-blocking I/O
+	// calls are aggregated in the kernel, and calls that block, are slow,
+	// fail, or open/close/sync are streamed.
+	Syscalls
 	// Full streams every I/O syscall, like an LTTng recording.
 	Full
 )
+
+// String names the level as the recording's meta table does.
+func (l Level) String() string {
+	switch l {
+	case Syscalls:
+		return "syscalls"
+	case Full:
+		return "full"
+	}
+	return "waits"
+}
+
+// Hooks says whether the per-call hooks are loaded: at Syscalls and Full,
+// and at any level when requests are cut from socket calls.
+func (o Options) Hooks() bool { return o.Level != Default || o.Requests }
 
 // Options say what to capture. The zero value is a default-level, targeted capture.
 type Options struct {
@@ -83,6 +107,11 @@ var tracepoints = []struct{ prog, tp string }{
 	{"uring_complete", "io_uring_complete"},
 }
 
+// perCall are the handlers that run on every syscall: loaded only when
+// Options.Hooks says so, because the tracepoints alone cost a syscall-heavy
+// program about 5% of its throughput.
+var perCall = map[string]bool{"sys_enter": true, "sys_exit": true}
+
 // Tracepoints names every tracepoint the engine uses, for `whyslow check`.
 func Tracepoints() []string {
 	out := make([]string, len(tracepoints))
@@ -124,7 +153,7 @@ func open(opts Options, flavour string) (*Engine, error) {
 		return nil, fmt.Errorf("unknown flavour %q", flavour)
 	}
 	for name := range spec.Programs {
-		if len(name) < len(prefix) || name[:len(prefix)] != prefix {
+		if len(name) < len(prefix) || name[:len(prefix)] != prefix || (!opts.Hooks() && perCall[name[len(prefix):]]) {
 			delete(spec.Programs, name)
 		}
 	}
@@ -133,12 +162,13 @@ func open(opts Options, flavour string) (*Engine, error) {
 		slow = time.Millisecond
 	}
 	set := map[string]any{
-		"system_wide": opts.SystemWide,
-		"full":        opts.Level == Full,
-		"slow_ns":     uint64(slow),
-		"self_pid":    uint32(os.Getpid()),
-		"by_request":  opts.Requests,
-		"payload":     opts.Requests && opts.Payload,
+		"system_wide":   opts.SystemWide,
+		"full":          opts.Level == Full,
+		"slow_ns":       uint64(slow),
+		"self_pid":      uint32(os.Getpid()),
+		"by_request":    opts.Requests,
+		"payload":       opts.Requests && opts.Payload,
+		"syscall_hooks": opts.Hooks(),
 	}
 	for name, v := range set {
 		if err := spec.Variables[name].Set(v); err != nil {
@@ -185,7 +215,12 @@ func (e *Engine) attach(prefix string) error {
 		err error
 	}
 	results := make(chan result, len(tracepoints))
+	n := 0
 	for _, t := range tracepoints {
+		if perCall[t.prog] && !e.opts.Hooks() {
+			continue
+		}
+		n++
 		prog := e.coll.Programs[prefix+t.prog]
 		if prog == nil {
 			return fmt.Errorf("program %s%s missing from the object", prefix, t.prog)
@@ -202,7 +237,7 @@ func (e *Engine) attach(prefix string) error {
 		}(t.tp, prog)
 	}
 	var errs []error
-	for range tracepoints {
+	for range n {
 		r := <-results
 		switch {
 		case errors.Is(r.err, os.ErrNotExist):

@@ -167,6 +167,12 @@ type whyslowOffstart struct {
 	StackId int32
 	Syscall int32
 	Pid     uint32
+	Cls     uint32
+	Other   uint32
+	Fd      int32
+	Flags   uint32
+	Req     uint64
+	F       whyslowFileRef
 }
 
 type whyslowPayloadEvent struct {
@@ -362,6 +368,7 @@ const (
 	whyslowVarPayload                 = "payload"
 	whyslowVarSelfPid                 = "self_pid"
 	whyslowVarSlowNs                  = "slow_ns"
+	whyslowVarSyscallHooks            = "syscall_hooks"
 	whyslowVarSystemWide              = "system_wide"
 	whyslowVarUnusedAggKey            = "unused_agg_key"
 	whyslowVarUnusedAggVal            = "unused_agg_val"
@@ -497,6 +504,7 @@ type whyslowVariableSpecs struct {
 	Payload              *ebpf.VariableSpec `ebpf:"payload"`
 	SelfPid              *ebpf.VariableSpec `ebpf:"self_pid"`
 	SlowNs               *ebpf.VariableSpec `ebpf:"slow_ns"`
+	SyscallHooks         *ebpf.VariableSpec `ebpf:"syscall_hooks"`
 	SystemWide           *ebpf.VariableSpec `ebpf:"system_wide"`
 	UnusedAggKey         *ebpf.VariableSpec `ebpf:"unused_agg_key"`
 	UnusedAggVal         *ebpf.VariableSpec `ebpf:"unused_agg_val"`
@@ -591,6 +599,7 @@ type whyslowVariables struct {
 	Payload              *ebpf.Variable `ebpf:"payload"`
 	SelfPid              *ebpf.Variable `ebpf:"self_pid"`
 	SlowNs               *ebpf.Variable `ebpf:"slow_ns"`
+	SyscallHooks         *ebpf.Variable `ebpf:"syscall_hooks"`
 	SystemWide           *ebpf.Variable `ebpf:"system_wide"`
 	UnusedAggKey         *ebpf.Variable `ebpf:"unused_agg_key"`
 	UnusedAggVal         *ebpf.Variable `ebpf:"unused_agg_val"`

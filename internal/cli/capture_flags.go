@@ -16,6 +16,7 @@ import (
 // captureFlags are shared by run, attach and record.
 type captureFlags struct {
 	full      bool
+	syscalls  bool
 	slow      time.Duration
 	ring      string
 	requests  bool
@@ -23,8 +24,9 @@ type captureFlags struct {
 }
 
 func (c *captureFlags) bind(fs *pflag.FlagSet) {
-	fs.BoolVar(&c.full, "full", false, "stream every I/O syscall (like an LTTng recording) instead of aggregating fast ones in the kernel")
-	fs.DurationVar(&c.slow, "slow", time.Millisecond, "default level: stream syscalls at least this slow")
+	fs.BoolVar(&c.syscalls, "syscalls", false, "also hook every syscall: counts, bytes and latency of calls that never wait (aggregated in the kernel; slow ones streamed); costs a syscall-heavy program about a third of its throughput")
+	fs.BoolVar(&c.full, "full", false, "stream every I/O syscall (like an LTTng recording)")
+	fs.DurationVar(&c.slow, "slow", time.Millisecond, "with --syscalls: stream syscalls at least this slow")
 	fs.StringVar(&c.ring, "ring-size", "16M", "ring buffer for events (a power of two, 4K to 1G): bigger rides out bursts")
 	fs.BoolVar(&c.requests, "requests", false, "capture every socket call of the target, so that 'report requests' can cut its requests")
 	fs.BoolVar(&c.noPayload, "no-payload", false, "with --requests: do not take the first bytes of each request (its label, e.g. the HTTP request line)")
@@ -32,8 +34,11 @@ func (c *captureFlags) bind(fs *pflag.FlagSet) {
 
 func (c *captureFlags) options() (capture.Options, error) {
 	o := capture.Options{Slow: c.slow, Requests: c.requests, Payload: !c.noPayload}
-	if c.full {
+	switch {
+	case c.full:
 		o.Level = capture.Full
+	case c.syscalls:
+		o.Level = capture.Syscalls
 	}
 	if c.slow <= 0 {
 		return o, usageErr("--slow must be positive")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/procfs"
 	"github.com/whyslow/whyslow/internal/capture"
+	"github.com/whyslow/whyslow/internal/event"
 	"github.com/whyslow/whyslow/internal/store"
 	"github.com/whyslow/whyslow/internal/sysinfo"
 	"github.com/whyslow/whyslow/internal/target"
@@ -128,9 +129,18 @@ func Record(ctx context.Context, cfg Config) (*Result, error) {
 	var runErr error
 	var wg sync.WaitGroup
 	wg.Add(1)
+	sink := w.Write
+	var gone *goneFiles
+	if !opts.Hooks() {
+		gone = newGoneFiles()
+		sink = func(batch []event.Event) {
+			gone.note(batch)
+			w.Write(batch)
+		}
+	}
 	go func() {
 		defer wg.Done()
-		runErr = eng.Run(runCtx, w.Write)
+		runErr = eng.Run(runCtx, sink)
 	}()
 	if cfg.Ready != nil {
 		close(cfg.Ready)
@@ -225,6 +235,9 @@ func Record(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	finish()
+	if gone != nil {
+		w.Write(gone.gone(monoOf(time.Now())))
+	}
 	res.Rows = w.Rows()
 	end := time.Now()
 	meta := map[string]string{
@@ -262,10 +275,6 @@ func startMeta(cfg Config, eng *capture.Engine, start time.Time) map[string]stri
 	host, _ := os.Hostname()
 	var uts unix.Utsname
 	unix.Uname(&uts)
-	level := "default"
-	if cfg.Capture.Level == capture.Full {
-		level = "full"
-	}
 	scope := "system"
 	command := cfg.Command
 	if cfg.PID != 0 && len(command) == 0 {
@@ -284,7 +293,7 @@ func startMeta(cfg Config, eng *capture.Engine, start time.Time) map[string]stri
 		"start_wall":      start.UTC().Format(time.RFC3339Nano),
 		"clock_offset_ns": fmt.Sprint(start.UnixNano() - int64(monoOf(start))),
 		"start_mono":      fmt.Sprint(monoOf(start)),
-		"level":           level,
+		"level":           cfg.Capture.Level.String(),
 		"scope":           scope,
 		"command":         strings.Join(command, "\x00"),
 		"flavour":         eng.Flavour(),

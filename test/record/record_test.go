@@ -72,10 +72,11 @@ type usage struct {
 }
 
 // A process that writes a known number of bytes to a known file shows exactly
-// those bytes under the right process and file, at both levels.
+// those bytes under the right process and file, at both levels that hook
+// syscalls (the default level sees no call that does not wait).
 func TestUsageExactBytes(t *testing.T) {
 	harness.RequireRoot(t)
-	for _, level := range []string{"--full", "--slow=1ms"} {
+	for _, level := range []string{"--full", "--syscalls"} {
 		t.Run(level, func(t *testing.T) {
 			dir := t.TempDir()
 			file, rec := filepath.Join(dir, "known.out"), filepath.Join(dir, "rec.db")
