@@ -1014,6 +1014,71 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 	return 0;
 }
 
+/* ---- CPU samples at the local timer interrupt ---- */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sample_event);
+} sample_scratch SEC(".maps");
+
+/* The path argument of a call that names a file by path. */
+static __always_inline unsigned long path_arg(long nr, struct pt_regs *rg)
+{
+	switch (nr) {
+	case NR_open: case NR_creat: case NR_unlink: case NR_rmdir:
+		return rg->di;
+	case NR_openat: case NR_openat2: case NR_unlinkat:
+		return rg->si;
+	}
+	return 0;
+}
+
+static __always_inline int on_tick(void *ctx)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 tgid = task->tgid;
+	if (!task->pid || !is_target(tgid))
+		return 0;
+	__u32 zero = 0;
+	struct sample_event *e = bpf_map_lookup_elem(&sample_scratch, &zero);
+	if (!e)
+		return 0;
+	fill_hdr(&e->h, EV_SAMPLE);
+	/* Whether the interrupt came from user mode is not in the tracepoint's
+	 * arguments (and per-CPU irq_regs is not reachable here): user space
+	 * tells from the kernel stack, which ends at the interrupt's entry when
+	 * the thread was in user mode. */
+	e->user = 0;
+	e->syscall = -1;
+	e->fd = -1;
+	__builtin_memset(&e->f, 0, sizeof(e->f));
+	e->path[0] = 0;
+	e->stack_id = bpf_get_stackid(ctx, &stacks, 0);
+	{
+		struct pt_regs *regs = CAST(struct pt_regs, bpf_task_pt_regs(task));
+		long nr = regs->orig_ax;
+		e->syscall = nr;
+		__u32 cls = syscall_class(nr);
+		struct inflight in = {};
+		if (cls && syscall_args(nr, regs, &in)) {
+			e->fd = in.fd;
+			unsigned long p = path_arg(nr, regs);
+			if (p)
+				bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)p);
+			else if (in.fd >= 0) {
+				struct thread_state *ts = thread_state(true);
+				if (ts)
+					fd_ref_cached(ts, in.fd, &e->f);
+			}
+		}
+	}
+	if (bpf_ringbuf_output(&events, e, sizeof(*e), 0))
+		count_lost(LOST_SAMPLE);
+	return 0;
+}
+
 /* prctl(PR_SET_NAME) and friends: the thread's on-CPU account takes the new
  * name, so reports do not name it by the one it started with. */
 static __always_inline int on_rename(struct task_struct *task, const char *comm)
@@ -1151,9 +1216,25 @@ static __always_inline void rq_file(struct request *rq, struct file_ref *r)
 			}
 		}
 	}
-	struct inflight *in = current_inflight();
-	if (in)
-		*r = in->f;
+	if (syscall_hooks) {
+		struct inflight *in = current_inflight();
+		if (in)
+			*r = in->f;
+		return;
+	}
+	/* No entry hook: the file of the call the issuer is in (O_DIRECT). */
+	struct task_struct *task = bpf_get_current_task_btf();
+	if (!task->mm)
+		return;   /* a kernel thread: no syscall */
+	struct pt_regs *regs = CAST(struct pt_regs, bpf_task_pt_regs(task));
+	long nr = regs->orig_ax;
+	__u32 cls = syscall_class(nr);
+	struct inflight in = {};
+	if (!cls || cls == CLS_OPEN || cls == CLS_UNLINK || !syscall_args(nr, regs, &in) || in.fd < 0)
+		return;
+	struct thread_state *ts = thread_state(true);
+	if (ts)
+		fd_ref_cached(ts, in.fd, r);
 }
 
 static __always_inline struct rqinfo *rq_track(struct request *rq)
@@ -1396,6 +1477,7 @@ TWIN(sched_switch, sched_switch,
      on_switch(ctx, preempt, prev, next, prev_state))
 /* sched_waking, not sched_wakeup: it runs in the waker's context, while
  * sched_wakeup may run later on the target CPU (ttwu wake list) as swapper. */
+TWIN(local_timer_entry, local_timer_entry, int vector, on_tick(ctx))
 TWIN(sched_waking, sched_waking, struct task_struct *p, on_wakeup(p))
 TWIN(task_rename, task_rename, struct task_struct *task COMMA const char *comm, on_rename(task, comm))
 TWIN(sched_wakeup_new, sched_wakeup_new, struct task_struct *p, on_wakeup(p))
@@ -1430,6 +1512,7 @@ const struct hdr *unused_hdr __attribute__((unused));
 const struct file_ref *unused_file_ref __attribute__((unused));
 const struct syscall_event *unused_syscall_event __attribute__((unused));
 const struct payload_event *unused_payload_event __attribute__((unused));
+const struct sample_event *unused_sample_event __attribute__((unused));
 const struct file_event *unused_file_event __attribute__((unused));
 const struct offcpu_event *unused_offcpu_event __attribute__((unused));
 const struct block_event *unused_block_event __attribute__((unused));

@@ -28,6 +28,7 @@ enum event_kind {
 	EV_URING = 10,
 	EV_UNLINK = 11,
 	EV_PAYLOAD = 12,
+	EV_SAMPLE = 13,
 };
 
 /* Lost-event counters, one slot per source, per CPU. */
@@ -41,7 +42,8 @@ enum lost_source {
 	LOST_AGG = 6,       /* aggregation map full: a syscall neither counted nor streamed */
 	LOST_STACK = 7,     /* stack map full: interval kept, stack missing */
 	LOST_PAYLOAD = 8,   /* a request's first bytes (label) */
-	LOST_NR = 9,
+	LOST_SAMPLE = 9,    /* a CPU sample */
+	LOST_NR = 10,
 };
 
 enum file_kind {
@@ -216,7 +218,21 @@ struct payload_event {
 	__u8 data[PAYLOAD_LEN];
 };
 
-/* Default level: per thread, per file, per syscall counters kept in the kernel. */
+/* A target thread found on CPU at a local timer interrupt (the scheduler
+ * tick): in user or kernel mode, the syscall it was in, and the file or path
+ * that call names. The default level splits kernel CPU time by these. */
+#define SAMPLE_PATH_LEN 256
+struct sample_event {
+	struct hdr h;
+	__s32 syscall;   /* in progress, -1 if none */
+	__u32 user;      /* 0: user space decides by the stack */
+	__s32 stack_id;  /* kernel stack, from the interrupt to where it came from */
+	__s32 fd;
+	struct file_ref f;
+	char path[SAMPLE_PATH_LEN];  /* the path argument of open, unlink, ... */
+};
+
+/* Syscalls level: per thread, per file, per syscall counters kept in the kernel. */
 struct agg_key {
 	__u32 pid;
 	__u32 tid;

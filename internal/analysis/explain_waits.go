@@ -97,7 +97,13 @@ func (s *Source) targetWaits(pids []uint32, win window) error {
 	  FROM dirtied d LEFT JOIN file_names f USING (dev, ino, gen) WHERE d.` + in + `
 	  UNION ALL
 	  SELECT tid, path, NULL, 'file', fdev, ino, gen, 'disk-read', bytes, 0, 0, 0
-	  FROM disk WHERE ` + in + ` AND op = 'read' AND NOT lower AND fkind <> 'blockdev'`
+	  FROM disk WHERE ` + in + ` AND op = 'read' AND NOT lower AND fkind <> 'blockdev'
+	  UNION ALL
+	  SELECT s.tid, coalesce(f.path, CASE WHEN s.path LIKE '/%' THEN s.path END), f.peer, coalesce(f.kind, 'file'),
+	         s.dev, s.ino, s.gen, n.name, 0, 0, 0, w.ns
+	  FROM samples s JOIN (` + sampleWeights(in) + `) w USING (tid) JOIN syscall_names n ON n.nr = s.syscall_nr
+	    LEFT JOIN file_names f USING (dev, ino, gen)
+	  WHERE s.` + in + ` AND NOT s.user AND (s.ino <> 0 OR s.path LIKE '/%')`
 	}
 	if _, err := s.DB.Exec(q); err != nil {
 		return fmt.Errorf("collecting the target's I/O: %w", err)
@@ -109,6 +115,9 @@ func (s *Source) targetWaits(pids []uint32, win window) error {
 // off CPU there, by syscall class: the kernel's part of its CPU time.
 func (x *Explanation) kernelCPU(s *Source, pids []uint32) error {
 	in := inList("pid", pids)
+	if s.WaitsOnly() {
+		return x.sampledKernelCPU(s, in)
+	}
 	// Numeric tables only: the io view names every row's file, which costs
 	// seconds on a recording of millions of calls.
 	q := `WITH inside AS (
@@ -123,6 +132,39 @@ func (x *Explanation) kernelCPU(s *Source, pids []uint32) error {
 	rows, err := s.DB.Query(q)
 	if err != nil {
 		return fmt.Errorf("splitting kernel time: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var class string
+		var ns float64
+		if err := rows.Scan(&class, &ns); err != nil {
+			return err
+		}
+		if ns > 0 {
+			x.Time.KernelCPUS[class] = ns / 1e9
+		}
+	}
+	return rows.Err()
+}
+
+// sampleWeights is each target thread's on-CPU time per CPU sample taken of
+// it: a sample stands for that much of the thread's CPU time.
+func sampleWeights(in string) string {
+	return `SELECT s.tid, any_value(c.ns) / count(*) AS ns FROM samples s
+	   JOIN (SELECT tid, sum(oncpu_ns) AS ns FROM cputime WHERE ` + in + ` GROUP BY tid) c USING (tid)
+	   WHERE s.` + in + ` GROUP BY s.tid`
+}
+
+// sampledKernelCPU: with no syscall hooked (default level), the kernel's
+// part of the CPU time by syscall class comes from the timer samples: each
+// sample inside a syscall counts its thread's CPU time per sample.
+func (x *Explanation) sampledKernelCPU(s *Source, in string) error {
+	q := `SELECT n.class, sum(w.ns) FROM samples s JOIN (` + sampleWeights(in) + `) w USING (tid)
+	      JOIN syscall_names n ON n.nr = s.syscall_nr
+	      WHERE s.` + in + ` AND NOT s.user AND n.class IS NOT NULL AND n.class <> 'none' GROUP BY n.class`
+	rows, err := s.DB.Query(q)
+	if err != nil {
+		return fmt.Errorf("splitting kernel time by samples: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {

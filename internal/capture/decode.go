@@ -24,6 +24,7 @@ const (
 	evUring     = 10
 	evUnlink    = 11
 	evPayload   = 12
+	evSample    = 13
 
 	// PayloadLen is PAYLOAD_LEN: the most of a request's first bytes taken.
 	PayloadLen = len(whyslowPayloadEvent{}.Data)
@@ -163,6 +164,13 @@ func (d *decoder) decode(raw []byte) (event.Event, error) {
 		}
 		n := min(int(w.Len), len(w.Data))
 		return &event.Payload{Header: d.hdr(&w.H), Conn: fileRef(w.F), Data: append([]byte(nil), w.Data[:n]...)}, nil
+	case evSample:
+		w, err := as[whyslowSampleEvent](raw)
+		if err != nil {
+			return nil, err
+		}
+		return &event.Sample{Header: d.hdr(&w.H), Syscall: w.Syscall, FD: w.Fd, File: fileRef(w.F),
+			Path: cString(int8s(w.Path[:])), StackID: w.StackId}, nil
 	case evUnlink:
 		w, err := as[whyslowUnlinkEvent](raw)
 		if err != nil {

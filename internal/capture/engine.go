@@ -90,6 +90,7 @@ var tracepoints = []struct{ prog, tp string }{
 	{"sys_enter", "sys_enter"},
 	{"sys_exit", "sys_exit"},
 	{"sched_switch", "sched_switch"},
+	{"local_timer_entry", "local_timer_entry"}, // x86: CPU samples at the tick
 	{"sched_waking", "sched_waking"},
 	{"sched_wakeup_new", "sched_wakeup_new"},
 	{"task_rename", "task_rename"},

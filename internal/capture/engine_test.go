@@ -52,9 +52,9 @@ t = threading.Thread(target=work, name="worker"); t.start(); t.join()
 	}
 }
 
-// At the default level small writes are counted in the kernel, not streamed:
+// At the syscalls level small writes are counted in the kernel, not streamed:
 // the totals must still name the thread, the file and the bytes.
-func TestDefaultLevelTotals(t *testing.T) {
+func TestSyscallsLevelTotals(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "agg.out")
 	script := `
@@ -63,7 +63,7 @@ with open(sys.argv[1], "wb") as f:
     for _ in range(256):
         f.write(b"y" * 4096)
 `
-	c := runCaptured(t, Options{}, python(t), "-c", script, file)
+	c := runCaptured(t, Options{Level: Syscalls}, python(t), "-c", script, file)
 	c.noLoss(t)
 	var bytes, count uint64
 	for _, a := range eventsOf[*event.SyscallTotals](c) {
@@ -79,10 +79,10 @@ with open(sys.argv[1], "wb") as f:
 		}
 	}
 	if bytes != 256*4096 || count != 256 {
-		t.Fatalf("default level saw %d writes, %d bytes to %s; want 256, %d", count, bytes, file, 256*4096)
+		t.Fatalf("syscalls level saw %d writes, %d bytes to %s; want 256, %d", count, bytes, file, 256*4096)
 	}
 	if n := len(c.syscalls("write")); n > 32 {
-		t.Errorf("default level streamed %d of 256 cached writes; they should be aggregated", n)
+		t.Errorf("syscalls level streamed %d of 256 cached writes; they should be aggregated", n)
 	}
 }
 

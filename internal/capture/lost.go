@@ -3,7 +3,7 @@ package capture
 import "fmt"
 
 // LostSources names the per-CPU lost counters, in the order of enum lost_source.
-var LostSources = []string{"syscall", "file", "offcpu", "block", "meta", "uring", "aggregate", "stack", "payload"}
+var LostSources = []string{"syscall", "file", "offcpu", "block", "meta", "uring", "aggregate", "stack", "payload", "sample"}
 
 // Lost sums the per-CPU lost-event counters by source.
 func (e *Engine) Lost() (map[string]uint64, error) {

@@ -70,6 +70,8 @@ func (e *Engine) Run(ctx context.Context, sink Sink) error {
 				} else {
 					st.classify(v)
 				}
+			case *event.Sample:
+				st.sampled(v)
 			case *event.Syscall:
 				st.noteFile(v.PID, v.File)
 			case *event.SyscallTotals:

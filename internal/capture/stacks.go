@@ -60,6 +60,13 @@ func (s *stacks) classify(o *event.OffCPU) {
 	o.Stack = s.Frames(o.StackID)
 }
 
+// sampled names a CPU sample's stack and tells user mode from kernel mode:
+// interrupted in user mode, the kernel stack ends at the interrupt's entry.
+func (s *stacks) sampled(v *event.Sample) {
+	v.Stack = s.Frames(v.StackID)
+	v.User = v.Syscall < 0 && (len(v.Stack) == 0 || strings.HasPrefix(v.Stack[len(v.Stack)-1], "asm_sysvec_"))
+}
+
 // kallsyms maps kernel addresses to function names.
 type kallsyms struct {
 	addrs []uint64

@@ -194,6 +194,17 @@ type whyslowRqinfo struct {
 	F        whyslowFileRef
 }
 
+type whyslowSampleEvent struct {
+	_       structs.HostLayout
+	H       whyslowHdr
+	Syscall int32
+	User    uint32
+	StackId int32
+	Fd      int32
+	F       whyslowFileRef
+	Path    [256]int8
+}
+
 type whyslowSeenKey struct {
 	_   structs.HostLayout
 	Dev uint32
@@ -319,6 +330,7 @@ const (
 	whyslowMapMeta                    = "meta"
 	whyslowMapOffcpuStart             = "offcpu_start"
 	whyslowMapRequests                = "requests"
+	whyslowMapSampleScratch           = "sample_scratch"
 	whyslowMapSeen                    = "seen"
 	whyslowMapStacks                  = "stacks"
 	whyslowMapTargets                 = "targets"
@@ -331,6 +343,7 @@ const (
 	whyslowProgBtfBlockRqComplete     = "btf_block_rq_complete"
 	whyslowProgBtfBlockRqInsert       = "btf_block_rq_insert"
 	whyslowProgBtfBlockRqIssue        = "btf_block_rq_issue"
+	whyslowProgBtfLocalTimerEntry     = "btf_local_timer_entry"
 	whyslowProgBtfSchedProcessExec    = "btf_sched_process_exec"
 	whyslowProgBtfSchedProcessExit    = "btf_sched_process_exit"
 	whyslowProgBtfSchedProcessFork    = "btf_sched_process_fork"
@@ -349,6 +362,7 @@ const (
 	whyslowProgRawBlockRqComplete     = "raw_block_rq_complete"
 	whyslowProgRawBlockRqInsert       = "raw_block_rq_insert"
 	whyslowProgRawBlockRqIssue        = "raw_block_rq_issue"
+	whyslowProgRawLocalTimerEntry     = "raw_local_timer_entry"
 	whyslowProgRawSchedProcessExec    = "raw_sched_process_exec"
 	whyslowProgRawSchedProcessExit    = "raw_sched_process_exit"
 	whyslowProgRawSchedProcessFork    = "raw_sched_process_fork"
@@ -384,6 +398,7 @@ const (
 	whyslowVarUnusedHdr               = "unused_hdr"
 	whyslowVarUnusedOffcpuEvent       = "unused_offcpu_event"
 	whyslowVarUnusedPayloadEvent      = "unused_payload_event"
+	whyslowVarUnusedSampleEvent       = "unused_sample_event"
 	whyslowVarUnusedSyscallEvent      = "unused_syscall_event"
 	whyslowVarUnusedThrottleEvent     = "unused_throttle_event"
 	whyslowVarUnusedUnlinkEvent       = "unused_unlink_event"
@@ -437,6 +452,7 @@ type whyslowProgramSpecs struct {
 	BtfBlockRqComplete     *ebpf.ProgramSpec `ebpf:"btf_block_rq_complete"`
 	BtfBlockRqInsert       *ebpf.ProgramSpec `ebpf:"btf_block_rq_insert"`
 	BtfBlockRqIssue        *ebpf.ProgramSpec `ebpf:"btf_block_rq_issue"`
+	BtfLocalTimerEntry     *ebpf.ProgramSpec `ebpf:"btf_local_timer_entry"`
 	BtfSchedProcessExec    *ebpf.ProgramSpec `ebpf:"btf_sched_process_exec"`
 	BtfSchedProcessExit    *ebpf.ProgramSpec `ebpf:"btf_sched_process_exit"`
 	BtfSchedProcessFork    *ebpf.ProgramSpec `ebpf:"btf_sched_process_fork"`
@@ -455,6 +471,7 @@ type whyslowProgramSpecs struct {
 	RawBlockRqComplete     *ebpf.ProgramSpec `ebpf:"raw_block_rq_complete"`
 	RawBlockRqInsert       *ebpf.ProgramSpec `ebpf:"raw_block_rq_insert"`
 	RawBlockRqIssue        *ebpf.ProgramSpec `ebpf:"raw_block_rq_issue"`
+	RawLocalTimerEntry     *ebpf.ProgramSpec `ebpf:"raw_local_timer_entry"`
 	RawSchedProcessExec    *ebpf.ProgramSpec `ebpf:"raw_sched_process_exec"`
 	RawSchedProcessExit    *ebpf.ProgramSpec `ebpf:"raw_sched_process_exit"`
 	RawSchedProcessFork    *ebpf.ProgramSpec `ebpf:"raw_sched_process_fork"`
@@ -485,6 +502,7 @@ type whyslowMapSpecs struct {
 	Meta           *ebpf.MapSpec `ebpf:"meta"`
 	OffcpuStart    *ebpf.MapSpec `ebpf:"offcpu_start"`
 	Requests       *ebpf.MapSpec `ebpf:"requests"`
+	SampleScratch  *ebpf.MapSpec `ebpf:"sample_scratch"`
 	Seen           *ebpf.MapSpec `ebpf:"seen"`
 	Stacks         *ebpf.MapSpec `ebpf:"stacks"`
 	Targets        *ebpf.MapSpec `ebpf:"targets"`
@@ -520,6 +538,7 @@ type whyslowVariableSpecs struct {
 	UnusedHdr            *ebpf.VariableSpec `ebpf:"unused_hdr"`
 	UnusedOffcpuEvent    *ebpf.VariableSpec `ebpf:"unused_offcpu_event"`
 	UnusedPayloadEvent   *ebpf.VariableSpec `ebpf:"unused_payload_event"`
+	UnusedSampleEvent    *ebpf.VariableSpec `ebpf:"unused_sample_event"`
 	UnusedSyscallEvent   *ebpf.VariableSpec `ebpf:"unused_syscall_event"`
 	UnusedThrottleEvent  *ebpf.VariableSpec `ebpf:"unused_throttle_event"`
 	UnusedUnlinkEvent    *ebpf.VariableSpec `ebpf:"unused_unlink_event"`
@@ -557,6 +576,7 @@ type whyslowMaps struct {
 	Meta           *ebpf.Map `ebpf:"meta"`
 	OffcpuStart    *ebpf.Map `ebpf:"offcpu_start"`
 	Requests       *ebpf.Map `ebpf:"requests"`
+	SampleScratch  *ebpf.Map `ebpf:"sample_scratch"`
 	Seen           *ebpf.Map `ebpf:"seen"`
 	Stacks         *ebpf.Map `ebpf:"stacks"`
 	Targets        *ebpf.Map `ebpf:"targets"`
@@ -579,6 +599,7 @@ func (m *whyslowMaps) Close() error {
 		m.Meta,
 		m.OffcpuStart,
 		m.Requests,
+		m.SampleScratch,
 		m.Seen,
 		m.Stacks,
 		m.Targets,
@@ -615,6 +636,7 @@ type whyslowVariables struct {
 	UnusedHdr            *ebpf.Variable `ebpf:"unused_hdr"`
 	UnusedOffcpuEvent    *ebpf.Variable `ebpf:"unused_offcpu_event"`
 	UnusedPayloadEvent   *ebpf.Variable `ebpf:"unused_payload_event"`
+	UnusedSampleEvent    *ebpf.Variable `ebpf:"unused_sample_event"`
 	UnusedSyscallEvent   *ebpf.Variable `ebpf:"unused_syscall_event"`
 	UnusedThrottleEvent  *ebpf.Variable `ebpf:"unused_throttle_event"`
 	UnusedUnlinkEvent    *ebpf.Variable `ebpf:"unused_unlink_event"`
@@ -630,6 +652,7 @@ type whyslowPrograms struct {
 	BtfBlockRqComplete     *ebpf.Program `ebpf:"btf_block_rq_complete"`
 	BtfBlockRqInsert       *ebpf.Program `ebpf:"btf_block_rq_insert"`
 	BtfBlockRqIssue        *ebpf.Program `ebpf:"btf_block_rq_issue"`
+	BtfLocalTimerEntry     *ebpf.Program `ebpf:"btf_local_timer_entry"`
 	BtfSchedProcessExec    *ebpf.Program `ebpf:"btf_sched_process_exec"`
 	BtfSchedProcessExit    *ebpf.Program `ebpf:"btf_sched_process_exit"`
 	BtfSchedProcessFork    *ebpf.Program `ebpf:"btf_sched_process_fork"`
@@ -648,6 +671,7 @@ type whyslowPrograms struct {
 	RawBlockRqComplete     *ebpf.Program `ebpf:"raw_block_rq_complete"`
 	RawBlockRqInsert       *ebpf.Program `ebpf:"raw_block_rq_insert"`
 	RawBlockRqIssue        *ebpf.Program `ebpf:"raw_block_rq_issue"`
+	RawLocalTimerEntry     *ebpf.Program `ebpf:"raw_local_timer_entry"`
 	RawSchedProcessExec    *ebpf.Program `ebpf:"raw_sched_process_exec"`
 	RawSchedProcessExit    *ebpf.Program `ebpf:"raw_sched_process_exit"`
 	RawSchedProcessFork    *ebpf.Program `ebpf:"raw_sched_process_fork"`
@@ -670,6 +694,7 @@ func (p *whyslowPrograms) Close() error {
 		p.BtfBlockRqComplete,
 		p.BtfBlockRqInsert,
 		p.BtfBlockRqIssue,
+		p.BtfLocalTimerEntry,
 		p.BtfSchedProcessExec,
 		p.BtfSchedProcessExit,
 		p.BtfSchedProcessFork,
@@ -688,6 +713,7 @@ func (p *whyslowPrograms) Close() error {
 		p.RawBlockRqComplete,
 		p.RawBlockRqInsert,
 		p.RawBlockRqIssue,
+		p.RawLocalTimerEntry,
 		p.RawSchedProcessExec,
 		p.RawSchedProcessExit,
 		p.RawSchedProcessFork,

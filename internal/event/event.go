@@ -125,6 +125,21 @@ type Payload struct {
 	Data []byte
 }
 
+// Sample is a target thread found on CPU at a local timer interrupt (the
+// scheduler tick): the default level's evidence of where kernel CPU time
+// goes, since no syscall is hooked. Syscall is the call it was in (-1 in
+// user mode or outside any call), File or Path what that call names.
+type Sample struct {
+	Header
+	User    bool
+	Syscall int32
+	FD      int32
+	File    FileRef
+	Path    string
+	StackID int32
+	Stack   []string // kernel frames, innermost first
+}
+
 // Existing is a thread that was there when capture began (attach), as /proc
 // showed it: the process tree and names that no fork or exec event will tell.
 type Existing struct {

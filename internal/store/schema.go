@@ -30,6 +30,9 @@ var tables = []struct{ name, columns string }{
 	{"exits", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, code INTEGER, group_dead BOOLEAN"},
 	// payloads: a request's first bytes (--requests), keyed by its socket.
 	{"payloads", "ts UBIGINT, pid UINTEGER, tid UINTEGER, dev UINTEGER, ino UBIGINT, gen UINTEGER, data BLOB"},
+	// samples: target threads on CPU at a timer interrupt (default level's
+	// split of kernel time): the syscall they were in, its file or path.
+	{"samples", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm_id UINTEGER, user BOOLEAN, syscall_nr SMALLINT, fd INTEGER, dev UINTEGER, ino UBIGINT, gen UINTEGER, fkind UTINYINT, path VARCHAR, stack_id INTEGER"},
 	// existing: threads there when capture began (attach), from /proc.
 	{"existing", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, ppid UINTEGER, state VARCHAR, args VARCHAR[]"},
 	{"uring", "ts UBIGINT, dur UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, opcode UINTEGER, res BIGINT, user_data UBIGINT, fd INTEGER, dev UINTEGER, ino UBIGINT, gen UINTEGER, fkind VARCHAR"},

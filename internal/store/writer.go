@@ -306,6 +306,19 @@ func (w *Writer) append(ev event.Event) error {
 		return w.row("forks", e.Time, e.PID, e.TID, w.comm(&e.Header), e.ChildPID, e.ChildTID)
 	case *event.Exec:
 		return w.row("execs", e.Time, e.PID, e.TID, w.comm(&e.Header), e.PPID, e.Filename, nonNil(e.Args), e.Cgroup)
+	case *event.Sample:
+		if e.StackID >= 0 && !w.stacks[e.StackID] && e.Stack != nil {
+			w.stacks[e.StackID] = true
+			if err := w.row("stacks", e.StackID, e.Stack); err != nil {
+				return err
+			}
+		}
+		cid, err := w.commID(w.comm(&e.Header))
+		if err != nil {
+			return err
+		}
+		return w.row("samples", e.Time, e.PID, e.TID, cid, e.User, syscallNr(e.Syscall), e.FD, e.File.Dev, e.File.Ino, e.File.Gen,
+			uint8(e.File.Kind), e.Path, e.StackID)
 	case *event.Payload:
 		return w.row("payloads", e.Time, e.PID, e.TID, e.Conn.Dev, e.Conn.Ino, e.Conn.Gen, e.Data)
 	case *event.Existing:

@@ -1,0 +1,85 @@
+package capture
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/whyslow/whyslow/internal/event"
+)
+
+// At the default level no syscall is hooked: a read that waits on a FIFO is
+// seen at the context switch, with its file, as one row spanning the wait,
+// and a read that never waits is not seen at all.
+func TestDefaultLevelWaitCarriesFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo, plain := filepath.Join(dir, "slow.fifo"), filepath.Join(dir, "cached.txt")
+	script := `
+import os, sys, threading, time
+os.mkfifo(sys.argv[1])
+with open(sys.argv[2], "w") as f:
+    f.write("cached")
+r = os.open(sys.argv[1], os.O_RDONLY | os.O_NONBLOCK)  # opening does not wait
+os.set_blocking(r, True)
+w = os.open(sys.argv[1], os.O_WRONLY)
+def writer():
+    time.sleep(0.3)
+    os.write(w, b"late")
+threading.Thread(target=writer).start()
+with open(sys.argv[2]) as f:
+    f.read()
+os.read(r, 4)   # waits for the writer
+`
+	c := runCaptured(t, Options{}, python(t), "-c", script, fifo, plain)
+	var waited time.Duration
+	for _, s := range eventsOf[*event.Syscall](c) {
+		p := c.path(s.File)
+		if p == plain {
+			t.Errorf("a call that never waited was seen at the default level: %s on %s", event.SyscallName(int32(s.Nr)), p)
+		}
+		if p == fifo && !s.Blocked {
+			t.Errorf("a default-level row that is not a wait: %+v", s)
+		}
+		if p == fifo {
+			waited += time.Duration(s.Dur)
+		}
+	}
+	if waited < 200*time.Millisecond {
+		t.Errorf("waits on %s add up to %v, want about 300ms", fifo, waited)
+	}
+}
+
+// CPU samples name the syscall a busy thread is in and the path it opens:
+// the default level's split of kernel time.
+func TestDefaultLevelSamples(t *testing.T) {
+	dir := t.TempDir()
+	script := `
+import os, sys, time
+end = time.time() + 0.6
+i = 0
+while time.time() < end:
+    p = os.path.join(sys.argv[1], "f%d" % (i % 50))
+    with open(p, "w") as f:
+        f.write("x")
+    os.unlink(p)
+    i += 1
+`
+	c := runCaptured(t, Options{}, python(t), "-c", script, dir)
+	var all, inCalls, onDir int
+	for _, s := range eventsOf[*event.Sample](c) {
+		all++
+		if s.Syscall >= 0 {
+			inCalls++
+		}
+		if strings.HasPrefix(s.Path, dir+"/") {
+			onDir++
+		}
+	}
+	if all < 20 {
+		t.Fatalf("%d samples of 0.6 s on CPU, want at least 20 (a tick is at most 10 ms)", all)
+	}
+	if inCalls == 0 || onDir == 0 {
+		t.Errorf("%d samples, %d in syscalls, %d naming a path under %s", all, inCalls, onDir, dir)
+	}
+}
