@@ -412,8 +412,8 @@ static __always_inline void sock_addrs(struct file_event *e, struct file *file)
 }
 
 /* Describes a file to user space once per (dev, ino, gen); sockets again once they have a peer. */
-static __always_inline void describe(struct file *file, struct inode *inode, struct dentry *dentry,
-				     struct vfsmount *mnt, struct file_ref *r)
+static __always_inline void describe_inline(struct file *file, struct inode *inode, struct dentry *dentry,
+					    struct vfsmount *mnt, struct file_ref *r)
 {
 	struct seen_key k = { .dev = r->dev, .gen = r->gen, .ino = r->ino };
 	__u8 state = 1;
@@ -459,6 +459,32 @@ static __always_inline void describe(struct file *file, struct inode *inode, str
 		count_lost(LOST_FILE);
 		bpf_map_delete_elem(&seen, &k);
 	}
+}
+
+/* describe as a global function: the verifier checks it once, not at each
+ * of the dozen places a file is identified (that was most of start-up).
+ * Kernel pointers cross the call in memory, where the callee reads them as
+ * numbers: a global function's arguments must be scalars or memory. */
+struct describe_args {
+	__u64 file, inode, dentry, mnt;
+	struct file_ref r;
+};
+
+__noinline int describe_file(struct describe_args *a)
+{
+	if (!a || !a->inode)
+		return 0;
+	describe_inline((struct file *)a->file, (struct inode *)a->inode, (struct dentry *)a->dentry,
+			(struct vfsmount *)a->mnt, &a->r);
+	return 0;
+}
+
+static __always_inline void describe(struct file *file, struct inode *inode, struct dentry *dentry,
+				     struct vfsmount *mnt, struct file_ref *r)
+{
+	struct describe_args a = { .file = (__u64)file, .inode = (__u64)inode, .dentry = (__u64)dentry,
+				   .mnt = (__u64)mnt, .r = *r };
+	describe_file(&a);
 }
 
 static __always_inline void file_ref_of(struct file *file, struct file_ref *r)

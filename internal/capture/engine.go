@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -270,9 +271,16 @@ func (e *Engine) AddTarget(pid uint32) error {
 
 // Close detaches everything and frees the maps. Closing twice is harmless.
 func (e *Engine) Close() error {
+	// Detaching waits for RCU grace periods, as attaching does: all at once.
+	var wg sync.WaitGroup
 	for _, l := range e.links {
-		l.Close()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.Close()
+		}()
 	}
+	wg.Wait()
 	e.links = nil
 	if e.events != nil {
 		e.events.Close()

@@ -97,6 +97,16 @@ func (e *Engine) read(ctx context.Context, rd *ringbuf.Reader, out chan<- []even
 	flushAt := time.Now().Add(batchWait)
 	stopping := false
 	rd.SetDeadline(flushAt)
+	// Stopping must not wait out the batch deadline: wake the reader at once.
+	stopped := make(chan struct{})
+	defer close(stopped)
+	go func() {
+		select {
+		case <-ctx.Done():
+			rd.Flush()
+		case <-stopped:
+		}
+	}()
 	for {
 		if ctx.Err() != nil && !stopping {
 			stopping = true
@@ -116,7 +126,7 @@ func (e *Engine) read(ctx context.Context, rd *ringbuf.Reader, out chan<- []even
 			}
 		} else if errors.Is(err, ringbuf.ErrClosed) {
 			stopping = true
-		} else if !errors.Is(err, os.ErrDeadlineExceeded) {
+		} else if !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, ringbuf.ErrFlushed) {
 			return err
 		}
 		timedOut := err != nil
