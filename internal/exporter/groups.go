@@ -98,7 +98,8 @@ func (l *labels) forgetQuiet() {
 		}
 	}
 	sort.Slice(keys, func(i, j int) bool { return l.score[keys[i]] < l.score[keys[j]] })
-	for _, k := range keys[:len(l.score)-l.maxTracked] {
+	// down to three quarters of the bound, so the sort is not paid every frame
+	for _, k := range keys[:max(0, min(len(keys), len(l.score)-l.maxTracked*3/4))] {
 		delete(l.score, k)
 	}
 }

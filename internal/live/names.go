@@ -2,6 +2,8 @@ package live
 
 import (
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -26,6 +28,7 @@ type names struct {
 	sys         sysinfo.FS
 	// cgroupOf reads a process's cgroup path (capture.CgroupOf; tests replace it).
 	cgroupOf func(pid uint32) string
+	commOf   func(pid uint32) string
 }
 
 type procName struct {
@@ -63,7 +66,7 @@ func newNames() *names {
 	files, _ := lru.New[fileKey, fileName](maxFiles)
 	dirtiers, _ := lru.New[fileKey, uint32](maxFiles)
 	return &names{procs: procs, threads: threads, files: files, dirtiers: dirtiers,
-		devices: map[uint32]string{}, sys: sysinfo.FS{Root: "/"}, cgroupOf: capture.CgroupOf}
+		devices: map[uint32]string{}, sys: sysinfo.FS{Root: "/"}, cgroupOf: capture.CgroupOf, commOf: procComm}
 }
 
 func (n *names) noteThread(pid, tid uint32, comm string) {
@@ -112,8 +115,11 @@ func (n *names) label(f *Frame) {
 				pn.cgroup = n.cgroupOf(pid)
 			}
 			p.Cgroup = format.Safe(pn.cgroup)
-		} else {
-			p.Cgroup = format.Safe(n.cgroupOf(pid))
+		} else if comm := n.commOf(pid); comm != "" {
+			// seen only waiting since capture began: no event named it yet
+			pn := &procName{comm: comm, mainComm: true, cgroup: n.cgroupOf(pid)}
+			n.procs.Add(pid, pn)
+			p.Comm, p.Cgroup = comm, format.Safe(pn.cgroup)
 		}
 		if p.Comm == "" {
 			p.Comm = fmt.Sprintf("[pid %d]", pid)
@@ -177,4 +183,13 @@ func (n *names) device(dev uint32) string {
 	}
 	maj, min := event.Dev(dev)
 	return fmt.Sprintf("%d:%d", maj, min)
+}
+
+// procComm reads a process's command name from /proc ("" when it is gone).
+func procComm(pid uint32) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSuffix(string(b), "\n")
 }

@@ -3,18 +3,21 @@ package top
 import (
 	"fmt"
 
+	"github.com/whyslow/whyslow/internal/format"
+
 	"github.com/whyslow/whyslow/internal/event"
 	"github.com/whyslow/whyslow/internal/live"
 )
 
 // row is one process (or thread) of a frame, as the table shows it.
 type row struct {
-	id       uint32 // pid, or tid in thread mode
-	comm     string
-	cgroup   string
-	times    *live.Times
-	waitedOn string // the object waited on the longest, with that time
-	secs     float64
+	id        uint32 // pid, or tid in thread mode
+	comm      string
+	cgroup    string
+	times     *live.Times
+	waitedOn  string // the object waited on the longest
+	waitedFor uint64 // and for how long (ns)
+	secs      float64
 }
 
 // column is one column of the process table: the table, the sort keys and
@@ -32,6 +35,8 @@ type column struct {
 	text  func(r *row) string
 	// flex: takes the width that is left (the last column).
 	flex bool
+	// flexText is a flex column's text in room columns (0: no limit).
+	flexText func(r *row, room int) string
 }
 
 func reasonShare(reason event.Reason) func(r *row) float64 {
@@ -41,24 +46,24 @@ func reasonShare(reason event.Reason) func(r *row) float64 {
 var columns = []column{
 	{title: "PID", help: "process id (thread id with threads shown)", width: 7, text: func(r *row) string { return fmt.Sprint(r.id) }},
 	{title: "COMM", help: "command name", width: 12, text: func(r *row) string { return r.comm }},
-	{title: "LOST", help: "waiting for a CPU, the disk, dirty-page throttling or a sync", width: 6,
+	{title: "LOST", help: "waiting for a CPU, the disk, dirty-page throttling or a sync", width: 5,
 		share: func(r *row) float64 { return float64(r.times.Lost()) / 1e9 / r.secs }},
-	{title: "CPU", help: "running on a CPU", width: 6,
+	{title: "CPU", help: "running on a CPU", width: 5,
 		share: func(r *row) float64 { return float64(r.times.CPU) / 1e9 / r.secs }},
-	{title: "RUNQ", help: "runnable, waiting for a CPU", width: 6, share: reasonShare(event.ReasonRunqueue)},
-	{title: "DREAD", help: "waiting for disk reads", width: 6, share: reasonShare(event.ReasonDiskRead)},
-	{title: "DWRITE", help: "waiting for disk writes (writeback, journal, direct I/O)", width: 6, share: reasonShare(event.ReasonDiskWrite)},
-	{title: "THROTL", help: "throttled for dirtying pages faster than the disk writes them", width: 6, share: reasonShare(event.ReasonDirtyThrottle)},
-	{title: "SYNC", help: "in fsync, sync and friends", width: 6, share: reasonShare(event.ReasonSync), priority: 1},
-	{title: "NET", help: "waiting on the network (or polling sockets)", width: 6, share: reasonShare(event.ReasonNetwork), priority: 3},
-	{title: "LOCK", help: "waiting on locks (futex, flock, kernel locks)", width: 6, share: reasonShare(event.ReasonLock), priority: 3},
-	{title: "IPC", help: "waiting on pipes and unix sockets", width: 6, share: reasonShare(event.ReasonIPC), priority: 4},
-	{title: "SLEEP", help: "sleeping (nanosleep)", width: 6, share: reasonShare(event.ReasonSleep), priority: 4},
-	{title: "CHILD", help: "waiting for a child", width: 6, share: reasonShare(event.ReasonChild), priority: 4},
-	{title: "OTHER", help: "off CPU for another reason", width: 6, share: reasonShare(event.ReasonOther), priority: 4},
+	{title: "RUNQ", help: "runnable, waiting for a CPU", width: 5, share: reasonShare(event.ReasonRunqueue)},
+	{title: "READ", help: "waiting for disk reads", width: 5, share: reasonShare(event.ReasonDiskRead)},
+	{title: "WRITE", help: "waiting for disk writes (writeback, journal, direct I/O)", width: 5, share: reasonShare(event.ReasonDiskWrite)},
+	{title: "DIRTY", help: "throttled for dirtying pages faster than the disk writes them", width: 5, share: reasonShare(event.ReasonDirtyThrottle)},
+	{title: "SYNC", help: "in fsync, sync and friends", width: 5, share: reasonShare(event.ReasonSync), priority: 2},
+	{title: "NET", help: "waiting on the network (or polling sockets)", width: 5, share: reasonShare(event.ReasonNetwork), priority: 3},
+	{title: "LOCK", help: "waiting on locks (futex, flock, kernel locks)", width: 5, share: reasonShare(event.ReasonLock), priority: 3},
+	{title: "IPC", help: "waiting on pipes and unix sockets", width: 5, share: reasonShare(event.ReasonIPC), priority: 4},
+	{title: "SLEEP", help: "sleeping (nanosleep)", width: 5, share: reasonShare(event.ReasonSleep), priority: 4},
+	{title: "CHILD", help: "waiting for a child", width: 5, share: reasonShare(event.ReasonChild), priority: 4},
+	{title: "OTHER", help: "off CPU for another reason", width: 5, share: reasonShare(event.ReasonOther), priority: 4},
 	{title: "MOSTLY", help: "where most of its time went", width: 14, priority: 2, text: mostly},
 	{title: "WAITING ON", help: "the file, socket peer or device it waited on the longest", flex: true, width: 16,
-		text: func(r *row) string { return r.waitedOn }},
+		flexText: waitingOn},
 }
 
 // mostly names the reason (cpu included) with the most time.
@@ -113,4 +118,20 @@ func visible(width int) []int {
 		}
 	}
 	return all
+}
+
+// waitingOn is the object waited on the longest, with how long when there
+// is room: the end of a path says the most, so a long one loses its start.
+func waitingOn(r *row, room int) string {
+	if r.waitedOn == "" {
+		return ""
+	}
+	d := " (" + format.Dur(r.waitedFor) + ")"
+	if room <= 0 {
+		return r.waitedOn + d
+	}
+	if room < 40 {
+		return cutLeft(r.waitedOn, room)
+	}
+	return cutLeft(r.waitedOn, room-len(d)) + d
 }

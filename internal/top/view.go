@@ -54,7 +54,7 @@ func rows(f *live.Frame, st State) []row {
 		}
 		r := row{id: id, comm: comm, cgroup: cgroup, times: t, secs: secs}
 		if o, ns := t.Top(); ns > 0 {
-			r.waitedOn = fmt.Sprintf("%s (%s)", f.Names[o], format.Dur(ns))
+			r.waitedOn, r.waitedFor = f.Names[o], ns
 		}
 		out = append(out, r)
 	}
@@ -122,6 +122,9 @@ func Render(f *live.Frame, st State, width, height int, now time.Time) string {
 	files := fileLines(f, width)
 	rs := rows(f, st)
 	limit := st.Limit
+	if height <= 0 && len(files) > 11 {
+		files = files[:11] // header and ten files
+	}
 	if height > 0 {
 		// title, system, blank, header; blank+header before devices and files
 		fixed := 4
@@ -210,10 +213,11 @@ func cells(r *row, cols []int, width int) string {
 		case c.share != nil:
 			s = pad(share(c.share(r)), c.width, true)
 		case c.flex:
-			s = c.text(r)
+			room := 0
 			if width > 0 {
-				s = cutLeft(s, max(c.width, width-used))
+				room = max(c.width, width-used)
 			}
+			s = c.flexText(r, room)
 		default:
 			s = pad(cut(c.text(r), c.width), c.width, i == 0)
 		}
