@@ -64,6 +64,25 @@ func (s Sampler) Run(ctx context.Context, ready func(Info), onFrame func(*Frame)
 	if ready != nil {
 		ready(Info{Flavour: eng.Flavour(), Missing: eng.Missing()})
 	}
+	// The engine hands over on-CPU time once a second: cutting half a second
+	// after its hand-over puts each one in the frame it belongs to, not the
+	// next. The first frame is that much longer.
+	select {
+	case <-time.After(every + every/2):
+	case <-ctx.Done():
+	}
+	cut := func() {
+		now, waiting := waits.Now()
+		f := agg.Cut(now, waiting)
+		sys.read(f)
+		if lost, err := eng.Lost(); err == nil {
+			f.Lost = lost
+		}
+		onFrame(f)
+	}
+	if ctx.Err() == nil {
+		cut()
+	}
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
@@ -79,13 +98,7 @@ func (s Sampler) Run(ctx context.Context, ready func(Info), onFrame func(*Frame)
 			// reading the ring buffers failed: the view would go on empty
 			return fmt.Errorf("reading events: %w", errors.Join(runErr, errors.New("capture stopped")))
 		case <-tick.C:
-			now, waiting := waits.Now()
-			f := agg.Cut(now, waiting)
-			sys.read(f)
-			if lost, err := eng.Lost(); err == nil {
-				f.Lost = lost
-			}
-			onFrame(f)
+			cut()
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package top
 
 import (
+	"strings"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -130,9 +131,10 @@ func (m Model) View() string {
 	if m.editing != "" {
 		h--
 	}
-	s := Render(m.frame, m.st, m.width, h, m.at)
+	// no newline after the last line: it would push the title off the screen
+	s := strings.TrimSuffix(Render(m.frame, m.st, m.width, h, m.at), "\n")
 	if m.editing != "" {
-		s += "filter " + m.editing + ": " + format.Safe(m.text) + "_"
+		s += "\nfilter " + m.editing + ": " + format.Safe(m.text) + "_"
 	}
 	return s
 }
