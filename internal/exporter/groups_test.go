@@ -29,7 +29,7 @@ func TestLabelsAreBoundedAndSticky(t *testing.T) {
 
 func TestTrackedKeysAreBounded(t *testing.T) {
 	l := newLabels(1)
-	for i := range 3000 {
+	for i := range 1500 {
 		l.update(map[string]float64{fmt.Sprint(i): 1})
 	}
 	if len(l.score) > l.maxTracked {
