@@ -1,0 +1,195 @@
+package live
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/whyslow/whyslow/internal/capture"
+	"github.com/whyslow/whyslow/internal/event"
+	"github.com/whyslow/whyslow/internal/format"
+	"github.com/whyslow/whyslow/internal/sysinfo"
+)
+
+// names remembers, across frames, what processes, threads, files and
+// devices are called, and who dirtied each file. Every table is bounded (a
+// system-wide view runs for days); what falls out is named by its number.
+type names struct {
+	procs    *lru.Cache[uint32, *procName]
+	threads  *lru.Cache[uint32, string]
+	files    *lru.Cache[fileKey, fileName]
+	dirtiers *lru.Cache[fileKey, uint32]
+	devices  map[uint32]string
+	// devicesRead: when /sys was last listed, so an unknown device number
+	// does not make every frame list it again.
+	devicesRead time.Time
+	sys         sysinfo.FS
+	// cgroupOf reads a process's cgroup path (capture.CgroupOf; tests replace it).
+	cgroupOf func(pid uint32) string
+	commOf   func(pid uint32) string
+}
+
+type procName struct {
+	comm     string
+	mainComm bool // comm is the main thread's
+	cgroup   string
+}
+
+type fileName struct {
+	path string
+	peer string
+}
+
+// fileKey is a file without its kind: the kernel reports the same inode as
+// a regular file in a syscall and as page cache in writeback.
+type fileKey struct {
+	dev uint32
+	ino uint64
+	gen uint32
+}
+
+func keyOf(r event.FileRef) fileKey { return fileKey{r.Dev, r.Ino, r.Gen} }
+
+const (
+	maxProcs   = 1 << 16
+	maxThreads = 1 << 16
+	// maxFiles matches the kernel's table of files already described: a file
+	// is described once, so forgetting it sooner would lose its name.
+	maxFiles = 1 << 16
+)
+
+func newNames() *names {
+	procs, _ := lru.New[uint32, *procName](maxProcs)
+	threads, _ := lru.New[uint32, string](maxThreads)
+	files, _ := lru.New[fileKey, fileName](maxFiles)
+	dirtiers, _ := lru.New[fileKey, uint32](maxFiles)
+	return &names{procs: procs, threads: threads, files: files, dirtiers: dirtiers,
+		devices: map[uint32]string{}, sys: sysinfo.FS{Root: "/"}, cgroupOf: capture.CgroupOf, commOf: procComm}
+}
+
+func (n *names) noteThread(pid, tid uint32, comm string) {
+	if comm == "" {
+		return
+	}
+	if old, ok := n.threads.Peek(tid); !ok || old != comm {
+		n.threads.Add(tid, comm)
+	}
+	p, ok := n.procs.Get(pid)
+	if !ok {
+		n.procs.Add(pid, &procName{comm: comm, mainComm: tid == pid})
+		return
+	}
+	if tid == pid || !p.mainComm {
+		p.comm, p.mainComm = comm, tid == pid
+	}
+}
+
+func (n *names) noteExec(e *event.Exec) {
+	p := &procName{comm: e.Comm, mainComm: true, cgroup: e.Cgroup}
+	n.procs.Add(e.PID, p)
+	n.threads.Add(e.TID, e.Comm)
+}
+
+func (n *names) forget(pid uint32) { n.procs.Remove(pid) }
+
+func (n *names) noteFile(f *event.File) {
+	name := fileName{path: f.Path}
+	if f.Peer.IsValid() {
+		name.peer = f.Peer.String()
+	}
+	n.files.Add(keyOf(f.Ref), name)
+}
+
+func (n *names) noteDirtier(f event.FileRef, pid uint32) { n.dirtiers.Add(keyOf(f), pid) }
+
+func (n *names) dirtierOf(f event.FileRef) (uint32, bool) { return n.dirtiers.Get(keyOf(f)) }
+
+// label names a finished frame's processes, threads and objects.
+func (n *names) label(f *Frame) {
+	for pid, p := range f.Procs {
+		if pn, ok := n.procs.Get(pid); ok {
+			p.Comm = pn.comm
+			if pn.cgroup == "" {
+				pn.cgroup = n.cgroupOf(pid)
+			}
+			p.Cgroup = format.Safe(pn.cgroup)
+		} else if comm := n.commOf(pid); comm != "" {
+			// seen only waiting since capture began: no event named it yet
+			pn := &procName{comm: comm, mainComm: true, cgroup: n.cgroupOf(pid)}
+			n.procs.Add(pid, pn)
+			p.Comm, p.Cgroup = comm, format.Safe(pn.cgroup)
+		}
+		if p.Comm == "" {
+			p.Comm = fmt.Sprintf("[pid %d]", pid)
+		}
+		p.Comm = format.Safe(p.Comm)
+		for tid, t := range p.Threads {
+			t.Comm, _ = n.threads.Get(tid)
+			if t.Comm == "" {
+				t.Comm = p.Comm
+			}
+			t.Comm = format.Safe(t.Comm)
+			for o := range t.On {
+				n.name(f, o)
+			}
+		}
+		for o := range p.On {
+			n.name(f, o)
+		}
+	}
+	for ref := range f.Files {
+		n.name(f, Object{File: ref})
+	}
+	for dev, d := range f.Devices {
+		d.Name = n.device(dev)
+	}
+}
+
+func (n *names) name(f *Frame, o Object) {
+	if _, ok := f.Names[o]; ok {
+		return
+	}
+	if !o.File.Known() {
+		f.Names[o] = n.device(o.Dev)
+		return
+	}
+	fn, ok := n.files.Get(keyOf(o.File))
+	switch {
+	case !ok:
+		maj, min := event.Dev(o.File.Dev)
+		f.Names[o] = fmt.Sprintf("inode %d on %d:%d", o.File.Ino, maj, min)
+	case fn.peer != "":
+		f.Names[o] = "peer " + format.Safe(fn.peer)
+	default:
+		f.Names[o] = format.Safe(fn.path)
+	}
+}
+
+// device names a block device as /sys does (vda, loop3).
+func (n *names) device(dev uint32) string {
+	if name, ok := n.devices[dev]; ok {
+		return name
+	}
+	if time.Since(n.devicesRead) > 5*time.Second {
+		n.devicesRead = time.Now()
+		for _, d := range n.sys.BlockDevices() {
+			n.devices[d.Dev] = format.Safe(d.Name)
+		}
+		if name, ok := n.devices[dev]; ok {
+			return name
+		}
+	}
+	maj, min := event.Dev(dev)
+	return fmt.Sprintf("%d:%d", maj, min)
+}
+
+// procComm reads a process's command name from /proc ("" when it is gone).
+func procComm(pid uint32) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSuffix(string(b), "\n")
+}

@@ -1,0 +1,104 @@
+package live
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/whyslow/whyslow/internal/capture"
+)
+
+// Sampler runs a system-wide capture and cuts it into frames.
+type Sampler struct {
+	// Every is the frame length (1 s when zero).
+	Every time.Duration
+	// Capture is the engine's options; SystemWide is forced on.
+	Capture capture.Options
+	// ProcRoot and SysRoot are where /proc and /sys are ("/proc", "/sys" when empty).
+	ProcRoot, SysRoot string
+}
+
+// Info is what the capture says of itself, for health and headers.
+type Info struct {
+	Flavour string
+	Missing []string
+}
+
+// Run starts capture and calls onFrame with each frame until ctx ends.
+// ready, if not nil, is called once capture is attached. onFrame is called
+// from one goroutine; a slow onFrame delays the next cut, it loses nothing.
+func (s Sampler) Run(ctx context.Context, ready func(Info), onFrame func(*Frame)) error {
+	every := s.Every
+	if every <= 0 {
+		every = time.Second
+	}
+	opts := s.Capture
+	opts.SystemWide = true
+	eng, err := capture.Open(opts)
+	if err != nil {
+		return fmt.Errorf("starting capture: %w", err)
+	}
+	defer eng.Close()
+	procRoot, sysRoot := s.ProcRoot, s.SysRoot
+	if procRoot == "" {
+		procRoot = "/proc"
+	}
+	if sysRoot == "" {
+		sysRoot = "/sys"
+	}
+	sys := newSystemReader(procRoot, sysRoot)
+	waits := eng.Waits()
+	now, _ := waits.Now()
+	agg := NewAggregator(now)
+	sys.read(agg.cur) // the first busy counters, to take differences from
+
+	runCtx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var runErr error
+	runDone := make(chan struct{})
+	go func() {
+		defer close(runDone)
+		runErr = eng.Run(runCtx, agg.Feed)
+	}()
+	if ready != nil {
+		ready(Info{Flavour: eng.Flavour(), Missing: eng.Missing()})
+	}
+	// The engine hands over on-CPU time once a second: cutting half a second
+	// after its hand-over puts each one in the frame it belongs to, not the
+	// next. The first frame is that much longer.
+	select {
+	case <-time.After(every + every/2):
+	case <-ctx.Done():
+	}
+	cut := func() {
+		now, waiting := waits.Now()
+		f := agg.Cut(now, waiting)
+		sys.read(f)
+		if lost, err := eng.Lost(); err == nil {
+			f.Lost = lost
+		}
+		onFrame(f)
+	}
+	if ctx.Err() == nil {
+		cut()
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			stop()
+			<-runDone
+			if errors.Is(runErr, context.Canceled) {
+				runErr = nil
+			}
+			return runErr
+		case <-runDone:
+			// reading the ring buffers failed: the view would go on empty
+			return fmt.Errorf("reading events: %w", errors.Join(runErr, errors.New("capture stopped")))
+		case <-tick.C:
+			cut()
+		}
+	}
+}
