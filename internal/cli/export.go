@@ -1,0 +1,102 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/export"
+)
+
+func newExport() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "export FORMAT FILE",
+		Short: "Write a recording for other tools: folded, parquet, perfetto",
+		Long: `Writes a recording in another tool's format: folded stacks for flame graphs
+(flamegraph.pl, speedscope, inferno), Parquet files for Spark, Trino or DuckDB,
+or a Perfetto trace for ui.perfetto.dev. Formats: docs/export.md.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErr("export needs a format: folded, parquet or perfetto (see 'whyslow export --help')")
+			}
+			return usageErr("unknown export format %q: folded, parquet or perfetto", args[0])
+		},
+	}
+	cmd.AddCommand(newExportFolded())
+	return cmd
+}
+
+// createOutput opens -o FILE for writing (never over an existing file), or
+// stdout for "" and "-".
+func createOutput(path string, stdout io.Writer) (io.Writer, func() error, error) {
+	if path == "" || path == "-" {
+		return stdout, func() error { return nil }, nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		if os.IsExist(err) {
+			return nil, nil, usageErr("%s already exists: choose another name or remove it", path)
+		}
+		return nil, nil, fmt.Errorf("creating %s: %w", path, err)
+	}
+	return f, f.Close, nil
+}
+
+func newExportFolded() *cobra.Command {
+	var offcpu, oncpu, byReason bool
+	var pids []uint
+	var out string
+	cmd := &cobra.Command{
+		Use:   "folded FILE [--offcpu|--oncpu] [--by-reason]",
+		Short: "Folded stacks of off-CPU time (kernel stacks) for flame graphs",
+		Long: `Writes folded stacks, one line per distinct stack: frames root first, separated
+by ';', then the time in microseconds. Frames: the process "comm (pid)", the
+thread "comm (tid)", with --by-reason the off-CPU reason "[disk-write]", then
+the kernel stack at the switch-out, outermost first ("[no kernel stack]" for
+preemptions). Feed it to flamegraph.pl, inferno-flamegraph or speedscope.
+
+--offcpu (the default) folds the time threads spent off CPU. whyslow samples
+no on-CPU stacks (it is no profiler: perf record is): --oncpu gives each
+thread's on-CPU time as one frame "[on-cpu]" under the thread, so that with
+--offcpu --oncpu the graph shows all of each thread's time, on and off CPU.`,
+		Example: `  whyslow export folded rec.db --by-reason > offcpu.folded
+  flamegraph.pl --countname=us --title="off-CPU time" offcpu.folded > offcpu.svg`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !offcpu && !oncpu {
+				offcpu = true
+			}
+			src, done, err := openSource(args[0])
+			if err != nil {
+				return err
+			}
+			defer done()
+			o := analysis.StackOptions{OffCPU: offcpu, OnCPU: oncpu}
+			for _, p := range pids {
+				o.PIDs = append(o.PIDs, uint32(p))
+			}
+			stacks, err := analysis.Stacks(src, o)
+			if err != nil {
+				return err
+			}
+			w, closeOut, err := createOutput(out, cmd.OutOrStdout())
+			if err != nil {
+				return err
+			}
+			if err := export.Folded(w, stacks, export.FoldedOptions{ByReason: byReason}); err != nil {
+				closeOut()
+				return fmt.Errorf("writing folded stacks: %w", err)
+			}
+			return closeOut()
+		},
+	}
+	cmd.Flags().BoolVar(&offcpu, "offcpu", false, "fold off-CPU time by kernel stack (the default)")
+	cmd.Flags().BoolVar(&oncpu, "oncpu", false, "add each thread's on-CPU time, as one [on-cpu] frame (no stacks: see above)")
+	cmd.Flags().BoolVar(&byReason, "by-reason", false, "put the off-CPU reason between the thread and its stack")
+	cmd.Flags().UintSliceVar(&pids, "pid", nil, "only these processes (comma-separated)")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write to this file (created, never overwritten) instead of stdout")
+	return cmd
+}
