@@ -43,8 +43,8 @@ func TestFoldedOffCPUByReason(t *testing.T) {
 	for stack, want := range map[string]uint64{
 		worker + ";[disk-write];ksys_write;vfs_write;ext4_write_begin;folio_wait_bit_common;io_schedule": storetest.DiskWriteNS / 1000,
 		worker + ";[dirty-throttle];ksys_write;vfs_write;balance_dirty_pages;schedule_timeout":           storetest.ThrottleNS / 1000,
-		"server (100);server (100);[sleep];do_nanosleep;hrtimer_nanosleep":                                storetest.SleepNS / 1000,
-		"server (100);server (100);[runqueue];[no kernel stack]":                                          20000,
+		"server (100);server (100);[sleep];do_nanosleep;hrtimer_nanosleep":                               storetest.SleepNS / 1000,
+		"server (100);server (100);[runqueue];[no kernel stack]":                                         20000,
 	} {
 		if got[stack] != want {
 			t.Errorf("%s: %d us, want %d (all: %v)", stack, got[stack], want, got)
@@ -75,7 +75,7 @@ func TestFoldedOnCPUHasNoInventedStacks(t *testing.T) {
 	}
 	got := folded(t, b.String())
 	want := map[string]uint64{
-		"server (100);server (100);[on-cpu]":                 storetest.MainOnCPUNS / 1000,
+		"server (100);server (100);[on-cpu]":               storetest.MainOnCPUNS / 1000,
 		`server (100);<img src=x>:\x1b[31m (101);[on-cpu]`: storetest.WorkerOnCPUNS / 1000,
 	}
 	if len(got) != len(want) {
