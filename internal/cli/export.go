@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -8,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/whyslow/whyslow/internal/analysis"
 	"github.com/whyslow/whyslow/internal/export"
+	"github.com/whyslow/whyslow/internal/format"
+	"github.com/whyslow/whyslow/internal/store"
 )
 
 func newExport() *cobra.Command {
@@ -25,7 +28,7 @@ or a Perfetto trace for ui.perfetto.dev. Formats: docs/export.md.`,
 			return usageErr("unknown export format %q: folded, parquet or perfetto", args[0])
 		},
 	}
-	cmd.AddCommand(newExportFolded())
+	cmd.AddCommand(newExportFolded(), newExportParquet())
 	return cmd
 }
 
@@ -98,5 +101,40 @@ thread's on-CPU time as one frame "[on-cpu]" under the thread, so that with
 	cmd.Flags().BoolVar(&byReason, "by-reason", false, "put the off-CPU reason between the thread and its stack")
 	cmd.Flags().UintSliceVar(&pids, "pid", nil, "only these processes (comma-separated)")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write to this file (created, never overwritten) instead of stdout")
+	return cmd
+}
+
+func newExportParquet() *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "parquet FILE -o DIR",
+		Short: "Every table and view as Parquet files, for Spark, Trino or DuckDB",
+		Long: `Writes every table and view of the recording (docs/trace-format.md) as
+DIR/NAME.parquet, with the same columns and rows: the raw tables, the
+dimension tables and the named views (syscalls, offcpu, block, io, disk, ...).
+DIR is created if needed; files already there are never overwritten.`,
+		Example: `  whyslow export parquet rec.db -o rec-parquet/
+  duckdb -c "SELECT comm, sum(off_ns) FROM 'rec-parquet/offcpu.parquet' GROUP BY comm"`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if dir == "" {
+				return usageErr("export parquet needs -o DIR")
+			}
+			files, err := export.Parquet(args[0], dir)
+			if err != nil {
+				if errors.Is(err, store.ErrNotRecording) || errors.Is(err, os.ErrNotExist) && len(files) == 0 {
+					return withCode(ExitBadFile, err)
+				}
+				return err
+			}
+			var rows int64
+			for _, f := range files {
+				rows += f.Rows
+			}
+			fmt.Fprintf(os.Stderr, "wrote %d tables and views, %d rows, to %s\n", len(files), rows, format.Safe(dir))
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&dir, "output", "o", "", "the directory to write NAME.parquet files into")
 	return cmd
 }
