@@ -28,7 +28,7 @@ or a Perfetto trace for ui.perfetto.dev. Formats: docs/export.md.`,
 			return usageErr("unknown export format %q: folded, parquet or perfetto", args[0])
 		},
 	}
-	cmd.AddCommand(newExportFolded(), newExportParquet())
+	cmd.AddCommand(newExportFolded(), newExportParquet(), newExportPerfetto())
 	return cmd
 }
 
@@ -137,4 +137,50 @@ DIR is created if needed; files already there are never overwritten.`,
 	}
 	cmd.Flags().StringVarP(&dir, "output", "o", "", "the directory to write NAME.parquet files into")
 	return cmd
+}
+
+func newExportPerfetto() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "perfetto FILE -o TRACE",
+		Short: "A Perfetto trace: threads' time on and off CPU, syscalls, wake-ups, devices",
+		Long: `Writes a Perfetto protobuf trace (TrackEvent) of the recording, to open in
+ui.perfetto.dev or Perfetto's trace processor: a track per process and thread
+with slices for on CPU, off CPU by reason and the run queue; a "syscalls"
+track under each thread with the streamed syscalls (file or peer, fd, result
+and bytes in the args); a flow from the thread that woke another to the
+woken; counter tracks for each device's read and write throughput and the
+pages dirtied and written back per second. Details: docs/export.md.`,
+		Example: `  whyslow export perfetto rec.db -o rec.pftrace   # then open it in ui.perfetto.dev`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return usageErr("export perfetto needs -o TRACE (- for stdout)")
+			}
+			if out == "-" && stdoutIsTerminal() {
+				return usageErr("a Perfetto trace is binary: give -o TRACE, or pipe stdout")
+			}
+			src, done, err := openSource(args[0])
+			if err != nil {
+				return err
+			}
+			defer done()
+			w, closeOut, err := createOutput(out, cmd.OutOrStdout())
+			if err != nil {
+				return err
+			}
+			if err := export.Perfetto(w, src); err != nil {
+				closeOut()
+				return fmt.Errorf("writing the Perfetto trace: %w", err)
+			}
+			return closeOut()
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "the trace file to create (never overwritten; - for stdout)")
+	return cmd
+}
+
+func stdoutIsTerminal() bool {
+	st, err := os.Stdout.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
