@@ -14,6 +14,8 @@ have python3    || need_apt="$need_apt python3 python3-pip"
 # the seed's own web stack, for the request tests (Apache prefork + mod_php)
 have apache2    || [ -x /usr/sbin/apache2 ] || need_apt="$need_apt apache2"
 ls /usr/lib/apache2/modules/libphp*.so >/dev/null 2>&1 || need_apt="$need_apt libapache2-mod-php"
+# headless Chromium renders the HTML report in its test
+have chromium   || need_apt="$need_apt chromium"
 if [ -n "$need_apt" ]; then
 	echo "installing:$need_apt" >&2
 	apt-get update -qq
