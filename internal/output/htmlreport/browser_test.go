@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/whyslow/whyslow/internal/analysis"
-		"github.com/whyslow/whyslow/internal/store"
+	"github.com/whyslow/whyslow/internal/store"
 	"github.com/whyslow/whyslow/internal/store/storetest"
 )
 
