@@ -117,7 +117,7 @@ func (r *Report) chartData() map[string]any {
 		"colors":   Colors,
 		"ranked":   r.Explanation.Verdict.Ranked,
 		"timeline": r.Timeline,
-		"path":     r.Explanation.Path.Segments,
+		"path":     pathBars(r.Explanation.Path.Segments),
 		"series":   r.Series,
 		"flame":    Flame(r.Stacks),
 	}
@@ -150,4 +150,38 @@ func (r *Report) chartData() map[string]any {
 		d["requests"] = points
 	}
 	return d
+}
+
+// pathBar is a stretch of the critical path in one thread: its segments
+// joined, with the reason that took most of it and what that waited on.
+type pathBar struct {
+	TID    uint32  `json:"tid"`
+	BeginS float64 `json:"begin_s"`
+	DurS   float64 `json:"dur_s"`
+	Reason string  `json:"reason"`
+	Object string  `json:"object,omitempty"`
+	By     string  `json:"blocked_by,omitempty"`
+	top    float64
+}
+
+// pathBars joins consecutive segments of one thread: a path of thousands of
+// short segments would make the page heavy and the bars too thin to see.
+func pathBars(segs []analysis.PathSegment) []pathBar {
+	bars := []pathBar{}
+	for _, s := range segs {
+		if n := len(bars); n > 0 && bars[n-1].TID == s.TID && s.BeginS <= bars[n-1].BeginS+bars[n-1].DurS+1e-6 {
+			b := &bars[n-1]
+			b.DurS = s.BeginS + s.DurS - b.BeginS
+			if s.DurS > b.top {
+				b.top, b.Reason, b.Object = s.DurS, s.Reason, s.Object
+			}
+			continue
+		}
+		b := pathBar{TID: s.TID, BeginS: s.BeginS, DurS: s.DurS, Reason: s.Reason, Object: s.Object, top: s.DurS}
+		if s.BlockedByPID != 0 {
+			b.By = fmt.Sprintf("%s (pid %d)", s.BlockedByComm, s.BlockedByPID)
+		}
+		bars = append(bars, b)
+	}
+	return bars
 }

@@ -80,8 +80,8 @@
         var v = p.data.value;
         if (p.seriesIndex === 1) {
           var s = p.data.seg;
-          return "critical path: " + esc(s.reason) + (s.object ? " on " + esc(s.object) : "") +
-            (s.blocked_by_pid ? ", held up by " + esc(s.blocked_by_comm) + " (pid " + s.blocked_by_pid + ")" : "") +
+          return "critical path, mostly " + esc(s.reason) + (s.object ? " on " + esc(s.object) : "") +
+            (s.blocked_by ? ", held up by " + esc(s.blocked_by) : "") +
             "<br>" + secs(v[1]) + " \u2013 " + secs(v[2]) + " (" + secs(v[2] - v[1]) + ")";
         }
         return esc(names[v[0]]) + ": " + esc(p.data.reason) + "<br>" + secs(v[1]) + " \u2013 " + secs(v[2]) + " (" + secs(v[2] - v[1]) + ")";
@@ -91,8 +91,9 @@
       xAxis: { type: "value", min: 0, max: tl.wall_s, name: "s", axisLabel: { formatter: function (v) { return secs(v); } } },
       yAxis: { type: "category", data: names, inverse: true, axisTick: { show: false } },
       series: [
-        { type: "custom", renderItem: bar(false), encode: { x: [1, 2], y: 0 }, data: spans },
-        { type: "custom", renderItem: bar(true), encode: { x: [1, 2], y: 0 }, data: path, z: 3 }
+        // progressive: 0 draws every item at once (not over later frames).
+        { type: "custom", renderItem: bar(false), encode: { x: [1, 2], y: 0 }, data: spans, progressive: 0 },
+        { type: "custom", renderItem: bar(true), encode: { x: [1, 2], y: 0 }, data: path, z: 3, progressive: 0 }
       ]
     });
   })();
@@ -172,7 +173,7 @@
         } },
         xAxis: { type: "value", min: lo, max: hi, show: false },
         yAxis: { type: "value", min: 0, max: depth + 1, show: false },
-        series: [{ type: "custom", data: items, encode: { x: [1, 2], y: 0 }, renderItem: function (params, api) {
+        series: [{ type: "custom", data: items, progressive: 0, encode: { x: [1, 2], y: 0 }, renderItem: function (params, api) {
           var a = api.coord([api.value(1), api.value(0) + 1]), z = api.coord([api.value(2), api.value(0)]);
           var shape = echarts.graphic.clipRectByRect({ x: a[0], y: a[1], width: Math.max(z[0] - a[0] - 0.5, 0.5), height: z[1] - a[1] - 1 }, params.coordSys);
           if (!shape) return null;
