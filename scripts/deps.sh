@@ -18,6 +18,8 @@ ls /usr/lib/apache2/modules/libphp*.so >/dev/null 2>&1 || need_apt="$need_apt li
 have tmux       || need_apt="$need_apt tmux"
 have prometheus || need_apt="$need_apt prometheus"
 have promtool   || need_apt="$need_apt prometheus"
+# headless Chromium renders the HTML report in its test
+have chromium   || need_apt="$need_apt chromium"
 if [ -n "$need_apt" ]; then
 	echo "installing:$need_apt" >&2
 	apt-get update -qq
@@ -28,5 +30,12 @@ if ! python3 -c 'import flask' 2>/dev/null; then
 	python3 -m pip install -q flask 2>/dev/null ||
 		python3 -m pip install -q --break-system-packages flask 2>/dev/null ||
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-flask >/dev/null; }
+fi
+# Perfetto's own protos, to check the traces whyslow exports (no trace
+# processor binary: the package downloads that at run time, the tests do not)
+if ! python3 -c 'from perfetto.protos.perfetto.trace import perfetto_trace_pb2' 2>/dev/null; then
+	echo "installing: perfetto (PyPI)" >&2
+	python3 -m pip install -q perfetto 2>/dev/null ||
+		python3 -m pip install -q --break-system-packages perfetto
 fi
 have go || { echo "deps: the Go toolchain is needed (go 1.26)" >&2; exit 1; }

@@ -109,7 +109,7 @@ func openSource(path string) (*analysis.Source, func(), error) {
 func newReport() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "report ANALYSIS FILE [filters]",
-		Short: "Analyse a recording: explain, requests, usage, stats, freq, top, log",
+		Short: "Analyse a recording: explain, requests, usage, stats, freq, top, log, html",
 		Long: `Analyses of a recording made by 'whyslow record' (or run/attach -o).
 Every analysis takes the same filters and --json.`,
 		Args: cobra.ArbitraryArgs,
@@ -123,6 +123,7 @@ Every analysis takes the same filters and --json.`,
 	cmd.AddCommand(newExplain())
 	cmd.AddCommand(newLatencyReports()...)
 	cmd.AddCommand(newRequestsReport())
+	cmd.AddCommand(newHTMLReport())
 	return cmd
 }
 

@@ -18,6 +18,7 @@ import (
 type runOptions struct {
 	capture   captureFlags
 	jsonPath  string
+	htmlPath  string
 	recording string
 	linger    time.Duration
 }
@@ -38,6 +39,7 @@ waits. whyslow exits with the command's exit code (128+N for a signal death).`,
 	}
 	o.capture.bind(cmd.Flags())
 	cmd.Flags().StringVar(&o.jsonPath, "json", "", "also write the explanation as JSON (schema whyslow.run/v1) to this file")
+	cmd.Flags().StringVar(&o.htmlPath, "html", "", "also write the explanation as a self-contained HTML report to this file")
 	cmd.Flags().StringVarP(&o.recording, "output", "o", "", "keep the recording in this file (DuckDB) for 'whyslow report'")
 	cmd.Flags().DurationVar(&o.linger, "linger", time.Second, "after the command exits, keep recording up to this long while data it dirtied may still be written back (not at all if it dirtied none)")
 	return cmd
@@ -56,6 +58,11 @@ func runRun(o runOptions, argv []string) error {
 			return withCode(ExitNotExec, fmt.Errorf("%s: permission denied", argv[0]))
 		}
 		return withCode(ExitNotFound, fmt.Errorf("%s: command not found", argv[0]))
+	}
+	if o.htmlPath != "" {
+		if _, err := os.Lstat(o.htmlPath); err == nil {
+			return usageErr("%s already exists: choose another name or remove it", o.htmlPath)
+		}
 	}
 	keep := o.recording != ""
 	path, cleanup, err := recordingPath(o.recording)
@@ -86,6 +93,11 @@ func runRun(o runOptions, argv []string) error {
 	}
 	if err := explainTo(path, uint32(res.TargetPID), o.jsonPath); err != nil {
 		report(err)
+	}
+	if o.htmlPath != "" {
+		if err := htmlTo(path, uint32(res.TargetPID), o.htmlPath); err != nil {
+			report(err)
+		}
 	}
 	if keep {
 		fmt.Fprintf(os.Stderr, "\nrecording kept in %s (whyslow report --help)\n", path)

@@ -303,3 +303,9 @@ func allThreads(x *analysis.Explanation) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// PathChain words the hand-offs that lead to the verdict ("main waited for
+// worker (tid 7) ← worker: disk-write on /f"), or "" when the main thread's
+// own time explains it. Names are made safe for a terminal; other outputs
+// (HTML) escape the result again for their own medium.
+func PathChain(x *analysis.Explanation) string { return pathChain(x) }

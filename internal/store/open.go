@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/duckdb/duckdb-go/v2"
 )
@@ -22,7 +23,19 @@ type Recording struct {
 }
 
 // Open opens a recording for analysis and checks that it is one.
-func Open(path string) (*Recording, error) {
+func Open(path string) (*Recording, error) { return open(path, "") }
+
+// OpenWritingTo opens a recording like Open, except that its queries may
+// also read and write files under dir (COPY ... TO for exports): DuckDB's
+// allowed_directories, with every other file still out of reach.
+func OpenWritingTo(path, dir string) (*Recording, error) {
+	if dir == "" || strings.ContainsRune(dir, 0) {
+		return nil, fmt.Errorf("opening recording: bad output directory %q", dir)
+	}
+	return open(path, dir)
+}
+
+func open(path, dir string) (*Recording, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("opening recording: %w", err)
@@ -37,8 +50,13 @@ func Open(path string) (*Recording, error) {
 	// recorded. DuckDB still replays the WAL of a recording cut short, in memory.
 	// No external access: a query runs as root, and must not read or write
 	// any other file (COPY ... TO, read_csv, ATTACH, extensions).
+	settings := "SET enable_external_access = false; SET lock_configuration = true"
+	if dir != "" {
+		// A string literal: quotes doubled, no other escapes in DuckDB's SQL.
+		settings = "SET allowed_directories = ['" + strings.ReplaceAll(dir, "'", "''") + "']; " + settings
+	}
 	connector, err := duckdb.NewConnector(path+"?access_mode=read_only", func(ex driver.ExecerContext) error {
-		_, err := ex.ExecContext(context.Background(), "SET enable_external_access = false; SET lock_configuration = true", nil)
+		_, err := ex.ExecContext(context.Background(), settings, nil)
 		return err
 	})
 	if err != nil {

@@ -1,0 +1,120 @@
+package analysis
+
+import (
+	"database/sql"
+	"fmt"
+)
+
+// Series is what the storage did over the recording, in equal buckets:
+// each device's throughput and the pages the page cache took in and wrote
+// back. The kernel reports no dirty level, only what was dirtied and what
+// was written back: the series are rates, not levels.
+type Series struct {
+	StartMono uint64         `json:"start_mono"`
+	BucketS   float64        `json:"bucket_s"`
+	Buckets   int            `json:"buckets"`
+	Devices   []DeviceSeries `json:"devices"`
+	// Pages dirtied and written back, per second, in each bucket.
+	DirtiedPagesPerS []float64 `json:"dirtied_pages_per_s"`
+	WrittenBackPerS  []float64 `json:"written_back_pages_per_s"`
+}
+
+// DeviceSeries is one block device's throughput in bytes per second.
+type DeviceSeries struct {
+	Name     string    `json:"name"`
+	ReadBPS  []float64 `json:"read_bps"`
+	WriteBPS []float64 `json:"write_bps"`
+}
+
+// TimeSeries buckets the recording's storage activity; each amount is spread
+// evenly over the span it took (a block request from issue to completion,
+// pages dirtied between two drains, an inode's writeback).
+func TimeSeries(s *Source, buckets int) (*Series, error) {
+	begin, end := s.Clock.StartMono, s.Clock.EndMono
+	if buckets < 1 {
+		buckets = 1
+	}
+	if end <= begin {
+		end = begin + 1
+	}
+	width := float64(end-begin) / float64(buckets)
+	out := &Series{StartMono: begin, BucketS: width / 1e9, Buckets: buckets,
+		DirtiedPagesPerS: make([]float64, buckets), WrittenBackPerS: make([]float64, buckets)}
+	// spread adds amount over [a, b] into xs, per second.
+	spread := func(xs []float64, a, b uint64, amount float64) {
+		a, b = max(a, begin), min(b, end)
+		if b < a {
+			return
+		}
+		if b == a {
+			b = a + 1
+		}
+		rate := amount / float64(b-a) // per ns
+		for i := int(float64(a-begin) / width); i < buckets; i++ {
+			lo, hi := begin+uint64(float64(i)*width), begin+uint64(float64(i+1)*width)
+			if lo >= b {
+				break
+			}
+			xs[i] += rate * float64(min(b, hi)-max(a, lo)) / out.BucketS
+		}
+	}
+	rows, err := s.DB.Query(`SELECT coalesce(d.name, 'dev ' || (b.dev >> 20) || ':' || (b.dev & 1048575)), b.op, b.issue_ts, b.ts, b.bytes
+	    FROM block b LEFT JOIN devices d USING (dev) WHERE b.op IN ('read', 'write') AND b.bytes > 0 ORDER BY 1`)
+	if err != nil {
+		return nil, fmt.Errorf("reading block requests: %w", err)
+	}
+	defer rows.Close()
+	var dev *DeviceSeries
+	for rows.Next() {
+		var name, op string
+		var a, b uint64
+		var n float64
+		if err := rows.Scan(&name, &op, &a, &b, &n); err != nil {
+			return nil, err
+		}
+		if dev == nil || dev.Name != name {
+			out.Devices = append(out.Devices, DeviceSeries{Name: name, ReadBPS: make([]float64, buckets), WriteBPS: make([]float64, buckets)})
+			dev = &out.Devices[len(out.Devices)-1]
+		}
+		if a == 0 || a > b {
+			a = b
+		}
+		if op == "read" {
+			spread(dev.ReadBPS, a, b, n)
+		} else {
+			spread(dev.WriteBPS, a, b, n)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for _, q := range []struct {
+		sql string
+		to  []float64
+	}{
+		{"SELECT ts, last_ts, pages FROM dirtied", out.DirtiedPagesPerS},
+		{"SELECT ts - least(dur, ts), ts, pages FROM writeback", out.WrittenBackPerS},
+	} {
+		if err := spreadRows(s.DB, q.sql, func(a, b uint64, n float64) { spread(q.to, a, b, n) }); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func spreadRows(db *sql.DB, q string, add func(a, b uint64, n float64)) error {
+	rows, err := db.Query(q)
+	if err != nil {
+		return fmt.Errorf("reading pages: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var a, b uint64
+		var n float64
+		if err := rows.Scan(&a, &b, &n); err != nil {
+			return err
+		}
+		add(a, b, n)
+	}
+	return rows.Err()
+}

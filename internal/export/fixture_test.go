@@ -1,0 +1,21 @@
+package export
+
+import (
+	"testing"
+
+	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/store"
+	"github.com/whyslow/whyslow/internal/store/storetest"
+)
+
+// fixture builds the storetest recording and opens it for analysis.
+func fixture(t *testing.T) (string, *analysis.Source) {
+	t.Helper()
+	path := storetest.Build(t, t.TempDir())
+	rec, err := store.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rec.Close() })
+	return path, analysis.NewSource(rec)
+}

@@ -1,0 +1,94 @@
+package export
+
+import (
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	_ "github.com/duckdb/duckdb-go/v2"
+	"github.com/whyslow/whyslow/internal/store"
+	"github.com/whyslow/whyslow/internal/store/storetest"
+)
+
+func TestParquetRowCountsEqualTheRecording(t *testing.T) {
+	// Parquet opens the recording itself, with its own settings: before the
+	// test opens it (DuckDB shares one instance per file in a process).
+	path := storetest.Build(t, t.TempDir())
+	// A directory name that needs quoting in SQL.
+	dir := filepath.Join(t.TempDir(), "it's parquet")
+	files, err := Parquet(path, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]ParquetFile{}
+	for _, f := range files {
+		byName[f.Name] = f
+	}
+	for _, want := range []string{"meta", "syscall_raw", "offcpu_raw", "stacks", "block_raw", "payloads", "devices",
+		"syscalls", "offcpu", "block", "io", "disk", "file_names", "threads", "processes", "unlinks", "uring_io"} {
+		if _, ok := byName[want]; !ok {
+			t.Errorf("%s was not exported (got %d files)", want, len(files))
+		}
+	}
+	// A second export into the same directory overwrites nothing.
+	if _, err := Parquet(path, dir); !errors.Is(err, store.ErrExists) {
+		t.Errorf("exporting over existing files: %v, want ErrExists", err)
+	}
+	rec, err := store.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	src := rec
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	nonEmpty := 0
+	for _, f := range files {
+		var recorded, back int64
+		if err := src.DB.QueryRow(`SELECT count(*) FROM "` + f.Name + `"`).Scan(&recorded); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.QueryRow("SELECT count(*) FROM read_parquet(?)", f.Path).Scan(&back); err != nil {
+			t.Fatalf("reading %s back: %v", f.Path, err)
+		}
+		if back != recorded || f.Rows != recorded {
+			t.Errorf("%s: %d rows read back, %d reported, %d in the recording", f.Name, back, f.Rows, recorded)
+		}
+		if back > 0 {
+			nonEmpty++
+		}
+		if st, err := os.Stat(f.Path); err != nil || st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v, mode %v: others must not read it", f.Path, err, st.Mode())
+		}
+	}
+	if nonEmpty < 10 {
+		t.Errorf("only %d exported tables hold rows: the fixture should fill more", nonEmpty)
+	}
+	// Values survive: the hostile path comes back as it was.
+	var p string
+	if err := db.QueryRow("SELECT path FROM read_parquet(?) WHERE kind = 'file'", byName["files"].Path).Scan(&p); err != nil || p != "/data/out;<script>alert(1)</script>.bin" {
+		t.Errorf("files.path read back as %q, %v", p, err)
+	}
+}
+
+func TestParquetWritesNowhereElse(t *testing.T) {
+	path := storetest.Build(t, t.TempDir())
+	dir := t.TempDir()
+	rec, err := store.OpenWritingTo(path, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	outside := filepath.Join(t.TempDir(), "x.parquet")
+	if _, err := rec.DB.Exec("COPY (SELECT 1) TO '" + outside + "' (FORMAT parquet)"); err == nil {
+		t.Errorf("a query wrote %s, outside the export directory", outside)
+	}
+	if _, err := rec.DB.Exec("SET enable_external_access = true"); err == nil {
+		t.Error("the configuration must stay locked")
+	}
+}
