@@ -68,6 +68,10 @@ type Options struct {
 	// be cut from them; Payload also takes each request's first bytes (an
 	// HTTP request line, its label).
 	Requests, Payload bool
+	// SpoolDir, when set, makes the busy ring buffer's reader copy records
+	// to an unlinked file there, decoded behind it: the ring is drained at
+	// the speed of a copy, not of the store (Full uses it).
+	SpoolDir string
 }
 
 // Engine is a loaded and attached set of programs.

@@ -27,8 +27,30 @@ func (e *Engine) Run(ctx context.Context, sink Sink) error {
 	out := make(chan []event.Event, 256) // about a million events of slack for bursts
 	st := newStacks(e.coll.Maps["stacks"])
 	var wg sync.WaitGroup
-	errc := make(chan error, 2)
-	for _, rd := range []*ringbuf.Reader{e.events, e.meta} {
+	errc := make(chan error, 3)
+	readers := []*ringbuf.Reader{e.events, e.meta}
+	if e.opts.SpoolDir != "" {
+		// The busy ring goes through a spool file; its backlog is on disk,
+		// not in the channel.
+		out = make(chan []event.Event, 16)
+		sp, err := newSpool(e.opts.SpoolDir)
+		if err != nil {
+			return err
+		}
+		readers = readers[1:]
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			errc <- e.fill(ctx, e.events, sp)
+		}()
+		go func() {
+			defer wg.Done()
+			errc <- e.load(sp, out)
+		}()
+	} else {
+		errc <- nil
+	}
+	for _, rd := range readers {
 		wg.Add(1)
 		go func(rd *ringbuf.Reader) {
 			defer wg.Done()
@@ -82,7 +104,7 @@ func (e *Engine) Run(ctx context.Context, sink Sink) error {
 	}
 	<-done
 	var errs []error
-	for range 2 {
+	for range 3 {
 		if err := <-errc; err != nil {
 			errs = append(errs, err)
 		}

@@ -60,6 +60,9 @@ type Result struct {
 func Record(ctx context.Context, cfg Config) (*Result, error) {
 	opts := cfg.Capture
 	opts.SystemWide = len(cfg.Command) == 0 && cfg.PID == 0
+	if opts.Level == capture.Full {
+		opts.SpoolDir = filepath.Dir(cfg.Path)
+	}
 	if cfg.PID != 0 {
 		if err := target.Exists(cfg.PID); err != nil {
 			return nil, err

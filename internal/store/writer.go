@@ -50,7 +50,7 @@ func Create(path string) (*Writer, error) {
 	// DuckDB's buffer pool defaults to 80% of memory; a recorder on a busy
 	// machine must stay small, and rows are on disk after each flush anyway.
 	connector, err := duckdb.NewConnector(path, func(ex driver.ExecerContext) error {
-		_, err := ex.ExecContext(context.Background(), "SET memory_limit = '256MB'", nil)
+		_, err := ex.ExecContext(context.Background(), "SET memory_limit = '128MB'", nil)
 		return err
 	})
 	if err != nil {

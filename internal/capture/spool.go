@@ -1,0 +1,173 @@
+package capture
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/cilium/ebpf/ringbuf"
+	"github.com/whyslow/whyslow/internal/event"
+	"golang.org/x/sys/unix"
+)
+
+// A spool decouples draining the ring buffer from storing what it held. At a
+// million events a second the store's row appender (~0.6 µs a row) cannot keep
+// up, and the kernel drops what the ring cannot hold; copying a record's bytes
+// to a file costs a tenth of that. A loader decodes the file behind the
+// reader, as fast as the store takes the events, and catches up at the end.
+//
+// The file is unlinked at once: it holds no name and disappears with whyslow.
+// Records are stored as a 4-byte length and the record's bytes.
+
+const (
+	spoolChunk = 1 << 20
+	punchEvery = 64 << 20
+)
+
+type spool struct {
+	f       *os.File
+	w       *bufio.Writer
+	written atomic.Int64  // bytes flushed, readable by the loader
+	more    chan struct{} // a flush happened (capacity 1)
+	ended   chan struct{} // the reader wrote its last record
+	size    int64
+}
+
+func newSpool(dir string) (*spool, error) {
+	f, err := os.CreateTemp(dir, ".whyslow-spool-*")
+	if err != nil {
+		return nil, fmt.Errorf("creating the spool: %w", err)
+	}
+	os.Remove(f.Name())
+	return &spool{f: f, w: bufio.NewWriterSize(f, spoolChunk), more: make(chan struct{}, 1), ended: make(chan struct{})}, nil
+}
+
+func (s *spool) put(rec []byte) error {
+	var n [4]byte
+	binary.LittleEndian.PutUint32(n[:], uint32(len(rec)))
+	s.w.Write(n[:])
+	_, err := s.w.Write(rec)
+	s.size += int64(4 + len(rec))
+	return err
+}
+
+func (s *spool) flush() error {
+	if err := s.w.Flush(); err != nil {
+		return fmt.Errorf("writing the spool: %w", err)
+	}
+	s.written.Store(s.size)
+	select {
+	case s.more <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// fill drains the ring into the spool until ctx ends, then what is left.
+func (e *Engine) fill(ctx context.Context, rd *ringbuf.Reader, s *spool) error {
+	defer close(s.ended)
+	var rec ringbuf.Record
+	stopping := false
+	rd.SetDeadline(time.Now().Add(batchWait))
+	stopped := make(chan struct{})
+	defer close(stopped)
+	go func() {
+		select {
+		case <-ctx.Done():
+			rd.Flush()
+		case <-stopped:
+		}
+	}()
+	for {
+		if ctx.Err() != nil && !stopping {
+			stopping = true
+			rd.SetDeadline(time.Now())
+		}
+		err := rd.ReadInto(&rec)
+		switch {
+		case err == nil:
+			if err := s.put(rec.RawSample); err != nil {
+				return fmt.Errorf("writing the spool: %w", err)
+			}
+			if s.w.Buffered() < spoolChunk-4096 {
+				continue
+			}
+		case errors.Is(err, ringbuf.ErrClosed):
+			stopping = true
+		case !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, ringbuf.ErrFlushed):
+			return err
+		}
+		if err := s.flush(); err != nil {
+			return err
+		}
+		if stopping && err != nil {
+			return nil
+		}
+		if err != nil && !stopping {
+			rd.SetDeadline(time.Now().Add(batchWait))
+		}
+	}
+}
+
+// load decodes the spool behind fill, in batches, until fill has ended and
+// every record is out.
+func (e *Engine) load(s *spool, out chan<- []event.Event) error {
+	defer s.f.Close()
+	dec := newDecoder()
+	buf := make([]byte, 0, 2*spoolChunk)
+	var off, punched int64
+	batch := make([]event.Event, 0, batchSize)
+	for {
+		avail := s.written.Load()
+		if off == avail {
+			if len(batch) > 0 {
+				out <- batch
+				batch = make([]event.Event, 0, batchSize)
+			}
+			select {
+			case <-s.more:
+				continue
+			case <-s.ended:
+				if s.written.Load() == off {
+					return nil
+				}
+				continue
+			}
+		}
+		n := min(avail-off, spoolChunk)
+		start := len(buf)
+		buf = buf[:start+int(n)]
+		if _, err := s.f.ReadAt(buf[start:], off); err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("reading the spool: %w", err)
+		}
+		off += n
+		if off-punched >= punchEvery {
+			// What is loaded is dropped: the spool holds the backlog only.
+			unix.Fallocate(int(s.f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, 0, off&^(4095))
+			punched = off
+		}
+		// Whole records go out; a record cut by the chunk waits for the next.
+		p := buf
+		for len(p) >= 4 {
+			l := int(binary.LittleEndian.Uint32(p))
+			if len(p) < 4+l {
+				break
+			}
+			if ev, err := dec.decode(p[4 : 4+l]); err == nil {
+				batch = append(batch, ev)
+				if len(batch) == batchSize {
+					out <- batch
+					batch = make([]event.Event, 0, batchSize)
+				}
+			}
+			p = p[4+l:]
+		}
+		buf = append(buf[:0], p...)
+	}
+}
