@@ -150,7 +150,7 @@ func Record(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	stopStatus := startStatus(cfg, w, eng, res.Started)
 
-	if res.TargetPID != 0 {
+	if res.TargetPID != 0 && gated == nil {
 		w.SetMeta(map[string]string{"target_start_mono": fmt.Sprint(monoOf(time.Now()))})
 	}
 	targetDone := make(chan struct{})
@@ -161,6 +161,9 @@ func Record(ctx context.Context, cfg Config) (*Result, error) {
 			w.Close(nil)
 			return nil, err
 		}
+		// The command starts when the gate opens: its wait at the gate is
+		// whyslow's start-up, not the command's time.
+		w.SetMeta(map[string]string{"target_start_mono": fmt.Sprint(monoOf(time.Now()))})
 		go func() {
 			res.ExitCode, _ = gated.Wait()
 			close(targetDone)
