@@ -381,33 +381,34 @@ const findings = `
 Profiles: ` + "`bpftool prog show`" + ` with ` + "`kernel.bpf_stats_enabled=1`" + ` (ns per run of each BPF program),
 ` + "`WHYSLOW_CPUPROFILE=FILE whyslow ...`" + ` with ` + "`go tool pprof`" + ` (the recorder), strace -T (start-up).
 
-- **Syscall hooks (default level).** At first ` + "`sys_enter`" + ` cost 1.1 µs per call: about fourteen
-  ` + "`bpf_probe_read_kernel`" + ` helper calls to go from an fd to its file's device, inode and kind, and a
-  hash map for the syscall in flight. Now: plain CO-RE loads through ` + "`bpf_rdonly_cast`" + `, the
-  in-flight record in task local storage, a per-thread cache of the last file, no atomics on
-  per-thread aggregates: ` + "`sys_enter`" + ` ~350 ns, ` + "`sys_exit`" + ` ~260 ns (with bpf_stats on). Default went
-  from 0.21 of baseline (first measurement) to the table above. The raw_syscalls tracepoints themselves cost ~5% (an idle target:
-  0.95). Left: two hash lookups per call (target set, aggregate key). Next: mark targets in task
-  storage, aggregate in task storage and merge into the map on file change.
-- **Writes** also run ` + "`writeback_dirty_folio`" + ` for each page newly dirtied, which still identifies
-  the inode with helper-call reads and updates a hash with an atomic add: the next hook to convert.
-- **Full capture.** The recorder competes with fio for the two CPUs. At first 42% of its CPU went to
-  cgo string copies in DuckDB's appender (four strings per row); high-rate tables are now numeric
-  with names in dimension tables (views keep the named shape), and the ring reader no longer reads
-  the clock per record: from 0.12 of baseline (first measurement) to the table above. What
-  remains is DuckDB's own chunk append and compression (~0.6 µs per row).
-- **Loss.** Above the writer's sustained rate the ring buffer fills and events are dropped,
-  counted per source and CPU, and reported by every analysis. A 1M events/s goal needs a cheaper
-  sink than DuckDB's row appender (Arrow batches, or aggregating more in the kernel).
+- **Default level: no syscall hooked.** The raw syscall tracepoints cost a syscall-bound program
+  about 5% even with a program that returns at once, so the default level attaches none. A
+  target thread's wait is described at ` + "`sched_switch`" + `: the syscall and its fd come from the
+  registers the call saved (` + "`bpf_task_pt_regs`" + `), the fd's file from the thread's file table, and
+  one ` + "`syscalls`" + ` row covers the wait. Kernel CPU time is split by CPU samples at
+  ` + "`local_timer_entry`" + ` (the syscall a running thread is in, its file or path argument). Bytes per
+  file come from pages dirtied and disk reads; files gone at the end are marked deleted. Calls
+  that never wait are not seen at this level (` + "`--syscalls`" + ` keeps the per-call hooks: ~350 ns at entry,
+  ~260 ns at exit per call).
+- **Writes** also run ` + "`writeback_dirty_folio`" + ` for each page newly dirtied (hash update with an
+  atomic add): the randwrite rows show what that costs.
+- **Full capture.** The busy ring drains into an unlinked spool file (a copy per record) and a
+  loader decodes it behind the reader into DuckDB; holes are punched behind the loader so the
+  spool holds the backlog only. The recording is lossless at the rate the traced program can
+  reach; the per-call hooks (~0.6 µs a call) are what cost the program its throughput. DuckDB's
+  row appender (~0.6 µs per row) is still the loader's limit: a backlog is loaded after the
+  program ends.
 - **Analysis.** Exact percentiles sort every latency: one ` + "`quantile_disc(dur, [0.5, 0.9, 0.99])`" + `
   per class instead of three halved stats; usage groups before building per-fd strings; ` + "`log`" + ` and
   ` + "`top`" + ` sort the numeric raw table and name only the rows they keep (log of 100k rows: 5.8 s →
   under 1 s). Left: usage, stats, freq and explain read the ` + "`io`" + ` view, which names every row
   before aggregating; the same raw-first shape, or tables of per-second aggregates written at
   record time, would bring them under a second.
-- **Start-up.** ~0.5 s of ~0.8 s is opening the capture engine: verifying the largest program
-  (the syscall handler, ~1300 instructions with the in-kernel path walk inlined) takes ~150 ms, the
-  rest is CO-RE relocation and attaching 17 programs. Attaching in parallel and creating the recording
-  meanwhile helped little. Next: make the path walk and file description global BPF functions
-  (verified once), and let a long-running process keep programs loaded (pinned) between runs.
+- **Start-up.** Loading the programs took ~0.9 s of CPU in the verifier: the file description
+  (with the path walk) was inlined at a dozen call sites, and the syscall exit handler alone
+  walked 100k instructions. ` + "`describe_file`" + ` is now a global BPF function, verified once (kernel
+  pointers cross it in memory, read as numbers): all programs load in ~0.12 s, and the default
+  level loads no syscall handler. Readers wake at once on stop (ring buffer ` + "`Flush`" + `) and links
+  detach in parallel (each waits for an RCU grace period). Left: parsing the object and the
+  kernel's BTF (~50 ms), DuckDB's create and the explanation's queries (~100 ms).
 `

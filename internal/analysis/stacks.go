@@ -67,7 +67,14 @@ func Stacks(s *Source, o StackOptions) ([]Stack, error) {
 		}
 	}
 	if o.OnCPU {
-		rows, err := s.DB.Query(`SELECT pid, tid, sum(oncpu_ns)::UBIGINT FROM cputime WHERE ` + where + ` GROUP BY ALL`)
+		sampled, err := s.sampledStacks(where)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sampled...)
+		// Threads with no CPU sample: their on-CPU time, with no stack.
+		rows, err := s.DB.Query(`SELECT pid, tid, sum(oncpu_ns)::UBIGINT FROM cputime WHERE ` + where + `
+		    AND tid NOT IN (SELECT tid FROM samples) GROUP BY ALL`)
 		if err != nil {
 			return nil, fmt.Errorf("summing on-CPU time: %w", err)
 		}
@@ -93,6 +100,52 @@ func Stacks(s *Source, o StackOptions) ([]Stack, error) {
 		return out[i].TID < out[j].TID || out[i].TID == out[j].TID && slices.Compare(out[i].Frames, out[j].Frames) < 0
 	})
 	return out, nil
+}
+
+// sampledStacks folds the CPU samples (default level): each stands for its
+// thread's on-CPU time divided by its samples. A sample in the kernel keeps
+// the frames under the timer interrupt; one in user space is "[user]".
+func (s *Source) sampledStacks(where string) ([]Stack, error) {
+	frames, err := s.stackFrames()
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.DB.Query(`WITH w AS (
+	      SELECT s.tid, any_value(c.ns) / count(*) AS ns FROM samples s
+	      JOIN (SELECT tid, sum(oncpu_ns) AS ns FROM cputime GROUP BY tid) c USING (tid) GROUP BY s.tid)
+	    SELECT s.pid, s.tid, s.user, s.stack_id, (count(*) * any_value(w.ns))::UBIGINT
+	    FROM samples s JOIN w USING (tid) WHERE ` + where + ` GROUP BY ALL`)
+	if err != nil {
+		return nil, fmt.Errorf("folding CPU samples: %w", err)
+	}
+	defer rows.Close()
+	var out []Stack
+	for rows.Next() {
+		st := Stack{Reason: "cpu"}
+		var user bool
+		var id int64
+		if err := rows.Scan(&st.PID, &st.TID, &user, &id, &st.NS); err != nil {
+			return nil, err
+		}
+		if user {
+			st.Frames = []string{"[user]"}
+		} else {
+			st.Frames = underInterrupt(frames[id])
+		}
+		out = append(out, st)
+	}
+	return out, rows.Err()
+}
+
+// underInterrupt drops a sample's own frames (the timer interrupt and the
+// tracepoint) from a stack given outermost first.
+func underInterrupt(frames []string) []string {
+	for i, f := range frames {
+		if strings.HasPrefix(f, "asm_sysvec_") {
+			return frames[:i]
+		}
+	}
+	return frames
 }
 
 // stackFrames reads every kernel stack, outermost frame first.

@@ -61,10 +61,11 @@ thread "comm (tid)", with --by-reason the off-CPU reason "[disk-write]", then
 the kernel stack at the switch-out, outermost first ("[no kernel stack]" for
 preemptions). Feed it to flamegraph.pl, inferno-flamegraph or speedscope.
 
---offcpu (the default) folds the time threads spent off CPU. whyslow samples
-no on-CPU stacks (it is no profiler: perf record is): --oncpu gives each
-thread's on-CPU time as one frame "[on-cpu]" under the thread, so that with
---offcpu --oncpu the graph shows all of each thread's time, on and off CPU.`,
+--offcpu (the default) folds the time threads spent off CPU. --oncpu adds
+each thread's on-CPU time under "[on-cpu]", split by the kernel stacks of
+the default level's CPU samples ("[user]" in user mode: no user stacks are
+read), or as that one frame when the recording has no samples; with
+--offcpu --oncpu the graph shows all of each thread's time.`,
 		Example: `  whyslow export folded rec.db --by-reason > offcpu.folded
   flamegraph.pl --countname=us --title="off-CPU time" offcpu.folded > offcpu.svg`,
 		Args: cobra.ExactArgs(1),
