@@ -41,7 +41,10 @@ func (x *Explanation) files(s *Source, pids []uint32) error {
 		if a.WaitS != b.WaitS {
 			return a.WaitS > b.WaitS
 		}
-		return a.ReadBytes+a.WriteBytes > b.ReadBytes+b.WriteBytes
+		if a.ReadBytes+a.WriteBytes != b.ReadBytes+b.WriteBytes {
+			return a.ReadBytes+a.WriteBytes > b.ReadBytes+b.WriteBytes
+		}
+		return a.Path < b.Path
 	})
 	x.FileGroups = groupFiles(x.Files)
 	return nil
@@ -148,7 +151,7 @@ func (x *Explanation) devices(s *Source, pids []uint32, win window) error {
 	        count(*), avg(total_ns) / 1e6, avg(queue_ns) / 1e6, avg(service_ns) / 1e6,
 	        sum(CASE WHEN lower THEN bytes ELSE 0 END),
 	        sum(CASE WHEN ` + in + ` OR (fdev, ino, gen) IN (SELECT dev, ino, gen FROM dirtied WHERE ` + in + `) THEN bytes ELSE 0 END)
-	      FROM disk WHERE ts BETWEEN ? AND ? GROUP BY 1, 2 ORDER BY sum(bytes) DESC`
+	      FROM disk WHERE ts BETWEEN ? AND ? GROUP BY 1, 2 ORDER BY sum(bytes) DESC, 1`
 	rows, err := s.DB.Query(q, win.begin, win.end)
 	if err != nil {
 		return fmt.Errorf("summing devices: %w", err)

@@ -76,7 +76,10 @@ func RunStats(s *Source, f Filter) (*Stats, error) {
 	for _, c := range byClass {
 		out.Syscalls = append(out.Syscalls, *c)
 	}
-	sort.Slice(out.Syscalls, func(i, j int) bool { return out.Syscalls[i].Count > out.Syscalls[j].Count })
+	sort.Slice(out.Syscalls, func(i, j int) bool {
+		a, b := out.Syscalls[i], out.Syscalls[j]
+		return a.Count > b.Count || a.Count == b.Count && a.Class < b.Class
+	})
 
 	dwhere, dargs := f.where(cols{ts: "insert_ts", end: "ts", pid: "pid", tid: "tid", comm: "comm", size: "bytes", dur: "total_ns", path: "path"})
 	q = `SELECT coalesce(device, (dev >> 20) || ':' || (dev & 1048575)), count(*), avg(queue_ns), max(queue_ns),
@@ -327,9 +330,9 @@ const named = `SELECT r.ts, r.ts + r.dur, r.dur, n.class, n.name, r.ret, c.comm,
 func RunTop(s *Source, f Filter) (map[string][]Op, error) {
 	where, args := f.where(rawCols)
 	q := `WITH r AS (SELECT * FROM (
-	        SELECT raw.*, row_number() OVER (PARTITION BY names.class ORDER BY raw.dur DESC) AS rn
+	        SELECT raw.*, row_number() OVER (PARTITION BY names.class ORDER BY raw.dur DESC, raw.ts, raw.tid) AS rn
 	        FROM syscall_raw raw JOIN syscall_names names USING (nr) WHERE ` + where + `) WHERE rn <= ?)
-	      ` + named + ` ORDER BY n.class, r.dur DESC`
+	      ` + named + ` ORDER BY n.class, r.dur DESC, r.ts, r.tid`
 	ops, err := queryOps(s, f, q, append(args, f.Limit))
 	if err != nil {
 		return nil, err
@@ -344,11 +347,11 @@ func RunTop(s *Source, f Filter) (map[string][]Op, error) {
 // RunLog lists streamed operations in time order.
 func RunLog(s *Source, f Filter, limit int) ([]Op, error) {
 	where, args := f.where(rawCols)
-	cte := `SELECT * FROM syscall_raw WHERE ` + where + ` ORDER BY ts`
+	cte := `SELECT * FROM syscall_raw WHERE ` + where + ` ORDER BY ts, tid`
 	if limit > 0 {
 		cte += fmt.Sprintf(" LIMIT %d", limit)
 	}
-	return queryOps(s, f, `WITH r AS (`+cte+`) `+named+` ORDER BY r.ts`, args)
+	return queryOps(s, f, `WITH r AS (`+cte+`) `+named+` ORDER BY r.ts, r.tid`, args)
 }
 
 func queryOps(s *Source, f Filter, q string, args []any) ([]Op, error) {

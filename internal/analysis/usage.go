@@ -89,9 +89,9 @@ func RunUsage(s *Source, f Filter) (*Usage, error) {
 	              sum(CASE WHEN ` + writeSQL + ` THEN bytes ELSE 0 END) AS w, sum(bytes) AS b
 	       FROM io WHERE ` + where + ` AND fkind = 'file' AND path IS NOT NULL GROUP BY path, fd, comm, pid)
 	     SELECT path, sum(r), sum(w),
-	       list(DISTINCT CASE WHEN fd IS NOT NULL THEN 'fd ' || fd || ' in ' || comm || ' (' || pid || ')'
-	                          ELSE comm || ' (' || pid || ')' END ORDER BY 1)
-	     FROM g GROUP BY path HAVING sum(b) > 0 ORDER BY sum(b) DESC LIMIT ?`
+	       list(DISTINCT user ORDER BY user)
+	     FROM (SELECT *, CASE WHEN fd IS NOT NULL THEN 'fd ' || fd || ' in ' || comm || ' (' || pid || ')'
+	                          ELSE comm || ' (' || pid || ')' END AS user FROM g) GROUP BY path HAVING sum(b) > 0 ORDER BY sum(b) DESC, path LIMIT ?`
 	rows, err = s.DB.Query(q, append(args, f.Limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("summing file I/O: %w", err)
@@ -145,7 +145,7 @@ func RunUsage(s *Source, f Filter) (*Usage, error) {
 	       sum(CASE WHEN ` + writeSQL + ` THEN bytes ELSE 0 END)
 	     FROM (SELECT * FROM (SELECT io.*, f.local AS local FROM io LEFT JOIN file_names f USING (dev, ino, gen)) WHERE ` + where + ` AND fkind = 'socket') io
 	     LEFT JOIN (SELECT name AS ifname, addr FROM interfaces) n ON n.addr = regexp_replace(io.local, ':[0-9]+$', '')
-	     GROUP BY 1 ORDER BY 2 + 3 DESC`
+	     GROUP BY 1 ORDER BY sum(bytes) DESC, 1`
 	rows, err = s.DB.Query(q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("summing network I/O: %w", err)

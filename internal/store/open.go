@@ -1,9 +1,7 @@
 package store
 
 import (
-	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"os"
@@ -37,10 +35,11 @@ func Open(path string) (*Recording, error) {
 	// recorded. DuckDB still replays the WAL of a recording cut short, in memory.
 	// No external access: a query runs as root, and must not read or write
 	// any other file (COPY ... TO, read_csv, ATTACH, extensions).
-	connector, err := duckdb.NewConnector(path+"?access_mode=read_only", func(ex driver.ExecerContext) error {
-		_, err := ex.ExecContext(context.Background(), "SET enable_external_access = false; SET lock_configuration = true", nil)
-		return err
-	})
+	// Set when the database opens, not per connection: with the
+	// configuration locked, a second connection (a query run while another's
+	// rows are read) could not set it again, failed, and left the database
+	// open for good.
+	connector, err := duckdb.NewConnector(path+"?access_mode=read_only&enable_external_access=false&lock_configuration=true", nil)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, ErrNotRecording)
 	}
