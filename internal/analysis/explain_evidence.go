@@ -11,8 +11,8 @@ import (
 func (x *Explanation) files(s *Source, pids []uint32) error {
 	in := inList("i.pid", pids)
 	q := `WITH created AS (
-	        SELECT DISTINCT dev, ino, gen FROM syscalls i
-	        WHERE ` + in + ` AND class = 'open' AND (flags & 64) <> 0 AND ret >= 0
+	        SELECT DISTINCT dev, ino, gen FROM syscall_raw i
+	        WHERE ` + in + ` AND nr IN (SELECT nr FROM syscall_names WHERE class = 'open') AND (flags & 64) <> 0 AND ret >= 0
 	          AND (dev, ino, gen) IN (SELECT dev, ino, gen FROM files GROUP BY dev, ino, gen HAVING arg_min(size, ts) = 0))
 	      SELECT coalesce(i.path, 'inode:[' || i.ino || ']'),
 	        sum(i.rbytes), sum(i.wbytes), sum(i.ops), sum(i.wait_ns),

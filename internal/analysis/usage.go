@@ -56,8 +56,13 @@ type IfaceIO struct {
 const trafficSQL = `CASE WHEN fkind IN ('file','blockdev') THEN 'file' WHEN fkind = 'socket' THEN 'net'
 	WHEN fkind IN ('pipe','unix') THEN 'ipc' ELSE 'other' END`
 
+// readSQL and writeSQL tell reads from writes among calls that move bytes.
 const readSQL = `(class = 'read' OR name IN ('recvfrom','recvmsg'))`
 const writeSQL = `(class = 'write' OR name IN ('sendto','sendmsg'))`
+
+// byteClasses are the syscall classes whose return value is bytes moved (the
+// io view's bytes column).
+const byteClasses = `'read','write','net','xfer'`
 
 // RunUsage computes usage under a filter.
 func RunUsage(s *Source, f Filter) (*Usage, error) {
