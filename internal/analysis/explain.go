@@ -177,6 +177,9 @@ func Explain(s *Source, pid uint32) (*Explanation, error) {
 	if err := s.targetWaits(pids, win); err != nil {
 		return nil, err
 	}
+	if err := s.targetIO(pids); err != nil {
+		return nil, err
+	}
 	if err := x.threads(s, pids, win); err != nil {
 		return nil, err
 	}

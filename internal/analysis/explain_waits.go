@@ -18,29 +18,19 @@ const pollSyscalls = `'poll','select','epoll_wait','epoll_pwait','epoll_pwait2',
 //   - for_work: waiting for work that had not come (accept; a poll in a thread
 //     that moved no socket data), no slowness of the target's own.
 //
-// It also makes target_io (below). Every explanation of the target's time
-// reads these two, so the rules live here once.
+// It also makes target_threads. Every explanation of the target's time reads
+// these, so the rules live here once.
 func (s *Source) targetWaits(pids []uint32, win window) error {
 	in := inList("pid", pids)
-	// target_calls: the target's streamed calls summed per thread, file and
-	// syscall, on the numeric table: one pass over what can be millions of
-	// rows, which everything below reads instead.
-	q := `CREATE OR REPLACE TEMP TABLE target_calls AS
-	  SELECT tid, dev, ino, gen, fkind, nr, sum(CASE WHEN ret > 0 THEN ret ELSE 0 END) AS ret_bytes,
-	         count(*) AS ops, sum(dur) AS wait_ns
-	  FROM syscall_raw WHERE ` + in + ` GROUP BY ALL`
-	if _, err := s.DB.Exec(q); err != nil {
-		return fmt.Errorf("summing the target's calls: %w", err)
-	}
-	q = `CREATE OR REPLACE TEMP TABLE target_offcpu AS
+	q := `CREATE OR REPLACE TEMP TABLE target_offcpu AS
 	  WITH o AS (SELECT * FROM offcpu WHERE ` + in + ` AND ts > $b AND start_ts < $e),
 	  calls AS (
 	    SELECT s.tid, s.ts, s.ts + s.dur AS end_ts, coalesce(f.peer, f.path) AS object
 	    FROM syscall_raw s LEFT JOIN file_names f USING (dev, ino, gen)
 	    WHERE s.` + in + ` AND s.blocked),
 	  socket_movers AS (
-	    SELECT DISTINCT c.tid FROM target_calls c JOIN syscall_names n USING (nr) JOIN kinds k ON k.kind = c.fkind
-	    WHERE k.name = 'socket' AND n.class IN ('read','write','net') AND n.name NOT IN ('accept','accept4')
+	    SELECT DISTINCT tid FROM syscall_raw WHERE ` + in + ` AND fkind IN (SELECT kind FROM kinds WHERE name = 'socket')
+	      AND nr IN (SELECT nr FROM syscall_names WHERE class IN ('read','write','net') AND name NOT IN ('accept','accept4'))
 	    UNION
 	    SELECT DISTINCT tid FROM syscall_totals WHERE ` + in + ` AND fkind = 'socket' AND class IN ('read','write','net')
 	      AND name NOT IN ('accept','accept4'))
@@ -77,6 +67,23 @@ func (s *Source) targetWaits(pids []uint32, win window) error {
 	     WHERE t.tid = r.tid AND t.start_ts = r.start_ts`
 	if _, err := s.DB.Exec(q); err != nil {
 		return fmt.Errorf("resolving io_uring waits: %w", err)
+	}
+	return nil
+}
+
+// targetIO makes target_calls and target_io, after targetWaits: the target's
+// I/O, one shape for syscalls and io_uring. Explain reads them; requests do not.
+func (s *Source) targetIO(pids []uint32) error {
+	in := inList("pid", pids)
+	// target_calls: the target's streamed calls summed per thread, file and
+	// syscall, on the numeric table: one pass over what can be millions of
+	// rows, which everything below reads instead.
+	q := `CREATE OR REPLACE TEMP TABLE target_calls AS
+	  SELECT tid, dev, ino, gen, fkind, nr, sum(CASE WHEN ret > 0 THEN ret ELSE 0 END) AS ret_bytes,
+	         count(*) AS ops, sum(dur) AS wait_ns
+	  FROM syscall_raw WHERE ` + in + ` GROUP BY ALL`
+	if _, err := s.DB.Exec(q); err != nil {
+		return fmt.Errorf("summing the target's calls: %w", err)
 	}
 	// target_io: the target's I/O, one shape for syscalls and io_uring
 	// operations: bytes each way, operations, and time waited on the file.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"time"
 )
 
@@ -382,11 +383,18 @@ const named = `SELECT r.ts, r.ts + r.dur, r.dur, n.class, n.name, r.ret, c.comm,
 // RunTop lists the slowest streamed operations per class.
 func RunTop(s *Source, f Filter) (map[string][]Op, error) {
 	where, args := f.where(rawCols)
-	q := `WITH r AS (SELECT * FROM (
-	        SELECT raw.*, row_number() OVER (PARTITION BY names.class ORDER BY raw.dur DESC, raw.ts, raw.tid) AS rn
-	        FROM syscall_raw raw JOIN syscall_names names USING (nr) WHERE ` + where + `) WHERE rn <= ?)
+	// The slowest per class in one pass, each class keeping the top rows of
+	// its own: arg_max with a count, by duration, then the earlier call, then
+	// the lower tid, so that equal durations come out the same every time.
+	// (A window over every call sorts them all: seconds, with a tie-breaker.)
+	q := `WITH top AS (
+	        SELECT unnest(arg_max({'ts': raw.ts, 'dur': raw.dur, 'pid': raw.pid, 'tid': raw.tid, 'comm_id': raw.comm_id, 'nr': raw.nr,
+	                               'fd': raw.fd, 'ret': raw.ret, 'dev': raw.dev, 'ino': raw.ino, 'gen': raw.gen},
+	                              {'d': raw.dur, 't': -(raw.ts::BIGINT), 'i': -(raw.tid::BIGINT)}, ` + strconv.Itoa(f.Limit) + `)) AS row
+	        FROM syscall_raw raw JOIN syscall_names names USING (nr) WHERE ` + where + ` GROUP BY names.class),
+	      r AS (SELECT unnest(row) FROM top)
 	      ` + named + ` ORDER BY n.class, r.dur DESC, r.ts, r.tid`
-	ops, err := queryOps(s, f, q, append(args, f.Limit))
+	ops, err := queryOps(s, f, q, args)
 	if err != nil {
 		return nil, err
 	}
