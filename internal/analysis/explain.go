@@ -177,6 +177,9 @@ func Explain(s *Source, pid uint32) (*Explanation, error) {
 	if err := s.targetWaits(pids, win); err != nil {
 		return nil, err
 	}
+	if err := s.targetIO(pids); err != nil {
+		return nil, err
+	}
 	if err := x.threads(s, pids, win); err != nil {
 		return nil, err
 	}
@@ -382,7 +385,10 @@ func (x *Explanation) threads(s *Source, pids []uint32, win window) error {
 	}
 	sort.Slice(x.Threads, func(i, j int) bool {
 		a, b := x.Threads[i], x.Threads[j]
-		return a.OnCPUS+a.OffCPUS > b.OnCPUS+b.OffCPUS
+		if a.OnCPUS+a.OffCPUS != b.OnCPUS+b.OffCPUS {
+			return a.OnCPUS+a.OffCPUS > b.OnCPUS+b.OffCPUS
+		}
+		return a.TID < b.TID
 	})
 	x.Time.ThreadS = x.Time.OnCPUS + x.Time.RunqueueS + x.Time.IdleS
 	for _, v := range x.Time.OffCPUS {

@@ -34,10 +34,13 @@ func (x *Explanation) blame(s *Source, pids, tids []uint32, win window) error {
 	}
 
 	// Syncs run by others, by overlap with the waits.
-	notIn := inList("s.pid", pids)
-	q := `SELECT s.pid, any_value(s.comm), any_value(s.name), sum(least(s.ts + s.dur, w.e) - greatest(s.ts, w.b)), max(s.dur)
-	      FROM syscalls s JOIN target_waits w ON s.ts < w.e AND s.ts + s.dur > w.b
-	      WHERE s.class = 'sync' AND NOT (` + notIn + `) GROUP BY s.pid`
+	notIn := inList("r.pid", pids)
+	// The sync calls first, on the numeric table: there are few.
+	q := `WITH s AS (
+	        SELECT r.ts, r.dur, r.pid, c.comm, n.name FROM syscall_raw r JOIN syscall_names n USING (nr) LEFT JOIN comms c USING (comm_id)
+	        WHERE r.nr IN (SELECT nr FROM syscall_names WHERE class = 'sync') AND NOT (` + notIn + `))
+	      SELECT s.pid, any_value(s.comm), any_value(s.name), sum(least(s.ts + s.dur, w.e) - greatest(s.ts, w.b)), max(s.dur)
+	      FROM s JOIN target_waits w ON s.ts < w.e AND s.ts + s.dur > w.b GROUP BY s.pid`
 	rows, err := s.DB.Query(q)
 	if err != nil {
 		return fmt.Errorf("finding syncs by others: %w", err)

@@ -10,8 +10,8 @@ import (
 // files: per file the target touched, bytes, operations and time inside syscalls.
 func (x *Explanation) files(s *Source, pids []uint32) error {
 	in := inList("i.pid", pids)
-	created := `SELECT DISTINCT dev, ino, gen FROM syscalls i
-	        WHERE ` + in + ` AND class = 'open' AND (flags & 64) <> 0 AND ret >= 0
+	created := `SELECT DISTINCT dev, ino, gen FROM syscall_raw i
+	        WHERE ` + in + ` AND nr IN (SELECT nr FROM syscall_names WHERE class = 'open') AND (flags & 64) <> 0 AND ret >= 0
 	          AND (dev, ino, gen) IN (SELECT dev, ino, gen FROM files GROUP BY dev, ino, gen HAVING arg_min(size, ts) = 0)`
 	if s.WaitsOnly() {
 		// No open was hooked: a file first seen empty when the target
@@ -47,7 +47,10 @@ func (x *Explanation) files(s *Source, pids []uint32) error {
 		if a.WaitS != b.WaitS {
 			return a.WaitS > b.WaitS
 		}
-		return a.ReadBytes+a.WriteBytes > b.ReadBytes+b.WriteBytes
+		if a.ReadBytes+a.WriteBytes != b.ReadBytes+b.WriteBytes {
+			return a.ReadBytes+a.WriteBytes > b.ReadBytes+b.WriteBytes
+		}
+		return a.Path < b.Path
 	})
 	x.FileGroups = groupFiles(x.Files)
 	return nil
@@ -154,7 +157,7 @@ func (x *Explanation) devices(s *Source, pids []uint32, win window) error {
 	        count(*), avg(total_ns) / 1e6, avg(queue_ns) / 1e6, avg(service_ns) / 1e6,
 	        sum(CASE WHEN lower THEN bytes ELSE 0 END),
 	        sum(CASE WHEN ` + in + ` OR (fdev, ino, gen) IN (SELECT dev, ino, gen FROM dirtied WHERE ` + in + `) THEN bytes ELSE 0 END)
-	      FROM disk WHERE ts BETWEEN ? AND ? GROUP BY 1, 2 ORDER BY sum(bytes) DESC`
+	      FROM disk WHERE ts BETWEEN ? AND ? GROUP BY 1, 2 ORDER BY sum(bytes) DESC, 1`
 	rows, err := s.DB.Query(q, win.begin, win.end)
 	if err != nil {
 		return fmt.Errorf("summing devices: %w", err)

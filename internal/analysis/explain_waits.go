@@ -18,18 +18,21 @@ const pollSyscalls = `'poll','select','epoll_wait','epoll_pwait','epoll_pwait2',
 //   - for_work: waiting for work that had not come (accept; a poll in a thread
 //     that moved no socket data), no slowness of the target's own.
 //
-// It also makes target_io (below). Every explanation of the target's time
-// reads these two, so the rules live here once.
+// It also makes target_threads. Every explanation of the target's time reads
+// these, so the rules live here once.
 func (s *Source) targetWaits(pids []uint32, win window) error {
 	in := inList("pid", pids)
 	q := `CREATE OR REPLACE TEMP TABLE target_offcpu AS
 	  WITH o AS (SELECT * FROM offcpu WHERE ` + in + ` AND ts > $b AND start_ts < $e),
 	  calls AS (
 	    SELECT s.tid, s.ts, s.ts + s.dur AS end_ts, coalesce(f.peer, f.path) AS object
-	    FROM syscalls s LEFT JOIN file_names f USING (dev, ino, gen)
+	    FROM syscall_raw s LEFT JOIN file_names f USING (dev, ino, gen)
 	    WHERE s.` + in + ` AND s.blocked),
 	  socket_movers AS (
-	    SELECT DISTINCT tid FROM io WHERE ` + in + ` AND fkind = 'socket' AND class IN ('read','write','net')
+	    SELECT DISTINCT tid FROM syscall_raw WHERE ` + in + ` AND fkind IN (SELECT kind FROM kinds WHERE name = 'socket')
+	      AND nr IN (SELECT nr FROM syscall_names WHERE class IN ('read','write','net') AND name NOT IN ('accept','accept4'))
+	    UNION
+	    SELECT DISTINCT tid FROM syscall_totals WHERE ` + in + ` AND fkind = 'socket' AND class IN ('read','write','net')
 	      AND name NOT IN ('accept','accept4'))
 	  SELECT o.ts, o.start_ts, o.off_ns, o.runq_ns, o.pid, o.tid, o.comm, o.state, o.reason, o.stack_id,
 	         o.syscall, o.waker_pid, o.waker_tid, o.waker_comm,
@@ -65,16 +68,43 @@ func (s *Source) targetWaits(pids []uint32, win window) error {
 	if _, err := s.DB.Exec(q); err != nil {
 		return fmt.Errorf("resolving io_uring waits: %w", err)
 	}
+	return nil
+}
+
+// targetIO makes target_calls and target_io, after targetWaits: the target's
+// I/O, one shape for syscalls and io_uring. Explain reads them; requests do not.
+func (s *Source) targetIO(pids []uint32) error {
+	in := inList("pid", pids)
+	// target_calls: the target's streamed calls summed per thread, file and
+	// syscall, on the numeric table: one pass over what can be millions of
+	// rows, which everything below reads instead.
+	q := `CREATE OR REPLACE TEMP TABLE target_calls AS
+	  SELECT tid, dev, ino, gen, fkind, nr, sum(CASE WHEN ret > 0 THEN ret ELSE 0 END) AS ret_bytes,
+	         count(*) AS ops, sum(dur) AS wait_ns
+	  FROM syscall_raw WHERE ` + in + ` GROUP BY ALL`
+	if _, err := s.DB.Exec(q); err != nil {
+		return fmt.Errorf("summing the target's calls: %w", err)
+	}
 	// target_io: the target's I/O, one shape for syscalls and io_uring
 	// operations: bytes each way, operations, and time waited on the file.
 	// An io_uring operation's time is not a thread's; the time the submitter
 	// waited in io_uring_enter for it is.
-	q = `CREATE OR REPLACE TEMP VIEW target_io AS
-	  SELECT tid, path, peer, fkind, dev, ino, gen, name,
-	         CASE WHEN class = 'read' OR name IN ('recvfrom','recvmsg') THEN bytes ELSE 0 END AS rbytes,
-	         CASE WHEN class = 'write' OR name IN ('sendto','sendmsg') THEN bytes ELSE 0 END AS wbytes,
-	         count AS ops, total_ns AS wait_ns
-	  FROM io WHERE ` + in + `
+	//
+	// A table, summed per thread, file and syscall: every explanation sums
+	// it several ways, and the streamed calls are summed on the numeric
+	// table before any name is joined (the io view names every call).
+	q = `CREATE OR REPLACE TEMP TABLE target_io AS
+	  WITH named AS (
+	    SELECT c.tid, c.dev, c.ino, c.gen, k.name AS fkind, n.name, n.class,
+	           CASE WHEN n.class IN (` + byteClasses + `) THEN c.ret_bytes ELSE 0 END AS bytes, c.ops, c.wait_ns
+	    FROM target_calls c LEFT JOIN syscall_names n USING (nr) LEFT JOIN kinds k ON k.kind = c.fkind
+	    UNION ALL
+	    SELECT tid, dev, ino, gen, fkind, name, class, bytes, count, total_ns FROM syscall_totals WHERE ` + in + `)
+	  SELECT b.tid, f.path, f.peer, b.fkind, b.dev, b.ino, b.gen, b.name,
+	         CASE WHEN ` + readSQL + ` THEN b.bytes ELSE 0 END AS rbytes,
+	         CASE WHEN ` + writeSQL + ` THEN b.bytes ELSE 0 END AS wbytes,
+	         b.ops, b.wait_ns
+	  FROM named b LEFT JOIN file_names f USING (dev, ino, gen)
 	  UNION ALL
 	  SELECT tid, path, peer, fkind, dev, ino, gen, 'io_uring',
 	         CASE WHEN class IN ('read','recv') THEN bytes ELSE 0 END, CASE WHEN class IN ('write','send') THEN bytes ELSE 0 END,
@@ -121,8 +151,7 @@ func (x *Explanation) kernelCPU(s *Source, pids []uint32) error {
 	// Numeric tables only: the io view names every row's file, which costs
 	// seconds on a recording of millions of calls.
 	q := `WITH inside AS (
-	        SELECT n.class, sum(r.dur) AS ns FROM syscall_raw r JOIN syscall_names n USING (nr)
-	        WHERE r.` + in + ` GROUP BY n.class
+	        SELECT n.class, sum(c.wait_ns) AS ns FROM target_calls c JOIN syscall_names n USING (nr) GROUP BY n.class
 	        UNION ALL SELECT class, sum(total_ns) FROM syscall_totals WHERE ` + in + ` GROUP BY class
 	        UNION ALL SELECT 'unlink', sum(dur) FROM unlink_raw WHERE ` + in + `),
 	      off AS (

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"time"
 )
 
@@ -42,12 +43,11 @@ type Stats struct {
 
 // RunStats computes latency statistics per class and per disk.
 func RunStats(s *Source, f Filter) (*Stats, error) {
-	where, args := f.where(ioCols)
+	where, args := f.where(rawCols)
 	out := &Stats{}
-	// One quantile_disc with a list: one sort per class, not three.
-	q := `SELECT class, count(*), min(dur), avg(dur), quantile_disc(dur, [0.5, 0.9, 0.99]), max(dur),
-	        coalesce(stddev_pop(dur), 0)
-	      FROM io WHERE exact AND ` + where + ` GROUP BY class ORDER BY class`
+	// Streamed calls, on the numeric table.
+	q := `SELECT n.class, count(*), min(dur), avg(dur), max(dur), coalesce(stddev_pop(dur), 0)
+	      FROM syscall_raw r LEFT JOIN syscall_names n USING (nr) WHERE ` + where + ` GROUP BY n.class ORDER BY n.class`
 	rows, err := s.DB.Query(q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("computing latency stats: %w", err)
@@ -55,28 +55,29 @@ func RunStats(s *Source, f Filter) (*Stats, error) {
 	byClass := map[string]*ClassStats{}
 	for rows.Next() {
 		c := &ClassStats{}
-		var qs []any
-		if err := rows.Scan(&c.Class, &c.Count, &c.MinNS, &c.AvgNS, &qs, &c.MaxNS, &c.StdevNS); err != nil {
+		if err := rows.Scan(&c.Class, &c.Count, &c.MinNS, &c.AvgNS, &c.MaxNS, &c.StdevNS); err != nil {
 			rows.Close()
 			return nil, err
-		}
-		for i, dst := range []*uint64{&c.P50NS, &c.P90NS, &c.P99NS} {
-			if i < len(qs) {
-				if v, ok := qs[i].(uint64); ok {
-					*dst = v
-				}
-			}
 		}
 		byClass[c.Class] = c
 	}
 	rows.Close()
+	if err := s.streamedDurations(f); err != nil {
+		return nil, err
+	}
+	if err := s.quantiles(byClass); err != nil {
+		return nil, err
+	}
 	if err := mergeTotals(s, f, byClass); err != nil {
 		return nil, err
 	}
 	for _, c := range byClass {
 		out.Syscalls = append(out.Syscalls, *c)
 	}
-	sort.Slice(out.Syscalls, func(i, j int) bool { return out.Syscalls[i].Count > out.Syscalls[j].Count })
+	sort.Slice(out.Syscalls, func(i, j int) bool {
+		a, b := out.Syscalls[i], out.Syscalls[j]
+		return a.Count > b.Count || a.Count == b.Count && a.Class < b.Class
+	})
 
 	dwhere, dargs := f.where(cols{ts: "insert_ts", end: "ts", pid: "pid", tid: "tid", comm: "comm", size: "bytes", dur: "total_ns", path: "path"})
 	q = `SELECT coalesce(device, (dev >> 20) || ':' || (dev & 1048575)), count(*), avg(queue_ns), max(queue_ns),
@@ -95,6 +96,50 @@ func RunStats(s *Source, f Filter) (*Stats, error) {
 		out.Disks = append(out.Disks, d)
 	}
 	return out, nil
+}
+
+// streamedDurations makes the temp table stream_durs: the streamed calls
+// under f, counted per class and duration. Durations repeat (the clock's
+// steps, calls alike), so it is small, and quantiles, ranges and histograms
+// read it instead of sorting or scanning every call again.
+func (s *Source) streamedDurations(f Filter) error {
+	where, args := f.where(rawCols)
+	q := `CREATE OR REPLACE TEMP TABLE stream_durs AS
+	  WITH h AS (SELECT nr, dur, count(*) AS c FROM syscall_raw WHERE ` + where + ` GROUP BY nr, dur)
+	  SELECT n.class, h.dur, sum(h.c)::UBIGINT AS c FROM h LEFT JOIN syscall_names n USING (nr) GROUP BY n.class, h.dur`
+	if _, err := s.DB.Exec(q, args...); err != nil {
+		return fmt.Errorf("counting call durations: %w", err)
+	}
+	return nil
+}
+
+// quantiles fills p50, p90 and p99 of each class from stream_durs, as
+// DuckDB's quantile_disc picks them: the value at index
+// max(1, n - floor(n - n*q)) - 1 of the sorted durations.
+func (s *Source) quantiles(byClass map[string]*ClassStats) error {
+	rows, err := s.DB.Query(`WITH cum AS (
+	    SELECT class, dur, sum(c) OVER (PARTITION BY class ORDER BY dur ROWS UNBOUNDED PRECEDING) AS upto,
+	           sum(c) OVER (PARTITION BY class)::DOUBLE AS n
+	    FROM stream_durs),
+	  k AS (SELECT *, greatest(1, n - floor(n - n * 0.5)) - 1 AS k50, greatest(1, n - floor(n - n * 0.9)) - 1 AS k90,
+	               greatest(1, n - floor(n - n * 0.99)) - 1 AS k99 FROM cum)
+	  SELECT class, min(dur) FILTER (WHERE upto > k50), min(dur) FILTER (WHERE upto > k90), min(dur) FILTER (WHERE upto > k99)
+	  FROM k GROUP BY class`)
+	if err != nil {
+		return fmt.Errorf("computing latency quantiles: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var class string
+		var p50, p90, p99 uint64
+		if err := rows.Scan(&class, &p50, &p90, &p99); err != nil {
+			return err
+		}
+		if c := byClass[class]; c != nil {
+			c.P50NS, c.P90NS, c.P99NS = p50, p90, p99
+		}
+	}
+	return rows.Err()
 }
 
 // totalsWhere filters the kernel's aggregates like f filters streamed calls,
@@ -118,13 +163,24 @@ func mergeTotals(s *Source, f Filter, byClass map[string]*ClassStats) error {
 	if err != nil {
 		return fmt.Errorf("reading aggregates: %w", err)
 	}
-	defer rows.Close()
+	type sums struct {
+		class            string
+		count, total, mx float64
+	}
+	var all []sums
 	for rows.Next() {
-		var class string
-		var count, total, mx float64
-		if err := rows.Scan(&class, &count, &total, &mx); err != nil {
+		var t sums
+		if err := rows.Scan(&t.class, &t.count, &t.total, &t.mx); err != nil {
+			rows.Close()
 			return err
 		}
+		all = append(all, t)
+	}
+	rows.Close()
+	// Each class's histogram after the rows are read: a query while they are
+	// open would run on another connection, without this one's temp tables.
+	for _, t := range all {
+		class, count, total, mx := t.class, t.count, t.total, t.mx
 		c := byClass[class]
 		if c == nil {
 			c = &ClassStats{Class: class}
@@ -191,8 +247,10 @@ func RunFreq(s *Source, f Filter, n int) ([]Freq, error) {
 	if n <= 0 || n > 1000 {
 		return nil, fmt.Errorf("--freq-resolution must be 1..1000")
 	}
-	where, args := f.where(ioCols)
-	rows, err := s.DB.Query(`SELECT class, min(dur), max(dur) FROM io WHERE exact AND `+where+` GROUP BY class ORDER BY class`, args...)
+	if err := s.streamedDurations(f); err != nil {
+		return nil, err
+	}
+	rows, err := s.DB.Query(`SELECT class, min(dur), max(dur) FROM stream_durs GROUP BY class ORDER BY class`)
 	if err != nil {
 		return nil, fmt.Errorf("finding latency ranges: %w", err)
 	}
@@ -221,9 +279,9 @@ func RunFreq(s *Source, f Filter, n int) ([]Freq, error) {
 		fr := Freq{Class: r.class}
 		width := max((r.hi-r.lo+uint64(n)-1)/uint64(n), 1)
 		counts := make([]uint64, n)
-		q := `SELECT least(((dur - ?) // ?)::BIGINT, ?) AS b, count(*) FROM io
-		      WHERE exact AND class = ? AND dur >= ? AND dur <= ? AND ` + where + ` GROUP BY b`
-		brows, err := s.DB.Query(q, append([]any{r.lo, width, n - 1, r.class, r.lo, r.hi}, args...)...)
+		q := `SELECT least(((dur - ?) // ?)::BIGINT, ?) AS b, sum(c)::UBIGINT FROM stream_durs
+		      WHERE class = ? AND dur >= ? AND dur <= ? GROUP BY b`
+		brows, err := s.DB.Query(q, r.lo, width, n-1, r.class, r.lo, r.hi)
 		if err != nil {
 			return nil, fmt.Errorf("building histogram: %w", err)
 		}
@@ -244,13 +302,12 @@ func RunFreq(s *Source, f Filter, n int) ([]Freq, error) {
 	return out, nil
 }
 
-// histogram counts calls of a class in log2(ns) buckets: streamed calls and,
-// unless a latency bound excludes them, the kernel's aggregates.
+// histogram counts calls of a class in log2(ns) buckets: streamed calls (from
+// stream_durs, which the caller made) and, unless a latency bound excludes
+// them, the kernel's aggregates.
 func histogram(s *Source, f Filter, class string) [64]uint64 {
 	var slots [64]uint64
-	where, args := f.where(ioCols)
-	rows, err := s.DB.Query(`SELECT floor(log2(greatest(dur, 1)))::INTEGER, count(*) FROM io WHERE exact AND class = ? AND `+where+` GROUP BY 1`,
-		append([]any{class}, args...)...)
+	rows, err := s.DB.Query(`SELECT floor(log2(greatest(dur, 1)))::INTEGER, sum(c)::UBIGINT FROM stream_durs WHERE class = ? GROUP BY 1`, class)
 	if err == nil {
 		for rows.Next() {
 			var b int
@@ -326,11 +383,18 @@ const named = `SELECT r.ts, r.ts + r.dur, r.dur, n.class, n.name, r.ret, c.comm,
 // RunTop lists the slowest streamed operations per class.
 func RunTop(s *Source, f Filter) (map[string][]Op, error) {
 	where, args := f.where(rawCols)
-	q := `WITH r AS (SELECT * FROM (
-	        SELECT raw.*, row_number() OVER (PARTITION BY names.class ORDER BY raw.dur DESC) AS rn
-	        FROM syscall_raw raw JOIN syscall_names names USING (nr) WHERE ` + where + `) WHERE rn <= ?)
-	      ` + named + ` ORDER BY n.class, r.dur DESC`
-	ops, err := queryOps(s, f, q, append(args, f.Limit))
+	// The slowest per class in one pass, each class keeping the top rows of
+	// its own: arg_max with a count, by duration, then the earlier call, then
+	// the lower tid, so that equal durations come out the same every time.
+	// (A window over every call sorts them all: seconds, with a tie-breaker.)
+	q := `WITH top AS (
+	        SELECT unnest(arg_max({'ts': raw.ts, 'dur': raw.dur, 'pid': raw.pid, 'tid': raw.tid, 'comm_id': raw.comm_id, 'nr': raw.nr,
+	                               'fd': raw.fd, 'ret': raw.ret, 'dev': raw.dev, 'ino': raw.ino, 'gen': raw.gen},
+	                              {'d': raw.dur, 't': -(raw.ts::BIGINT), 'i': -(raw.tid::BIGINT)}, ` + strconv.Itoa(f.Limit) + `)) AS row
+	        FROM syscall_raw raw JOIN syscall_names names USING (nr) WHERE ` + where + ` GROUP BY names.class),
+	      r AS (SELECT unnest(row) FROM top)
+	      ` + named + ` ORDER BY n.class, r.dur DESC, r.ts, r.tid`
+	ops, err := queryOps(s, f, q, args)
 	if err != nil {
 		return nil, err
 	}
@@ -344,11 +408,11 @@ func RunTop(s *Source, f Filter) (map[string][]Op, error) {
 // RunLog lists streamed operations in time order.
 func RunLog(s *Source, f Filter, limit int) ([]Op, error) {
 	where, args := f.where(rawCols)
-	cte := `SELECT * FROM syscall_raw WHERE ` + where + ` ORDER BY ts`
+	cte := `SELECT * FROM syscall_raw WHERE ` + where + ` ORDER BY ts, tid`
 	if limit > 0 {
 		cte += fmt.Sprintf(" LIMIT %d", limit)
 	}
-	return queryOps(s, f, `WITH r AS (`+cte+`) `+named+` ORDER BY r.ts`, args)
+	return queryOps(s, f, `WITH r AS (`+cte+`) `+named+` ORDER BY r.ts, r.tid`, args)
 }
 
 func queryOps(s *Source, f Filter, q string, args []any) ([]Op, error) {

@@ -56,16 +56,23 @@ type IfaceIO struct {
 const trafficSQL = `CASE WHEN fkind IN ('file','blockdev') THEN 'file' WHEN fkind = 'socket' THEN 'net'
 	WHEN fkind IN ('pipe','unix') THEN 'ipc' ELSE 'other' END`
 
+// readSQL and writeSQL tell reads from writes among calls that move bytes.
 const readSQL = `(class = 'read' OR name IN ('recvfrom','recvmsg'))`
 const writeSQL = `(class = 'write' OR name IN ('sendto','sendmsg'))`
+
+// byteClasses are the syscall classes whose return value is bytes moved (the
+// io view's bytes column).
+const byteClasses = `'read','write','net','xfer'`
 
 // RunUsage computes usage under a filter.
 func RunUsage(s *Source, f Filter) (*Usage, error) {
 	u := &Usage{Exact: s.Full()}
-	where, args := f.where(ioCols)
-	q := `SELECT pid, arg_max(comm, ts),` + sums() + ` FROM io WHERE ` + where + ` GROUP BY pid
-	      ORDER BY sum(bytes) DESC LIMIT ?`
-	rows, err := s.DB.Query(q, append(args, f.Limit)...)
+	if err := s.usageCalls(f); err != nil {
+		return nil, err
+	}
+	q := `SELECT pid, arg_max(comm, ts),` + sums() + ` FROM usage_io GROUP BY pid
+	      ORDER BY sum(bytes) DESC, pid LIMIT ?`
+	rows, err := s.DB.Query(q, f.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("summing process I/O: %w", err)
 	}
@@ -87,12 +94,12 @@ func RunUsage(s *Source, f Filter) (*Usage, error) {
 	q = `WITH g AS (
 	       SELECT path, fd, comm, pid, sum(CASE WHEN ` + readSQL + ` THEN bytes ELSE 0 END) AS r,
 	              sum(CASE WHEN ` + writeSQL + ` THEN bytes ELSE 0 END) AS w, sum(bytes) AS b
-	       FROM io WHERE ` + where + ` AND fkind = 'file' AND path IS NOT NULL GROUP BY path, fd, comm, pid)
+	       FROM usage_io WHERE fkind = 'file' AND path IS NOT NULL GROUP BY path, fd, comm, pid)
 	     SELECT path, sum(r), sum(w),
-	       list(DISTINCT CASE WHEN fd IS NOT NULL THEN 'fd ' || fd || ' in ' || comm || ' (' || pid || ')'
-	                          ELSE comm || ' (' || pid || ')' END ORDER BY 1)
-	     FROM g GROUP BY path HAVING sum(b) > 0 ORDER BY sum(b) DESC LIMIT ?`
-	rows, err = s.DB.Query(q, append(args, f.Limit)...)
+	       list(DISTINCT user ORDER BY user)
+	     FROM (SELECT *, CASE WHEN fd IS NOT NULL THEN 'fd ' || fd || ' in ' || comm || ' (' || pid || ')'
+	                          ELSE comm || ' (' || pid || ')' END AS user FROM g) GROUP BY path HAVING sum(b) > 0 ORDER BY sum(b) DESC, path LIMIT ?`
+	rows, err = s.DB.Query(q, f.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("summing file I/O: %w", err)
 	}
@@ -143,10 +150,10 @@ func RunUsage(s *Source, f Filter) (*Usage, error) {
 
 	q = `SELECT coalesce(n.ifname, split_part(io.local, ':', 1)), sum(CASE WHEN ` + readSQL + ` THEN bytes ELSE 0 END),
 	       sum(CASE WHEN ` + writeSQL + ` THEN bytes ELSE 0 END)
-	     FROM (SELECT * FROM (SELECT io.*, f.local AS local FROM io LEFT JOIN file_names f USING (dev, ino, gen)) WHERE ` + where + ` AND fkind = 'socket') io
+	     FROM (SELECT io.*, f.local AS local FROM usage_io io LEFT JOIN file_names f USING (dev, ino, gen) WHERE fkind = 'socket') io
 	     LEFT JOIN (SELECT name AS ifname, addr FROM interfaces) n ON n.addr = regexp_replace(io.local, ':[0-9]+$', '')
-	     GROUP BY 1 ORDER BY 2 + 3 DESC`
-	rows, err = s.DB.Query(q, args...)
+	     GROUP BY 1 ORDER BY 2 DESC, 3 DESC, 1`
+	rows, err = s.DB.Query(q)
 	if err != nil {
 		return nil, fmt.Errorf("summing network I/O: %w", err)
 	}
@@ -165,6 +172,34 @@ func RunUsage(s *Source, f Filter) (*Usage, error) {
 		u.Network = append(u.Network, n)
 	}
 	return u, nil
+}
+
+// totalsIOCols filter the kernel's aggregates as the io view's columns do:
+// a row's latency is its slowest call, its size its bytes.
+var totalsIOCols = cols{ts: "ts", end: "last_ts", pid: "pid", tid: "tid", comm: "comm", size: "bytes", dur: "max_ns", pathByID: true}
+
+// usageCalls makes the temp table usage_io: the io view's rows under f,
+// summed per process, thread, file, fd and syscall. Streamed calls are summed
+// on the numeric table first and named after, a few rows instead of millions.
+func (s *Source) usageCalls(f Filter) error {
+	where, args := f.where(rawCols)
+	twhere, targs := f.where(totalsIOCols)
+	q := `CREATE OR REPLACE TEMP TABLE usage_io AS
+	  WITH c AS (
+	    SELECT pid, tid, comm_id, dev, ino, gen, fkind, fd, nr, max(ts) AS ts,
+	           sum(CASE WHEN ret > 0 THEN ret ELSE 0 END) AS ret_bytes
+	    FROM syscall_raw WHERE ` + where + ` GROUP BY ALL),
+	  named AS (
+	    SELECT c.pid, c.ts, cm.comm, n.name, n.class, c.fd, c.dev, c.ino, c.gen, k.name AS fkind,
+	           CASE WHEN n.class IN (` + byteClasses + `) THEN c.ret_bytes ELSE 0 END AS bytes
+	    FROM c LEFT JOIN comms cm USING (comm_id) LEFT JOIN syscall_names n USING (nr) LEFT JOIN kinds k ON k.kind = c.fkind
+	    UNION ALL
+	    SELECT pid, ts, comm, name, class, NULL, dev, ino, gen, fkind, bytes FROM syscall_totals WHERE ` + twhere + `)
+	  SELECT io.*, f.path FROM named io LEFT JOIN file_names f USING (dev, ino, gen)`
+	if _, err := s.DB.Exec(q, append(args, targs...)...); err != nil {
+		return fmt.Errorf("summing calls: %w", err)
+	}
+	return nil
 }
 
 func sums() string {

@@ -5,13 +5,13 @@ import (
 
 	"github.com/whyslow/whyslow/internal/analysis"
 	"github.com/whyslow/whyslow/internal/store"
-	"github.com/whyslow/whyslow/internal/store/storetest"
+	"github.com/whyslow/whyslow/internal/store/storetest/hostile"
 )
 
 // fixture builds the storetest recording and opens it for analysis.
 func fixture(t *testing.T) (string, *analysis.Source) {
 	t.Helper()
-	path := storetest.Build(t, t.TempDir())
+	path := hostile.Build(t, t.TempDir())
 	rec, err := store.Open(path)
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/whyslow/whyslow/internal/analysis"
-	"github.com/whyslow/whyslow/internal/store/storetest"
+	"github.com/whyslow/whyslow/internal/store/storetest/hostile"
 )
 
 // folded parses folded lines into stack -> microseconds.
@@ -41,9 +41,9 @@ func TestFoldedOffCPUByReason(t *testing.T) {
 	got := folded(t, b.String())
 	worker := `server (100);<img src=x>:\x1b[31m (101)`
 	for stack, want := range map[string]uint64{
-		worker + ";[disk-write];ksys_write;vfs_write;ext4_write_begin;folio_wait_bit_common;io_schedule": storetest.DiskWriteNS / 1000,
-		worker + ";[dirty-throttle];ksys_write;vfs_write;balance_dirty_pages;schedule_timeout":           storetest.ThrottleNS / 1000,
-		"server (100);server (100);[sleep];do_nanosleep;hrtimer_nanosleep":                               storetest.SleepNS / 1000,
+		worker + ";[disk-write];ksys_write;vfs_write;ext4_write_begin;folio_wait_bit_common;io_schedule": hostile.DiskWriteNS / 1000,
+		worker + ";[dirty-throttle];ksys_write;vfs_write;balance_dirty_pages;schedule_timeout":           hostile.ThrottleNS / 1000,
+		"server (100);server (100);[sleep];do_nanosleep;hrtimer_nanosleep":                               hostile.SleepNS / 1000,
 		"server (100);server (100);[runqueue];[no kernel stack]":                                         20000,
 	} {
 		if got[stack] != want {
@@ -65,7 +65,7 @@ func TestFoldedOffCPUByReason(t *testing.T) {
 
 func TestFoldedOnCPUHasNoInventedStacks(t *testing.T) {
 	_, src := fixture(t)
-	stacks, err := analysis.Stacks(src, analysis.StackOptions{OnCPU: true, PIDs: []uint32{storetest.PID}})
+	stacks, err := analysis.Stacks(src, analysis.StackOptions{OnCPU: true, PIDs: []uint32{hostile.PID}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,8 +75,8 @@ func TestFoldedOnCPUHasNoInventedStacks(t *testing.T) {
 	}
 	got := folded(t, b.String())
 	want := map[string]uint64{
-		"server (100);server (100);[on-cpu]":               storetest.MainOnCPUNS / 1000,
-		`server (100);<img src=x>:\x1b[31m (101);[on-cpu]`: storetest.WorkerOnCPUNS / 1000,
+		"server (100);server (100);[on-cpu]":               hostile.MainOnCPUNS / 1000,
+		`server (100);<img src=x>:\x1b[31m (101);[on-cpu]`: hostile.WorkerOnCPUNS / 1000,
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %v, want %v", got, want)

@@ -9,13 +9,13 @@ import (
 
 	_ "github.com/duckdb/duckdb-go/v2"
 	"github.com/whyslow/whyslow/internal/store"
-	"github.com/whyslow/whyslow/internal/store/storetest"
+	"github.com/whyslow/whyslow/internal/store/storetest/hostile"
 )
 
 func TestParquetRowCountsEqualTheRecording(t *testing.T) {
 	// Parquet opens the recording itself, with its own settings: before the
 	// test opens it (DuckDB shares one instance per file in a process).
-	path := storetest.Build(t, t.TempDir())
+	path := hostile.Build(t, t.TempDir())
 	// A directory name that needs quoting in SQL.
 	dir := filepath.Join(t.TempDir(), "it's parquet")
 	files, err := Parquet(path, dir)
@@ -77,7 +77,7 @@ func TestParquetRowCountsEqualTheRecording(t *testing.T) {
 }
 
 func TestParquetWritesNowhereElse(t *testing.T) {
-	path := storetest.Build(t, t.TempDir())
+	path := hostile.Build(t, t.TempDir())
 	dir := t.TempDir()
 	rec, err := store.OpenWritingTo(path, dir)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/whyslow/whyslow/internal/store/storetest"
+	"github.com/whyslow/whyslow/internal/store/storetest/hostile"
 )
 
 // perfettoProtos fails in CI, and skips elsewhere, when Perfetto's Python
@@ -67,8 +67,8 @@ func TestPerfettoParsesWithPerfettosProtos(t *testing.T) {
 	if len(tr.Errors) > 0 {
 		t.Fatalf("the trace is not well formed: %v", tr.Errors)
 	}
-	main, worker := strconv.Itoa(int(storetest.PID)), strconv.Itoa(int(storetest.WorkerTID))
-	if got := tr.Threads[worker]; got.Name != storetest.WorkerComm || got.PID != storetest.PID {
+	main, worker := strconv.Itoa(int(hostile.PID)), strconv.Itoa(int(hostile.WorkerTID))
+	if got := tr.Threads[worker]; got.Name != hostile.WorkerComm || got.PID != hostile.PID {
 		t.Errorf("worker thread track: %+v", got)
 	}
 	if got := tr.Processes[main]; got.Name != "server" || len(got.Cmdline) != 3 {
@@ -79,10 +79,10 @@ func TestPerfettoParsesWithPerfettosProtos(t *testing.T) {
 		track, slice string
 		want         uint64
 	}{
-		{worker, "disk-write", storetest.DiskWriteNS - ms/2}, // its run-queue tail is apart
+		{worker, "disk-write", hostile.DiskWriteNS - ms/2}, // its run-queue tail is apart
 		{worker, "runqueue", ms / 2},
-		{worker, "dirty-throttle", storetest.ThrottleNS},
-		{main, "sleep", storetest.SleepNS},
+		{worker, "dirty-throttle", hostile.ThrottleNS},
+		{main, "sleep", hostile.SleepNS},
 		{main, "lock", 500*ms - ms},
 		{main, "runqueue", ms + 20*ms},
 		{"syscalls:" + worker, "write", 480 * ms},
@@ -98,7 +98,7 @@ func TestPerfettoParsesWithPerfettosProtos(t *testing.T) {
 	if tr.Flows != 1 || len(tr.Instants[worker]) != 1 || tr.Instants[worker][0] != "wakes server (100)" {
 		t.Errorf("wake-ups: %d flows, instants %v", tr.Flows, tr.Instants)
 	}
-	if got := tr.Args["syscalls:"+worker+":write:file"]; len(got) != 1 || got[0] != storetest.FilePath {
+	if got := tr.Args["syscalls:"+worker+":write:file"]; len(got) != 1 || got[0] != hostile.FilePath {
 		t.Errorf("write's file arg: %v", got)
 	}
 	if got := tr.Args["syscalls:"+main+":read:peer"]; len(got) != 1 || got[0] != "127.0.0.1:40000" {
@@ -110,7 +110,7 @@ func TestPerfettoParsesWithPerfettosProtos(t *testing.T) {
 			t.Errorf("counter %q integrates to %.1f, want %.0f (all: %v)", name, got, want, tr.Counters)
 		}
 	}
-	if len(tr.Clock) != 2 || tr.Clock[0] != [2]uint64{3, storetest.Start} {
+	if len(tr.Clock) != 2 || tr.Clock[0] != [2]uint64{3, hostile.Start} {
 		t.Errorf("clock snapshot %v: want MONOTONIC at the start and REALTIME", tr.Clock)
 	}
 }

@@ -50,15 +50,24 @@ func open(path, dir string) (*Recording, error) {
 	// recorded. DuckDB still replays the WAL of a recording cut short, in memory.
 	// No external access: a query runs as root, and must not read or write
 	// any other file (COPY ... TO, read_csv, ATTACH, extensions).
-	settings := "SET enable_external_access = false; SET lock_configuration = true"
+	// Set when the database opens, not per connection: with the
+	// configuration locked, a second connection (a query run while another's
+	// rows are read) could not set it again, failed, and left the database
+	// open for good.
+	dsn := path + "?access_mode=read_only&enable_external_access=false&lock_configuration=true"
+	var init func(driver.ExecerContext) error
 	if dir != "" {
+		// Writing to one directory (export): allowed_directories is a list,
+		// which the DSN cannot carry; set per connection before the lock.
 		// A string literal: quotes doubled, no other escapes in DuckDB's SQL.
-		settings = "SET allowed_directories = ['" + strings.ReplaceAll(dir, "'", "''") + "']; " + settings
+		dsn = path + "?access_mode=read_only"
+		settings := "SET allowed_directories = ['" + strings.ReplaceAll(dir, "'", "''") + "']; SET enable_external_access = false; SET lock_configuration = true"
+		init = func(ex driver.ExecerContext) error {
+			_, err := ex.ExecContext(context.Background(), settings, nil)
+			return err
+		}
 	}
-	connector, err := duckdb.NewConnector(path+"?access_mode=read_only", func(ex driver.ExecerContext) error {
-		_, err := ex.ExecContext(context.Background(), settings, nil)
-		return err
-	})
+	connector, err := duckdb.NewConnector(dsn, init)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, ErrNotRecording)
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -46,7 +47,32 @@ func Main(m *testing.M, bin *string) {
 	*bin = dir
 	code := m.Run()
 	os.RemoveAll(dir)
+	ReportSkipped()
 	os.Exit(code)
+}
+
+// skipped counts the tests RequireRoot skipped in this test binary.
+var skipped atomic.Int32
+
+// ReportSkipped says how many tests were skipped for want of root, so that a
+// run without it does not pass for a full one. A TestMain calls it after
+// m.Run. `go test ./...` shows a passing package's output only with -v, so
+// the count also goes to the terminal, when there is one.
+func ReportSkipped() {
+	n := skipped.Load()
+	if n == 0 {
+		return
+	}
+	msg := fmt.Sprintf("%s: %d tests skipped: they need root (as root they run; with CI set they fail instead)\n",
+		strings.TrimSuffix(filepath.Base(os.Args[0]), ".test"), n)
+	fmt.Print(msg)
+	if testing.Verbose() {
+		return // the line above is shown
+	}
+	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+		fmt.Fprint(tty, msg)
+		tty.Close()
+	}
 }
 
 // RequireRoot skips without root, except in CI, where it fails: CI machines
@@ -59,6 +85,7 @@ func RequireRoot(t testing.TB) {
 	if os.Getenv("CI") != "" {
 		t.Fatal("this test needs root (BPF, loop devices, blkio); CI must provide it")
 	}
+	skipped.Add(1)
 	t.Skip("this test needs root")
 }
 

@@ -8,17 +8,17 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/whyslow/whyslow/test/harness"
 )
 
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("slowdisk tests need root; CI must provide it")
-		}
-		t.Skip("slowdisk tests need root")
-	}
+func TestMain(m *testing.M) {
+	code := m.Run()
+	harness.ReportSkipped()
+	os.Exit(code)
 }
+
+func requireRoot(t *testing.T) { t.Helper(); harness.RequireRoot(t) }
 
 func sysctl(t *testing.T, name string) string {
 	b, err := os.ReadFile("/proc/sys/vm/" + name)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/whyslow/whyslow/internal/analysis"
 	"github.com/whyslow/whyslow/internal/store"
-	"github.com/whyslow/whyslow/internal/store/storetest"
+	"github.com/whyslow/whyslow/internal/store/storetest/hostile"
 )
 
 // chromium finds Debian's headless Chromium (scripts/deps.sh installs it):
@@ -33,14 +33,14 @@ func chromium(t *testing.T) string {
 // fixtureReport renders the storetest recording's report.
 func fixtureReport(t *testing.T) []byte {
 	t.Helper()
-	path := storetest.Build(t, t.TempDir())
+	path := hostile.Build(t, t.TempDir())
 	rec, err := store.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rec.Close()
 	src := analysis.NewSource(rec)
-	x, err := analysis.Explain(src, storetest.PID)
+	x, err := analysis.Explain(src, hostile.PID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,10 @@
-// Package storetest builds small recordings with the store's own writer, so
+// Package hostile builds small recordings with the store's own writer, so
 // the tests of what reads recordings (exports, reports) need no BPF and no
 // root. The recording tells one story with known numbers: a server process
 // whose main thread waits on a worker that writes a file (disk writes, then
 // dirty throttling), serves two HTTP requests, and sleeps; its names and
 // paths are hostile on purpose (HTML, terminal escapes, separators).
-package storetest
+package hostile
 
 import (
 	"fmt"
