@@ -27,6 +27,16 @@ func (x *Explanation) blame(s *Source, pids, tids []uint32, win window) error {
 	if _, err := s.DB.Exec(waits, sql.Named("b", win.begin), sql.Named("e", win.end)); err != nil {
 		return fmt.Errorf("collecting the target's storage waits: %w", err)
 	}
+	// The waits as disjoint spans (threads' waits overlap): a block request
+	// then falls in at most one, found by an ASOF join. A range join of
+	// requests against waits was quadratic: 4 s for 30k of each.
+	spans := `CREATE OR REPLACE TEMP TABLE target_spans AS
+	  WITH o AS (SELECT b, e, max(e) OVER (ORDER BY b, e ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_e FROM target_waits),
+	       g AS (SELECT b, e, sum(CASE WHEN prev_e IS NULL OR b > prev_e THEN 1 ELSE 0 END) OVER (ORDER BY b, e) AS island FROM o)
+	  SELECT min(b) AS b, max(e) AS e FROM g GROUP BY island`
+	if _, err := s.DB.Exec(spans); err != nil {
+		return fmt.Errorf("merging the target's storage waits: %w", err)
+	}
 	var total sql.NullFloat64
 	s.DB.QueryRow("SELECT sum(ns) FROM target_waits").Scan(&total)
 	if total.Float64 <= 0 {
@@ -67,7 +77,7 @@ func (x *Explanation) blame(s *Source, pids, tids []uint32, win window) error {
 	// own requests are its own; a stacked device's lower half (a loop device's
 	// backing file) is counted once, on the device above.
 	q = `WITH during AS (
-	       SELECT DISTINCT b.* FROM disk b JOIN target_waits w ON b.ts BETWEEN w.b AND w.e WHERE NOT b.lower),
+	       SELECT b.* FROM disk b ASOF JOIN target_spans w ON b.ts >= w.b WHERE b.ts <= w.e AND NOT b.lower),
 	     dirtier AS (
 	       SELECT dev, ino, gen, arg_max(pid, pages) AS pid, arg_max(comm, pages) AS comm
 	       FROM dirtied GROUP BY dev, ino, gen)
