@@ -34,6 +34,8 @@ const volatile bool payload = false;       /* and take each request's first byte
  * --requests. Without them (the default level) the syscall and file of each
  * wait are read at the context switch, from the registers the call saved. */
 const volatile bool syscall_hooks = false;
+/* Take the kernel stack of interruptible waits too (for flame graphs of them). */
+const volatile bool all_stacks = false;
 
 extern int CONFIG_HZ __kconfig;
 
@@ -102,7 +104,9 @@ struct inflight {
 struct thread_state {
 	struct inflight in;
 	__u32 active;
-	__u32 _pad;
+	__s32 stack_id;     /* the last sync wait's stack, */
+	__u64 stack_ts;     /* when it was taken, */
+	__s64 stack_nr;     /* and in which syscall (see wait_stack) */
 	__u64 last_file;
 	__u64 last_inode;
 	struct file_ref last_ref;
@@ -911,6 +915,39 @@ static __always_inline void emit_wait(struct task_struct *task, __u32 pid, __u32
 	bpf_ringbuf_submit(e, wake_flags(&events));
 }
 
+/* The kernel stack of a wait, or -1. Unwinding is most of a context
+ * switch's cost (~3 µs), so it is spent where the stack tells the reason:
+ * - an interruptible wait (futex, poll, pipe, socket, sleep, flock, wait4)
+ *   is told by its syscall and file kind: no stack;
+ * - a sync call is "sync" whatever it waits on, and waits a dozen times a
+ *   call (each buffer, each page): its stack is taken once per 10 ms per
+ *   thread, and reused for the waits between (an fsync loop ran 5% slower);
+ * - other uninterruptible waits (disk, journal, page and inode locks,
+ *   throttling look alike from the syscall) always get theirs.
+ * all_stacks (--full) takes every one. */
+#define SYNC_STACK_REUSE_NS 10000000ULL
+static __always_inline __s32 wait_stack(void *ctx, __u32 state, long nr, __u64 now)
+{
+	if (state != 'D' && !all_stacks)
+		return -1;
+	struct thread_state *ts = NULL;
+	bool sync = syscall_class(nr) == CLS_SYNC && !all_stacks;
+	if (sync) {
+		ts = thread_state(true);
+		if (ts && ts->stack_nr == nr && now - ts->stack_ts < SYNC_STACK_REUSE_NS)
+			return ts->stack_id;
+	}
+	__s32 id = bpf_get_stackid(ctx, &stacks, STACK_SKIP);
+	if (id < 0 && id != -14 /* EFAULT: no stack */)
+		count_lost(LOST_STACK);
+	if (ts && id >= 0) {
+		ts->stack_nr = nr;
+		ts->stack_ts = now;
+		ts->stack_id = id;
+	}
+	return id;
+}
+
 static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct *prev,
 				     struct task_struct *next, unsigned int prev_state)
 {
@@ -933,19 +970,18 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		s.syscall = -1;
 		s.stack_id = -1;
 		if (s.state != 'R') {
-			s.stack_id = bpf_get_stackid(ctx, &stacks, 0);
-			if (s.stack_id < 0 && s.stack_id != -14 /* EFAULT: no stack */)
-				count_lost(LOST_STACK);
 			struct inflight *in = syscall_hooks ? current_inflight() : NULL; /* prev is current here */
 			if (in) {
 				in->blocked = 1;
 				s.syscall = in->nr;
+				s.f.kind = in->f.kind;
 			} else {
 				struct pt_regs *regs = CAST(struct pt_regs, bpf_task_pt_regs(bpf_get_current_task_btf()));
 				s.syscall = regs->orig_ax;
 				if (!syscall_hooks)
 					wait_syscall(&s, regs);
 			}
+			s.stack_id = wait_stack(ctx, s.state, s.syscall, now);
 		}
 		bpf_map_update_elem(&offcpu_start, &prev_tid, &s, BPF_ANY);
 	} else if (!syscall_hooks && prev_tid && !dead && prev_tgid != self_pid && pv->mm &&
@@ -1027,7 +1063,7 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		e->runq_ns = s->state == 'R' ? e->off_ns : 0;
 		e->waker_pid = 0;
 		e->waker_tid = 0;
-		e->_pad = 0;
+		e->fkind = s->f.kind;
 		__builtin_memset(e->waker_comm, 0, sizeof(e->waker_comm));
 		struct waker *w = bpf_map_lookup_elem(&wakers, &next_tid);
 		if (w && w->ts >= s->ts) {
@@ -1085,7 +1121,7 @@ static __always_inline int on_tick(void *ctx)
 	e->fd = -1;
 	__builtin_memset(&e->f, 0, sizeof(e->f));
 	e->path[0] = 0;
-	e->stack_id = bpf_get_stackid(ctx, &stacks, 0);
+	e->stack_id = bpf_get_stackid(ctx, &stacks, STACK_SKIP);
 	{
 		struct pt_regs *regs = CAST(struct pt_regs, bpf_task_pt_regs(task));
 		long nr = regs->orig_ax;

@@ -9,7 +9,11 @@
 #define NAME_LEN 64     /* bytes kept of each component */
 #define EXEC_ARGS_LEN 256
 #define EXEC_FILE_LEN 128
-#define STACK_DEPTH 32
+/* Kernel frames kept per stack, innermost first, after the two of the BPF
+ * program itself. Unwinding costs by the frame, and every reason's telltale
+ * frame lies within a dozen of schedule(). */
+#define STACK_DEPTH 20
+#define STACK_SKIP 2
 /* stack_id of an off-CPU interval that began before capture (attach): user
  * space took its stack and syscall from /proc when capture began. */
 #define STACK_BEFORE_CAPTURE -2
@@ -123,11 +127,11 @@ struct offcpu_event {
 	__u64 off_ns;    /* switched out -> switched in */
 	__u64 runq_ns;   /* woken -> switched in */
 	__u32 state;     /* 'R', 'S', 'D', ... */
-	__s32 stack_id;
+	__s32 stack_id;  /* uninterruptible waits only (-1 otherwise): see on_switch */
 	__s32 syscall;   /* syscall in progress at switch-out, -1 if none */
 	__u32 waker_pid;
 	__u32 waker_tid;
-	__u32 _pad;
+	__u32 fkind;     /* enum file_kind of the syscall's file, 0 unknown */
 	char waker_comm[TASK_COMM_LEN];
 };
 

@@ -106,7 +106,7 @@ func (d *decoder) decode(raw []byte) (event.Event, error) {
 		}
 		return &event.OffCPU{Header: d.hdr(&w.H), Off: w.OffNs, Runq: w.RunqNs, State: byte(w.State),
 			StackID: w.StackId, Syscall: w.Syscall, WakerPID: w.WakerPid, WakerTID: w.WakerTid,
-			WakerComm: d.comm(w.WakerComm)}, nil
+			WakerComm: d.comm(w.WakerComm), FileKind: event.FileKind(w.Fkind)}, nil
 	case evBlock:
 		w, err := as[whyslowBlockEvent](raw)
 		if err != nil {

@@ -175,6 +175,7 @@ func open(opts Options, flavour string) (*Engine, error) {
 		"by_request":    opts.Requests,
 		"payload":       opts.Requests && opts.Payload,
 		"syscall_hooks": opts.Hooks(),
+		"all_stacks":    opts.Level == Full,
 	}
 	for name, v := range set {
 		if err := spec.Variables[name].Set(v); err != nil {

@@ -88,23 +88,31 @@ threading.Thread(target=serve, name="server").start()
 cli = socket.create_connection(("127.0.0.1", port))
 cli.recv(100)
 `
-	c := runCaptured(t, Options{}, python(t), "-c", script)
-	var found *event.OffCPU
-	for _, o := range eventsOf[*event.OffCPU](c) {
-		if o.TID == c.pid && o.State == 'S' && o.Off > 250e6 && o.Reason == event.ReasonNetwork {
-			found = o
+	// The default level takes no stack of an interruptible wait: the
+	// socket tells the reason. --full takes every stack.
+	for _, level := range []Level{Default, Full} {
+		c := runCaptured(t, Options{Level: level}, python(t), "-c", script)
+		var found *event.OffCPU
+		for _, o := range eventsOf[*event.OffCPU](c) {
+			if o.TID == c.pid && o.State == 'S' && o.Off > 250e6 && o.Reason == event.ReasonNetwork {
+				found = o
+			}
 		}
-	}
-	if found == nil {
-		t.Fatal("no 250ms+ off-CPU interval in S state classified as network for the client thread")
-	}
-	if !slices.ContainsFunc(found.Stack, func(f string) bool {
-		return strings.HasPrefix(f, "sk_wait_data") || strings.HasPrefix(f, "tcp_recvmsg")
-	}) {
-		t.Errorf("stack has no socket wait: %v", found.Stack)
-	}
-	if found.WakerPID != c.pid || found.WakerTID == c.pid {
-		t.Errorf("woken by %d/%d (%s); want the server thread of %d", found.WakerPID, found.WakerTID, found.WakerComm, c.pid)
+		if found == nil {
+			t.Fatalf("%s level: no 250ms+ off-CPU interval in S state classified as network for the client thread", level)
+		}
+		inSocket := slices.ContainsFunc(found.Stack, func(f string) bool {
+			return strings.HasPrefix(f, "sk_wait_data") || strings.HasPrefix(f, "tcp_recvmsg")
+		})
+		if level == Full && !inSocket {
+			t.Errorf("full level: stack has no socket wait: %v", found.Stack)
+		}
+		if level == Default && (len(found.Stack) != 0 || found.FileKind != event.KindSocketInet) {
+			t.Errorf("default level: stack %v (want none), file kind %v (want the socket)", found.Stack, found.FileKind)
+		}
+		if found.WakerPID != c.pid || found.WakerTID == c.pid {
+			t.Errorf("woken by %d/%d (%s); want the server thread of %d", found.WakerPID, found.WakerTID, found.WakerComm, c.pid)
+		}
 	}
 }
 

@@ -32,6 +32,10 @@ func (s *stacks) noteFile(pid uint32, f event.FileRef) {
 	}
 }
 
+// stackDepth is STACK_DEPTH in bpf/whyslow.h: the stacks map's value is that
+// many addresses.
+const stackDepth = 20
+
 // Frames returns the symbolised stack for an id, innermost first.
 func (s *stacks) Frames(id int32) []string {
 	if id < 0 {
@@ -40,7 +44,7 @@ func (s *stacks) Frames(id int32) []string {
 	if f, ok := s.frames[id]; ok {
 		return f
 	}
-	var ips [32]uint64
+	var ips [stackDepth]uint64
 	var frames []string
 	if err := s.m.Lookup(uint32(id), &ips); err == nil {
 		for _, ip := range ips {
@@ -56,7 +60,7 @@ func (s *stacks) Frames(id int32) []string {
 
 func (s *stacks) classify(o *event.OffCPU) {
 	o.Reason = classify.Reason(classify.Input{State: o.State, Syscall: o.Syscall, Frames: s.Frames(o.StackID),
-		PollOnSockets: s.sockets[o.PID]})
+		PollOnSockets: s.sockets[o.PID], FileKind: o.FileKind})
 	o.Stack = s.Frames(o.StackID)
 }
 

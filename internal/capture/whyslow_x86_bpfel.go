@@ -156,7 +156,7 @@ type whyslowOffcpuEvent struct {
 	Syscall   int32
 	WakerPid  uint32
 	WakerTid  uint32
-	Pad       uint32
+	Fkind     uint32
 	WakerComm [16]int8
 }
 
@@ -245,7 +245,9 @@ type whyslowThreadState struct {
 		F2      whyslowFileRef
 	}
 	Active    uint32
-	Pad       uint32
+	StackId   int32
+	StackTs   uint64
+	StackNr   int64
 	LastFile  uint64
 	LastInode uint64
 	LastRef   whyslowFileRef
@@ -377,6 +379,7 @@ const (
 	whyslowProgRawWbInode             = "raw_wb_inode"
 	whyslowProgRawWbInodeStart        = "raw_wb_inode_start"
 	whyslowProgRawWritebackDirtyFolio = "raw_writeback_dirty_folio"
+	whyslowVarAllStacks               = "all_stacks"
 	whyslowVarByRequest               = "by_request"
 	whyslowVarFull                    = "full"
 	whyslowVarPayload                 = "payload"
@@ -517,6 +520,7 @@ type whyslowMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type whyslowVariableSpecs struct {
+	AllStacks            *ebpf.VariableSpec `ebpf:"all_stacks"`
 	ByRequest            *ebpf.VariableSpec `ebpf:"by_request"`
 	Full                 *ebpf.VariableSpec `ebpf:"full"`
 	Payload              *ebpf.VariableSpec `ebpf:"payload"`
@@ -615,6 +619,7 @@ func (m *whyslowMaps) Close() error {
 //
 // It can be passed to loadWhyslowObjects or ebpf.CollectionSpec.LoadAndAssign.
 type whyslowVariables struct {
+	AllStacks            *ebpf.Variable `ebpf:"all_stacks"`
 	ByRequest            *ebpf.Variable `ebpf:"by_request"`
 	Full                 *ebpf.Variable `ebpf:"full"`
 	Payload              *ebpf.Variable `ebpf:"payload"`

@@ -17,6 +17,10 @@ type Input struct {
 	// PollOnSockets: the process had network sockets, so a poll/epoll/select
 	// wait is counted as network rather than ipc/other.
 	PollOnSockets bool
+	// FileKind is the kind of the syscall's file. Interruptible waits come
+	// without a stack (it costs more than the rest of the switch): the
+	// syscall and this tell them.
+	FileKind event.FileKind
 }
 
 // rule maps a kernel function (matched as a prefix) to a reason. Rules are in
@@ -146,6 +150,11 @@ func Reason(in Input) event.Reason {
 	if pollSyscalls[in.Syscall] {
 		return pollReason(in)
 	}
+	if len(in.Frames) == 0 {
+		if r, ok := byFileKind(in); ok {
+			return r
+		}
+	}
 	switch in.Syscall {
 	case 202:
 		return event.ReasonLock
@@ -208,4 +217,22 @@ func hasFrame(frames []string, prefix string) bool {
 		}
 	}
 	return false
+}
+
+// lockSyscalls wait for a file lock: flock, fcntl (record locks only are followed).
+var lockSyscalls = map[int32]bool{73: true, 72: true}
+
+// byFileKind tells a wait with no stack by its syscall's file: a socket is
+// the network, a pipe or a unix socket another process, a file lock a lock.
+func byFileKind(in Input) (event.Reason, bool) {
+	if lockSyscalls[in.Syscall] {
+		return event.ReasonLock, true
+	}
+	switch in.FileKind {
+	case event.KindSocketInet:
+		return event.ReasonNetwork, true
+	case event.KindSocketUnix, event.KindPipe:
+		return event.ReasonIPC, true
+	}
+	return "", false
 }

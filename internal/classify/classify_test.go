@@ -39,3 +39,29 @@ func TestReason(t *testing.T) {
 		}
 	}
 }
+
+// Interruptible waits come without a kernel stack: the syscall and the kind
+// of its file must tell them as the stack did.
+func TestStacklessInterruptibleWaits(t *testing.T) {
+	cases := []struct {
+		in   Input
+		want event.Reason
+	}{
+		{Input{State: 'S', Syscall: 0, FileKind: event.KindPipe}, event.ReasonIPC},
+		{Input{State: 'S', Syscall: 45, FileKind: event.KindSocketInet}, event.ReasonNetwork},
+		{Input{State: 'S', Syscall: 0, FileKind: event.KindSocketUnix}, event.ReasonIPC},
+		{Input{State: 'S', Syscall: 73, FileKind: event.KindRegular}, event.ReasonLock},
+		{Input{State: 'S', Syscall: 202}, event.ReasonLock},
+		{Input{State: 'S', Syscall: 35}, event.ReasonSleep},
+		{Input{State: 'S', Syscall: 61}, event.ReasonChild},
+		{Input{State: 'S', Syscall: 232, PollOnSockets: true}, event.ReasonNetwork},
+		{Input{State: 'S', Syscall: 0, FileKind: event.KindRegular}, event.ReasonOther},
+		// a stack, when there is one, still decides
+		{Input{State: 'S', Syscall: 0, FileKind: event.KindPipe, Frames: []string{"futex_wait"}}, event.ReasonLock},
+	}
+	for _, c := range cases {
+		if got := Reason(c.in); got != c.want {
+			t.Errorf("%+v: %s, want %s", c.in, got, c.want)
+		}
+	}
+}

@@ -71,6 +71,9 @@ type OffCPU struct {
 	WakerComm string
 	Reason    Reason   // filled by the classifier
 	Stack     []string // kernel stack at switch-out, innermost first
+	// FileKind is the kind of the file the syscall in progress names (a
+	// socket, a pipe): what tells an interruptible wait, taken without stack.
+	FileKind FileKind
 }
 
 // Block is one block request; Header names the task that issued it, Time is completion.
