@@ -883,8 +883,9 @@ static __always_inline void wait_syscall(struct offstart *s, struct pt_regs *reg
 	}
 }
 
-/* A wait inside a syscall, as a syscalls row covering the wait only (default
- * level): blocked = BLOCKED_WAIT, ret 0 (unknown), no bytes. */
+/* Another process's wait inside a sync call, as a syscalls row covering the
+ * wait only (default level): ret 0 (unknown), no bytes. The target's own
+ * waits ride on their offcpu_event (call). */
 static __always_inline void emit_wait(struct task_struct *task, __u32 pid, __u32 tid,
 				      struct offstart *s, __u64 now)
 {
@@ -1065,6 +1066,12 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		e->waker_tid = 0;
 		e->fkind = s->f.kind;
 		__builtin_memset(e->waker_comm, 0, sizeof(e->waker_comm));
+		e->call = !syscall_hooks && s->cls;
+		e->fd = s->fd;
+		e->req = s->req;
+		e->flags = s->flags;
+		e->_pad = 0;
+		e->f = s->f;
 		struct waker *w = bpf_map_lookup_elem(&wakers, &next_tid);
 		if (w && w->ts >= s->ts) {
 			e->runq_ns = now - w->ts;
@@ -1073,8 +1080,6 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 			__builtin_memcpy(e->waker_comm, w->comm, sizeof(e->waker_comm));
 		}
 		bpf_ringbuf_submit(e, wake_flags(&events));
-		if (!syscall_hooks && s->cls)
-			emit_wait(nx, next_tgid, next_tid, s, now);
 		bpf_map_delete_elem(&offcpu_start, &next_tid);
 	}
 	return 0;

@@ -133,6 +133,15 @@ struct offcpu_event {
 	__u32 waker_tid;
 	__u32 fkind;     /* enum file_kind of the syscall's file, 0 unknown */
 	char waker_comm[TASK_COMM_LEN];
+	/* Default level: the wait is inside an I/O syscall (call 1), read from its
+	 * registers at the switch-out; user space makes it a syscalls row that
+	 * spans the wait (one record instead of two). */
+	__u32 call;
+	__s32 fd;
+	__u64 req;
+	__u32 flags;
+	__u32 _pad;
+	struct file_ref f;
 };
 
 struct block_event {

@@ -36,6 +36,14 @@ const kindOffset = unsafe.Offsetof(whyslowHdr{}.Kind)
 // names so that a busy thread costs no allocation per event for its comm.
 type decoder struct {
 	comms map[[16]byte]string
+	extra event.Event // a second event the last record carried
+}
+
+// takeExtra returns the second event of the last record decoded, if any.
+func (d *decoder) takeExtra() event.Event {
+	x := d.extra
+	d.extra = nil
+	return x
 }
 
 func newDecoder() *decoder { return &decoder{comms: make(map[[16]byte]string)} }
@@ -104,9 +112,17 @@ func (d *decoder) decode(raw []byte) (event.Event, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &event.OffCPU{Header: d.hdr(&w.H), Off: w.OffNs, Runq: w.RunqNs, State: byte(w.State),
+		o := &event.OffCPU{Header: d.hdr(&w.H), Off: w.OffNs, Runq: w.RunqNs, State: byte(w.State),
 			StackID: w.StackId, Syscall: w.Syscall, WakerPID: w.WakerPid, WakerTID: w.WakerTid,
-			WakerComm: d.comm(w.WakerComm), FileKind: event.FileKind(w.Fkind)}, nil
+			WakerComm: d.comm(w.WakerComm), FileKind: event.FileKind(w.Fkind)}
+		if w.Call != 0 {
+			// The syscalls row of a wait seen at the switch: it spans the wait.
+			h := o.Header
+			h.Time -= w.OffNs
+			d.extra = &event.Syscall{Header: h, Dur: w.OffNs, Req: w.Req, FD: w.Fd, FD2: -1, Nr: uint32(w.Syscall),
+				Flags: w.Flags, Blocked: true, File: fileRef(w.F)}
+		}
+		return o, nil
 	case evBlock:
 		w, err := as[whyslowBlockEvent](raw)
 		if err != nil {

@@ -145,6 +145,9 @@ func (e *Engine) read(ctx context.Context, rd *ringbuf.Reader, out chan<- []even
 					v.Cgroup = cgroupOf(v.PID) // read now, while the process is surely there
 				}
 				batch = append(batch, ev)
+				if x := dec.takeExtra(); x != nil {
+					batch = append(batch, x)
+				}
 			}
 		} else if errors.Is(err, ringbuf.ErrClosed) {
 			stopping = true

@@ -161,6 +161,9 @@ func (e *Engine) load(s *spool, out chan<- []event.Event) error {
 			}
 			if ev, err := dec.decode(p[4 : 4+l]); err == nil {
 				batch = append(batch, ev)
+				if x := dec.takeExtra(); x != nil {
+					batch = append(batch, x)
+				}
 				if len(batch) == batchSize {
 					out <- batch
 					batch = make([]event.Event, 0, batchSize)

@@ -158,6 +158,12 @@ type whyslowOffcpuEvent struct {
 	WakerTid  uint32
 	Fkind     uint32
 	WakerComm [16]int8
+	Call      uint32
+	Fd        int32
+	Req       uint64
+	Flags     uint32
+	Pad       uint32
+	F         whyslowFileRef
 }
 
 type whyslowOffstart struct {
