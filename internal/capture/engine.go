@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
@@ -138,9 +139,15 @@ func Open(opts Options) (*Engine, error) {
 	if opts.Flavour != "" {
 		flavours = []string{opts.Flavour}
 	}
+	// The kernel's BTF (for CO-RE) and our object parse at the same time.
+	kernel := make(chan *btf.Spec, 1)
+	go func() {
+		spec, _ := btf.LoadKernelSpec() // on error, the loader finds it itself and says why
+		kernel <- spec
+	}()
 	var errs []error
 	for _, fl := range flavours {
-		e, err := open(opts, fl)
+		e, err := open(opts, fl, kernel)
 		if err == nil {
 			return e, nil
 		}
@@ -149,11 +156,13 @@ func Open(opts Options) (*Engine, error) {
 	return nil, errors.Join(errs...)
 }
 
-func open(opts Options, flavour string) (*Engine, error) {
+func open(opts Options, flavour string, kernel chan *btf.Spec) (*Engine, error) {
 	spec, err := loadWhyslow()
 	if err != nil {
 		return nil, fmt.Errorf("loading BPF spec: %w", err)
 	}
+	kernelTypes := <-kernel
+	kernel <- kernelTypes // for the next flavour, if this one fails
 	prefix := map[string]string{"tp_btf": "btf_", "raw_tp": "raw_"}[flavour]
 	if prefix == "" {
 		return nil, fmt.Errorf("unknown flavour %q", flavour)
@@ -188,7 +197,7 @@ func open(opts Options, flavour string) (*Engine, error) {
 	if opts.MetaRingBytes > 0 {
 		spec.Maps["meta"].MaxEntries = uint32(opts.MetaRingBytes)
 	}
-	coll, err := ebpf.NewCollection(spec)
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: kernelTypes}})
 	if err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
