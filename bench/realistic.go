@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // sqliteLoop commits one row at a time to a SQLite file for a few seconds
@@ -26,6 +27,79 @@ print(n / (time.time() - start))`
 // realistic measures the default level on work that is not a syscall storm:
 // the goal there is 0.99 of untraced throughput.
 func realistic(w io.Writer) {
+	sqlite(w)
+	timedRows(w)
+}
+
+// timedRows: programs that print how long their work took (word-pop's median
+// request) or are timed whole (a parallel build); the ratio is untraced time
+// over traced time, so that 1 is free and lower is slower, as above.
+func timedRows(w io.Writer) {
+	repo, _ := os.Getwd()
+	gocache, err := os.MkdirTemp("/var/tmp", "whyslow-bench-gocache-")
+	if err != nil {
+		fmt.Fprintf(w, "| build | failed: %v | | |\n", err)
+		return
+	}
+	defer os.RemoveAll(gocache)
+	hello := filepath.Join(gocache, "hello.go")
+	os.WriteFile(hello, []byte("package main\n\nimport (\"fmt\"; \"net/http\")\n\nfunc main() { fmt.Println(http.StatusOK) }\n"), 0o644)
+	goBin, _ := exec.LookPath("go")
+	type work struct {
+		name  string
+		argv  []string
+		env   []string
+		print bool // the program prints its own seconds
+	}
+	works := []work{
+		{"word-pop: median /popularity request (Flask, 1000 temp files each)", []string{"sh", filepath.Join(repo, "bench", "wordpop.sh")}, nil, true},
+		{"parallel build: go build -a of a net/http program, -p 2, cold cache", []string{goBin, "build", "-a", "-p", "2", "-o", os.DevNull, hello}, []string{"GOCACHE=" + filepath.Join(gocache, "cache")}, false},
+	}
+	fmt.Fprintf(w, "\n| work | untraced s | traced s (default level) | ratio |\n|---|---:|---:|---:|\n")
+	for _, wk := range works {
+		measure := func(prefix ...string) (float64, error) {
+			os.RemoveAll(filepath.Join(gocache, "cache"))
+			cmd := exec.Command(prefix[0], append(prefix[1:], wk.argv...)...)
+			cmd.Env = append(os.Environ(), wk.env...)
+			start := time.Now()
+			out, err := cmd.Output()
+			took := time.Since(start).Seconds()
+			if err != nil {
+				return 0, err
+			}
+			if !wk.print {
+				return took, nil
+			}
+			f := strings.Fields(string(out))
+			if len(f) == 0 {
+				return 0, fmt.Errorf("no time printed")
+			}
+			return strconv.ParseFloat(f[len(f)-1], 64)
+		}
+		var ratios, base, traced []float64
+		failed := false
+		for i := 0; i < *pairs && !failed; i++ {
+			a, err := measure("env")
+			if err != nil {
+				fmt.Fprintf(w, "| %s | failed: %v | | |\n", wk.name, err)
+				failed = true
+				break
+			}
+			b, err := measure(*whyslow, "run", "--linger=0", "--")
+			if err != nil {
+				fmt.Fprintf(w, "| %s | failed: %v | | |\n", wk.name, err)
+				failed = true
+				break
+			}
+			base, traced, ratios = append(base, a), append(traced, b), append(ratios, a/b)
+		}
+		if !failed {
+			fmt.Fprintf(w, "| %s | %.3f | %.3f | %.3f |\n", wk.name, median(base), median(traced), median(ratios))
+		}
+	}
+}
+
+func sqlite(w io.Writer) {
 	fmt.Fprintf(w, "\n### Realistic work\n\nA SQLite commit loop (autocommit inserts, each an fsync) on %s, 3 s per run, %d A B pairs; the ratio is the median of traced/untraced commits per second. Goal: ≥ 0.99 at the default level.\n\n| tool | untraced commits/s | traced commits/s | ratio |\n|---|---:|---:|---:|\n", "/var/tmp", *pairs)
 	py, err := exec.LookPath("python3")
 	if err != nil {
