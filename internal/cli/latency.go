@@ -60,6 +60,7 @@ func newLatencyReports() []*cobra.Command {
 					return writeJSON(w, withLost(s, u))
 				}
 				output.Usage(w, u)
+				levelNote(w, s, false)
 				return nil
 			}),
 		analysisCommand("stats", "Latency statistics per syscall class and per disk (iolatencystats)", nil,
@@ -72,6 +73,7 @@ func newLatencyReports() []*cobra.Command {
 					return writeJSON(w, withLost(s, st))
 				}
 				output.Stats(w, st)
+				levelNote(w, s, false)
 				return nil
 			}),
 		analysisCommand("freq", "Latency histograms per syscall class (iolatencyfreq)",
@@ -87,6 +89,7 @@ func newLatencyReports() []*cobra.Command {
 					return writeJSON(w, withLost(s, fr))
 				}
 				output.Freq(w, fr)
+				levelNote(w, s, false)
 				return nil
 			}),
 		analysisCommand("top", "The slowest operations per syscall class (iolatencytop)", nil,
@@ -101,9 +104,7 @@ func newLatencyReports() []*cobra.Command {
 				for _, class := range sortedKeys(top) {
 					output.Ops(w, fmt.Sprintf("Top %s latencies", class), top[class], ff.utc)
 				}
-				if !s.Full() {
-					fmt.Fprintf(w, "\n(default-level recording: calls faster than %s that did not block are counted, not listed)\n", slowOf(s))
-				}
+				levelNote(w, s, true)
 				return nil
 			}),
 		analysisCommand("log", "Every recorded operation in time order (iolog)",
@@ -119,9 +120,7 @@ func newLatencyReports() []*cobra.Command {
 					return writeJSON(w, withLost(s, ops))
 				}
 				output.Ops(w, "I/O operations log", ops, ff.utc)
-				if !s.Full() {
-					fmt.Fprintf(w, "\n(default-level recording: calls faster than %s that did not block are counted, not listed)\n", slowOf(s))
-				}
+				levelNote(w, s, true)
 				return nil
 			}),
 	}
@@ -146,3 +145,14 @@ func slowOf(s *analysis.Source) string {
 }
 
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
+
+// levelNote says what a recording below --full holds, under the analyses
+// that count calls (and, listing, those that list them: top, log).
+func levelNote(w io.Writer, s *analysis.Source, listing bool) {
+	switch {
+	case s.WaitsOnly():
+		fmt.Fprintf(w, "\n(default-level recording: no syscall was hooked; these are the waits inside syscalls, seen when the thread went off CPU, one per wait; calls that never waited are not here: record with --syscalls)\n")
+	case !s.Full() && listing:
+		fmt.Fprintf(w, "\n(--syscalls recording: calls faster than %s that did not block are counted, not listed)\n", slowOf(s))
+	}
+}

@@ -191,7 +191,7 @@ func Block(th Thread, ms, queueMS, serviceMS float64, dev uint32, op event.Block
 		Dev: dev, Op: op, Bytes: bytes, Sector: sector, File: f}
 }
 
-// Totals is the default level's aggregate of count calls of name by th on f
+// Totals is the syscalls level's aggregate of count calls of name by th on f
 // over [fromMS, toMS], each about eachNS long.
 func Totals(th Thread, name string, fromMS, toMS float64, f event.FileRef, count, bytes, eachNS uint64) *event.SyscallTotals {
 	slots := make([]uint64, 32)

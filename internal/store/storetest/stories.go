@@ -64,7 +64,7 @@ var (
 	acceptStack = []string{"schedule", "schedule_timeout", "inet_csk_accept", "do_accept", "__sys_accept4"}
 )
 
-// SecondRun is mystery 3 of the Nancy Drew article, at the default level: a
+// SecondRun is mystery 3 of the Nancy Drew article, at the syscalls level: a
 // writer (python3, pid 1000) writes 48 MiB to /mnt/slow/out2 and is throttled
 // for dirtying pages faster than the disk takes them, because the disk is busy
 // writing back /mnt/slow/out1, dirtied by an earlier run before the recording;
@@ -143,7 +143,7 @@ func SecondRun(r *Recording) string {
 
 // secondRunMeta is the metadata `whyslow run` writes for SecondRun.
 func secondRunMeta() map[string]string {
-	return map[string]string{"level": "default", "scope": "command", "command": "python3\x00writer.py\x00/mnt/slow/out2\x0048",
+	return map[string]string{"level": "syscalls", "scope": "command", "command": "python3\x00writer.py\x00/mnt/slow/out2\x0048",
 		"target_pid": "1000", "target_start_mono": strconv.FormatUint(At(0), 10), "target_end_mono": strconv.FormatUint(At(6000), 10),
 		"duration_ns": strconv.FormatUint(MS(6500), 10), "exit_code": "0", "dirty_at_exit": strconv.Itoa(16 * mib),
 		"target_user_ns": strconv.FormatUint(MS(380), 10), "target_system_ns": strconv.FormatUint(MS(420), 10),
@@ -315,7 +315,7 @@ func SlowRequest(r *Recording) string {
 
 // slowRequestMeta is the metadata `whyslow attach -p 4000 --requests` writes.
 func slowRequestMeta() map[string]string {
-	return map[string]string{"level": "default", "scope": "pid", "command": "python3\x00app.py", "target_pid": "4000",
+	return map[string]string{"level": "syscalls", "scope": "pid", "command": "python3\x00app.py", "target_pid": "4000",
 		"target_start_mono": strconv.FormatUint(At(0), 10), "target_end_mono": strconv.FormatUint(At(3000), 10),
 		"duration_ns": strconv.FormatUint(MS(3000), 10), "requests": "true", "payload_bytes": "128",
 		"recording": "/var/tmp/board.db"}
