@@ -136,3 +136,33 @@ func TestRequestsNeedsSocketCalls(t *testing.T) {
 		t.Errorf("requests on a default recording: %v (exit %d); want a usage error naming --requests", err, codeOf(err))
 	}
 }
+
+// The default level hooks no syscall: the kernel's share of the CPU time
+// comes from timer samples (open 2 samples, write 1, unlink 1 of 5 per file,
+// 1.2 s on CPU), files from the pages dirtied and the end-of-recording check,
+// and the fsync from the waits seen at the switch.
+func TestTempFilesFacts(t *testing.T) {
+	var x analysis.Explanation
+	reportJSON(t, "temp-files", &x, "explain")
+	if x.Verdict.Reason != "cpu" || !strings.Contains(x.Verdict.Summary, "in the kernel") ||
+		!strings.Contains(x.Verdict.Summary, "300 files /tmp/*/*.txt created, written, deleted") {
+		t.Errorf("verdict %s: %q; want CPU in the kernel on 300 temp files created, written, deleted", x.Verdict.Reason, x.Verdict.Summary)
+	}
+	for class, want := range map[string]float64{"open": 0.48, "write": 0.24, "unlink": 0.24} {
+		if !near(x.Time.KernelCPUS[class], want) {
+			t.Errorf("kernel CPU in %s: %.3f s, want %.2f (samples × CPU per sample)", class, x.Time.KernelCPUS[class], want)
+		}
+	}
+	if len(x.FileGroups) == 0 || x.FileGroups[0].Created != 300 || x.FileGroups[0].Deleted != 300 || x.FileGroups[0].WriteBytes != 300*4096 {
+		t.Errorf("file groups %+v; want 300 created, 300 deleted, 1.2 MiB written (pages dirtied)", x.FileGroups)
+	}
+	var journal bool
+	for _, f := range x.Files {
+		if f.Path == "/var/lib/app/journal.log" {
+			journal = f.WriteBytes == 48*4096 && f.Ops == 3
+		}
+	}
+	if !journal {
+		t.Errorf("the journal's 48 pages dirtied and 3 waits in fsync are not in the files: %+v", x.Files[:min(3, len(x.Files))])
+	}
+}

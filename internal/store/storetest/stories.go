@@ -23,6 +23,7 @@ var Stories = []Story{
 	{"lock-held", lockHeldMeta, LockHeld},
 	{"cpu-bound", cpuBoundMeta, CPUBound},
 	{"slow-request", slowRequestMeta, SlowRequest},
+	{"temp-files", tempFilesMeta, TempFiles},
 }
 
 // Record builds the story's recording in t's temporary directory and returns its path.
@@ -319,4 +320,58 @@ func slowRequestMeta() map[string]string {
 		"target_start_mono": strconv.FormatUint(At(0), 10), "target_end_mono": strconv.FormatUint(At(3000), 10),
 		"duration_ns": strconv.FormatUint(MS(3000), 10), "requests": "true", "payload_bytes": "128",
 		"recording": "/var/tmp/board.db"}
+}
+
+// TempFiles is the Flask story at the default level (no syscall hooked): a
+// request handler (python3, pid 5000) creates, writes, reads and deletes 300
+// temporary files under /tmp/<uuid>/, spending its CPU time in the kernel,
+// then appends to a journal and fsyncs it. The evidence is the default
+// level's: CPU samples at the timer interrupt (the syscall and path),
+// pages dirtied, files described when first dirtied and marked deleted at
+// the end, and the waits seen at context switches with their syscall rows.
+func TempFiles(r *Recording) string {
+	py := Thread{5000, 5000, "python3"}
+	journal := file(nvme, 700)
+	r.Device(Device{Dev: nvme, Name: "nvme0n1"})
+	r.Add(&event.Exec{Header: py.At(0), PPID: 1, Filename: "/usr/bin/python3", Args: []string{"python3", "handler.py"}},
+		describe(1, journal, "/var/lib/app/journal.log", 4096))
+	dir := "/tmp/1f0e8d2c-4b7a-4e11-9c3d-5a6b7c8d9e0f"
+	for n := 0; n < 300; n++ {
+		f := event.FileRef{Dev: tmpfs, Ino: 2000 + uint64(n), Gen: 1, Kind: event.KindRegular}
+		path := fmt.Sprintf("%s/%d.txt", dir, n)
+		at := 10 + 4*float64(n)
+		r.Add(describe(at, f, path, 0),
+			&event.Dirtied{Header: py.At(at), Last: At(at), File: f, Pages: 1},
+			// gone at the end of the recording
+			&event.File{Header: event.Header{Time: At(1900)}, Ref: f, Path: path, Deleted: true})
+		// two samples in openat (by path), one in write, one in unlink, one in user space
+		r.Add(&event.Sample{Header: py.At(at + 0.5), Syscall: int32(Nr("openat")), FD: -100, Path: path, StackID: -1},
+			&event.Sample{Header: py.At(at + 1.5), Syscall: int32(Nr("openat")), FD: -100, Path: path, StackID: -1},
+			&event.Sample{Header: py.At(at + 2), Syscall: int32(Nr("write")), FD: 3, File: f, StackID: -1},
+			&event.Sample{Header: py.At(at + 3), Syscall: int32(Nr("unlink")), FD: -1, Path: path, StackID: -1},
+			&event.Sample{Header: py.At(at + 3.5), User: true, Syscall: -1, FD: -1, StackID: -1})
+	}
+	// The journal's fsync: three waits, each a syscalls row spanning the wait.
+	for n := 0; n < 3; n++ {
+		from := 1250 + 60*float64(n)
+		r.Add(r.Off(py, from, from+55, event.ReasonSync, "fsync", Thread{}, 0.05, fsyncStack...))
+		c := py.Blocked("fsync", from, 55, 4, 0, journal)
+		r.Add(c, Block(py, from+50, 1, 40, nvme, 1, 64<<10, 8192+uint64(n)*128, journal))
+	}
+	r.Add(&event.Dirtied{Header: py.At(1240), Last: At(1245), File: journal, Pages: 48})
+	for s := 1; s <= 4; s++ {
+		r.Add(&event.CPUTime{Header: py.At(300 * float64(s)), OnCPU: MS(1200.0 / 4)})
+	}
+	r.Add(&event.Exit{Header: py.At(1500), GroupDead: true})
+	return r.Close()
+}
+
+// tempFilesMeta is the metadata `whyslow run` writes for TempFiles: the
+// default level, "waits".
+func tempFilesMeta() map[string]string {
+	return map[string]string{"level": "waits", "scope": "command", "command": "python3\x00handler.py",
+		"target_pid": "5000", "target_start_mono": strconv.FormatUint(At(0), 10), "target_end_mono": strconv.FormatUint(At(1500), 10),
+		"duration_ns": strconv.FormatUint(MS(1950), 10), "exit_code": "0", "dirty_at_exit": "0",
+		"target_user_ns": strconv.FormatUint(MS(200), 10), "target_system_ns": strconv.FormatUint(MS(1000), 10),
+		"recording": "/dev/shm/whyslow-temp.db"}
 }
