@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Block I/O: requests with their issuer and the file of their data. Included
+ * by whyslow.bpf.c, after its maps and settings: one object, split along its
+ * sections. */
+#ifndef WHYSLOW_BLOCK_BPF_H
+#define WHYSLOW_BLOCK_BPF_H
+
+/* ---- block I/O ---- */
+
+static __always_inline __u32 rq_dev(struct request *rq)
+{
+	struct block_device *part = BPF_CORE_READ(rq, part);
+	if (part)
+		return BPF_CORE_READ(part, bd_dev);
+	struct gendisk *disk = BPF_CORE_READ(rq, q, disk);
+	return (BPF_CORE_READ(disk, major) << 20) | BPF_CORE_READ(disk, first_minor);
+}
+
+/* The file whose data a request carries: the page cache page's owner when it
+ * lives on this device (or is the device's own metadata); otherwise (O_DIRECT
+ * from user pages, anonymous or shmem) the file of the submitter's syscall. */
+static __always_inline void rq_file(struct request *rq, struct file_ref *r)
+{
+	struct page *page = BPF_CORE_READ(rq, bio, bi_io_vec, bv_page);
+	if (page) {
+		struct address_space *mapping = BPF_CORE_READ(page, mapping);
+		if (mapping && !((unsigned long)mapping & 1)) {
+			struct inode *host = BPF_CORE_READ(mapping, host);
+			if (host) {
+				struct file_ref pr = {};
+				inode_ref(host, NULL, &pr);
+				if (pr.kind == FK_BLK || pr.dev == rq_dev(rq)) {
+					inode_only_ref(host, r);
+					return;
+				}
+			}
+		}
+	}
+	if (syscall_hooks) {
+		struct inflight *in = current_inflight();
+		if (in)
+			*r = in->f;
+		return;
+	}
+	/* No entry hook: the file of the call the issuer is in (O_DIRECT). */
+	struct task_struct *task = bpf_get_current_task_btf();
+	if (!task->mm)
+		return;   /* a kernel thread: no syscall */
+	struct pt_regs *regs = CAST(struct pt_regs, bpf_task_pt_regs(task));
+	long nr = regs->orig_ax;
+	__u32 cls = syscall_class(nr);
+	struct inflight in = {};
+	if (!cls || cls == CLS_OPEN || cls == CLS_UNLINK || !syscall_args(nr, regs, &in) || in.fd < 0)
+		return;
+	struct thread_state *ts = thread_state(true);
+	if (ts)
+		fd_ref_cached(ts, in.fd, r);
+}
+
+static __always_inline struct rqinfo *rq_track(struct request *rq)
+{
+	__u64 key = (__u64)rq;
+	struct rqinfo *info = bpf_map_lookup_elem(&requests, &key);
+	if (info)
+		return info;
+	struct rqinfo fresh = {};
+	__u64 id = bpf_get_current_pid_tgid();
+	fresh.pid = id >> 32;
+	fresh.tid = (__u32)id;
+	bpf_get_current_comm(fresh.comm, sizeof(fresh.comm));
+	rq_file(rq, &fresh.f);
+	bpf_map_update_elem(&requests, &key, &fresh, BPF_ANY);
+	return bpf_map_lookup_elem(&requests, &key);
+}
+
+static __always_inline int on_rq_insert(struct request *rq)
+{
+	struct rqinfo *info = rq_track(rq);
+	if (info && !info->insert_ts)
+		info->insert_ts = bpf_ktime_get_ns();
+	return 0;
+}
+
+static __always_inline int on_rq_issue(struct request *rq)
+{
+	struct rqinfo *info = rq_track(rq);
+	if (info)
+		info->issue_ts = bpf_ktime_get_ns();
+	return 0;
+}
+
+static __always_inline int on_rq_complete(struct request *rq, int error, unsigned int nr_bytes)
+{
+	__u64 key = (__u64)rq;
+	struct rqinfo *info = bpf_map_lookup_elem(&requests, &key);
+	if (!info)
+		return 0;
+	struct block_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_BLOCK);
+		bpf_map_delete_elem(&requests, &key);
+		return 0;
+	}
+	e->h.ts = bpf_ktime_get_ns();
+	e->h.pid = info->pid;
+	e->h.tid = info->tid;
+	e->h.kind = EV_BLOCK;
+	e->h.cpu = bpf_get_smp_processor_id();
+	e->h._pad = 0;
+	e->h.cgroup = 0;
+	__builtin_memcpy(e->h.comm, info->comm, sizeof(e->h.comm));
+	e->insert_ts = info->insert_ts ? info->insert_ts : info->issue_ts;
+	e->issue_ts = info->issue_ts;
+	e->sector = BPF_CORE_READ(rq, __sector);
+	e->bytes = nr_bytes;
+	e->dev = rq_dev(rq);
+	__u32 flags = BPF_CORE_READ(rq, cmd_flags);
+	e->cmd_flags = flags;
+	e->op = flags & 0xff;
+	e->rflags = 0;
+	if (flags & (1u << bpf_core_enum_value(enum req_flag_bits, __REQ_SYNC)))
+		e->rflags |= BLKF_SYNC;
+	if (flags & (1u << bpf_core_enum_value(enum req_flag_bits, __REQ_META)))
+		e->rflags |= BLKF_META;
+	if (flags & (1u << bpf_core_enum_value(enum req_flag_bits, __REQ_FUA)))
+		e->rflags |= BLKF_FUA;
+	e->error = error;
+	e->f = info->f;
+	bpf_ringbuf_submit(e, wake_flags(&events));
+	bpf_map_delete_elem(&requests, &key);
+	return 0;
+}
+
+#endif

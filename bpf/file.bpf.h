@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* A file's identity and path: from an fd, a struct file or an inode to dev,
+ * ino, gen and kind, described to user space once (the path walk runs in a
+ * bpf_loop, describe_file is verified once). Included by whyslow.bpf.c, after
+ * its maps and settings: one object, split along its sections. */
+#ifndef WHYSLOW_FILE_BPF_H
+#define WHYSLOW_FILE_BPF_H
+
+static __always_inline __u32 inode_kind(struct inode *inode_p, struct file *file)
+{
+	struct inode *inode = CAST(struct inode, inode_p);
+	umode_t mode = inode->i_mode;
+	switch (mode & S_IFMT) {
+	case S_IFREG:
+		/* anon inodes are regular-looking inodes on the anon_inodefs superblock */
+		return inode->i_sb->s_magic == 0x09041934 ? FK_ANON : FK_REG;
+	case S_IFDIR: return FK_DIR;
+	case S_IFCHR: return FK_CHR;
+	case S_IFBLK: return FK_BLK;
+	case S_IFIFO: return FK_FIFO;
+	case S_IFLNK: return FK_LNK;
+	case S_IFSOCK: {
+		if (!file)
+			return FK_SOCK_OTHER;
+		struct socket *sock = CAST(struct socket, CAST(struct file, file)->private_data);
+		__u16 family = sock->sk->__sk_common.skc_family;
+		if (family == 2 || family == 10)
+			return FK_SOCK_INET;
+		if (family == 1)
+			return FK_SOCK_UNIX;
+		return FK_SOCK_OTHER;
+	}
+	}
+	return inode->i_sb->s_magic == 0x09041934 ? FK_ANON : FK_UNKNOWN;
+}
+
+static __always_inline void inode_ref(struct inode *inode_p, struct file *file, struct file_ref *r)
+{
+	struct inode *inode = CAST(struct inode, inode_p);
+	r->dev = inode->i_sb->s_dev;
+	r->ino = inode->i_ino;
+	r->gen = inode->i_generation;
+	r->kind = inode_kind(inode_p, file);
+}
+
+static __always_inline struct file *fd_file(struct task_struct *task_p, int fd)
+{
+	struct file *f = NULL;
+	if (fd < 0)
+		return NULL;
+	struct task_struct *task = CAST(struct task_struct, task_p);
+	struct fdtable *fdt = task->files->fdt;
+	if ((unsigned int)fd >= fdt->max_fds)
+		return NULL;
+	/* a variable index into the array: one probe read */
+	bpf_probe_read_kernel(&f, sizeof(f), (void *)((unsigned long)fdt->fd + (unsigned long)fd * sizeof(f)));
+	return f;
+}
+
+/* Per-CPU scratch for a file_event: too big for the stack, built here and copied out. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct file_event);
+} file_scratch SEC(".maps");
+
+struct walk_ctx {
+	struct dentry *d;
+	struct mount *mnt;
+	__u32 depth;
+	__u32 flags;
+};
+
+/* One step of the walk from leaf to root, crossing mounts when the mount is
+ * known. A bpf_loop callback, so the verifier checks it once. */
+static long walk_step(__u32 i, struct walk_ctx *c)
+{
+	__u32 zero = 0;
+	struct file_event *e = bpf_map_lookup_elem(&file_scratch, &zero);
+	if (!e)
+		return 1;
+	/* locals, not c->...: CO-RE must not relocate through struct walk_ctx */
+	struct dentry *d = c->d;
+	struct mount *mnt = c->mnt;
+	if (mnt) {
+		struct dentry *mnt_root = BPF_CORE_READ(mnt, mnt.mnt_root);
+		if (d == mnt_root) {
+			struct mount *parent = BPF_CORE_READ(mnt, mnt_parent);
+			if (parent == mnt)
+				return 1;
+			c->d = BPF_CORE_READ(mnt, mnt_mountpoint);
+			c->mnt = parent;
+			return 0;
+		}
+	}
+	struct dentry *p = BPF_CORE_READ(d, d_parent);
+	if (!p || p == d)
+		return 1;
+	if (c->depth >= PATH_DEPTH) {
+		c->flags |= FILEF_TRUNCATED;
+		return 1;
+	}
+	const unsigned char *name = BPF_CORE_READ(d, d_name.name);
+	bpf_probe_read_kernel_str(e->names[c->depth & (PATH_DEPTH - 1)], NAME_LEN, name);
+	c->depth++;
+	c->d = p;
+	return 0;
+}
+
+static __always_inline void sock_addrs(struct file_event *e, struct file *file)
+{
+	struct socket *sock = BPF_CORE_READ(file, private_data);
+	struct sock *sk = BPF_CORE_READ(sock, sk);
+	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	e->family = family;
+	e->lport = BPF_CORE_READ(sk, __sk_common.skc_num);
+	e->rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	if (family == 2) {
+		BPF_CORE_READ_INTO(&e->laddr, sk, __sk_common.skc_rcv_saddr);
+		BPF_CORE_READ_INTO(&e->raddr, sk, __sk_common.skc_daddr);
+	} else if (family == 10) {
+		BPF_CORE_READ_INTO(&e->laddr, sk, __sk_common.skc_v6_rcv_saddr);
+		BPF_CORE_READ_INTO(&e->raddr, sk, __sk_common.skc_v6_daddr);
+	}
+}
+
+/* Describes a file to user space once per (dev, ino, gen); sockets again once they have a peer. */
+static __always_inline void describe_inline(struct file *file, struct inode *inode, struct dentry *dentry,
+					    struct vfsmount *mnt, struct file_ref *r)
+{
+	struct seen_key k = { .dev = r->dev, .gen = r->gen, .ino = r->ino };
+	__u8 state = 1;
+	if (r->kind == FK_SOCK_INET && file) {
+		struct socket *sock = CAST(struct socket, CAST(struct file, file)->private_data);
+		if (sock->sk->__sk_common.skc_dport)
+			state = 2;
+	}
+	__u8 *old = bpf_map_lookup_elem(&seen, &k);
+	if (old && *old >= state)
+		return;
+	bpf_map_update_elem(&seen, &k, &state, BPF_ANY);
+
+	__u32 zero = 0;
+	struct file_event *e = bpf_map_lookup_elem(&file_scratch, &zero);
+	if (!e)
+		return;
+	fill_hdr(&e->h, EV_FILE);
+	e->f = *r;
+	e->flags = 0;
+	e->family = 0;
+	e->lport = 0;
+	e->rport = 0;
+	__builtin_memset(e->laddr, 0, sizeof(e->laddr));
+	__builtin_memset(e->raddr, 0, sizeof(e->raddr));
+	e->size = BPF_CORE_READ(inode, i_size);
+	if (BPF_CORE_READ(inode, __i_nlink) == 0)
+		e->flags |= FILEF_DELETED;
+	if (r->kind == FK_SOCK_INET && file)
+		sock_addrs(e, file);
+	e->depth = 0;
+	if (dentry) {
+		struct walk_ctx c = { .d = dentry };
+		if (mnt)
+			c.mnt = (void *)mnt - bpf_core_field_offset(struct mount, mnt);
+		else
+			c.flags = FILEF_NO_MOUNT;
+		bpf_loop(PATH_DEPTH + 8, walk_step, &c, 0);
+		e->depth = c.depth;
+		e->flags |= c.flags;
+	}
+	if (bpf_ringbuf_output(&meta, e, sizeof(*e), wake_flags(&meta))) {
+		count_lost(LOST_FILE);
+		bpf_map_delete_elem(&seen, &k);
+	}
+}
+
+/* describe as a global function: the verifier checks it once, not at each
+ * of the dozen places a file is identified (that was most of start-up).
+ * Kernel pointers cross the call in memory, where the callee reads them as
+ * numbers: a global function's arguments must be scalars or memory. */
+struct describe_args {
+	__u64 file, inode, dentry, mnt;
+	struct file_ref r;
+};
+
+__noinline int describe_file(struct describe_args *a)
+{
+	if (!a || !a->inode)
+		return 0;
+	describe_inline((struct file *)a->file, (struct inode *)a->inode, (struct dentry *)a->dentry,
+			(struct vfsmount *)a->mnt, &a->r);
+	return 0;
+}
+
+static __always_inline void describe(struct file *file, struct inode *inode, struct dentry *dentry,
+				     struct vfsmount *mnt, struct file_ref *r)
+{
+	struct describe_args a = { .file = (__u64)file, .inode = (__u64)inode, .dentry = (__u64)dentry,
+				   .mnt = (__u64)mnt, .r = *r };
+	describe_file(&a);
+}
+
+static __always_inline void file_ref_of(struct file *file, struct file_ref *r)
+{
+	if (!file)
+		return;
+	struct file *f = CAST(struct file, file);
+	struct inode *inode = f->f_inode;
+	if (!inode)
+		return;
+	inode_ref(inode, file, r);
+	describe(file, inode, f->f_path.dentry, f->f_path.mnt, r);
+}
+
+static __always_inline void fd_ref(int fd, struct file_ref *r)
+{
+	struct task_struct *task = (void *)bpf_get_current_task();
+	file_ref_of(fd_file(task, fd), r);
+}
+
+/* An inode met without a struct file (page cache, writeback): path from its first dentry alias. */
+static __always_inline void inode_only_ref(struct inode *inode, struct file_ref *r)
+{
+	inode_ref(inode, NULL, r);
+	struct hlist_node *first = BPF_CORE_READ(inode, i_dentry.first);
+	struct dentry *d = NULL;
+	if (first)
+		d = (void *)first - bpf_core_field_offset(struct dentry, d_u.d_alias);
+	describe(NULL, inode, d, NULL, r);
+}
+
+/* ---- the last file per thread ---- */
+
+/* fd_ref through the thread's one-file cache. A hit needs the same struct
+ * file, the same inode, and the same inode number and generation, so a freed
+ * and reused struct is never mistaken for the file it replaced. */
+static __always_inline void fd_ref_cached(struct thread_state *ts, int fd, struct file_ref *r)
+{
+	struct file *file = fd_file((void *)bpf_get_current_task(), fd);
+	if (!file)
+		return;
+	struct inode *inode = CAST(struct file, file)->f_inode;
+	if (!inode)
+		return;
+	struct inode *ic = CAST(struct inode, inode);
+	if ((__u64)file == ts->last_file && (__u64)inode == ts->last_inode &&
+	    ic->i_ino == ts->last_ref.ino && ic->i_generation == ts->last_ref.gen) {
+		*r = ts->last_ref;
+		return;
+	}
+	file_ref_of(file, r);
+	ts->last_file = (__u64)file;
+	ts->last_inode = (__u64)inode;
+	ts->last_ref = *r;
+}
+
+#endif

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Process lifecycle: fork, exec, exit, thread names. Included by
+ * whyslow.bpf.c, after its maps and settings: one object, split along its
+ * sections. */
+#ifndef WHYSLOW_LIFECYCLE_BPF_H
+#define WHYSLOW_LIFECYCLE_BPF_H
+
+/* ---- process lifecycle ---- */
+
+static __always_inline int on_fork(struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = BPF_CORE_READ(parent, tgid);
+	__u32 cpid = BPF_CORE_READ(child, tgid), ctid = BPF_CORE_READ(child, pid);
+	if (ptgid == self_pid)
+		return 0;
+	if (!system_wide && cpid == ctid && bpf_map_lookup_elem(&targets, &ptgid)) {
+		__u8 one = 1;
+		bpf_map_update_elem(&targets, &cpid, &one, BPF_ANY);
+	}
+	/* Threads are reported for targets only; processes for everyone, so that
+	 * short-lived ones (sync, find) have a name and a parent. */
+	if (cpid != ctid && !is_target(ptgid))
+		return 0;
+	struct fork_event *e = bpf_ringbuf_reserve(&meta, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_META);
+		return 0;
+	}
+	fill_hdr(&e->h, EV_FORK);
+	e->child_pid = cpid;
+	e->child_tid = ctid;
+	bpf_ringbuf_submit(e, wake_flags(&meta));
+	return 0;
+}
+
+static __always_inline int on_exec(struct task_struct *p, struct linux_binprm *bprm)
+{
+	if (BPF_CORE_READ(p, tgid) == self_pid)
+		return 0;
+	struct exec_event *e = bpf_ringbuf_reserve(&meta, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_META);
+		return 0;
+	}
+	fill_hdr(&e->h, EV_EXEC);
+	/* the thread keeps its on-CPU account under its new name */
+	struct cpu_val *c = bpf_map_lookup_elem(&cpu, &e->h.tid);
+	if (c)
+		__builtin_memcpy(c->comm, e->h.comm, sizeof(c->comm));
+	e->ppid = BPF_CORE_READ(p, real_parent, tgid);
+	const char *fn = BPF_CORE_READ(bprm, filename);
+	bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), fn);
+	unsigned long start = BPF_CORE_READ(p, mm, arg_start), end = BPF_CORE_READ(p, mm, arg_end);
+	unsigned long len = end - start;
+	if (len > EXEC_ARGS_LEN)
+		len = EXEC_ARGS_LEN;
+	e->args_len = 0;
+	if (bpf_probe_read_user(e->args, len, (void *)start) == 0)
+		e->args_len = len;
+	bpf_ringbuf_submit(e, wake_flags(&meta));
+	return 0;
+}
+
+static __always_inline int on_exit(struct task_struct *p, bool group_dead)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
+	if (tgid == self_pid)
+		return 0;
+	if (tgid != tid && !is_target(tgid))
+		return 0;
+	struct exit_event *e = bpf_ringbuf_reserve(&meta, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_META);
+		return 0;
+	}
+	fill_hdr(&e->h, EV_EXIT);
+	e->code = BPF_CORE_READ(p, exit_code);
+	e->group_dead = group_dead;
+	bpf_ringbuf_submit(e, wake_flags(&meta));
+	return 0;
+}
+
+#endif

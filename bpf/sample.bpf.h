@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* CPU samples at the local timer interrupt. Included by whyslow.bpf.c, after
+ * its maps and settings: one object, split along its sections. */
+#ifndef WHYSLOW_SAMPLE_BPF_H
+#define WHYSLOW_SAMPLE_BPF_H
+
+/* ---- CPU samples at the local timer interrupt ---- */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sample_event);
+} sample_scratch SEC(".maps");
+
+/* The path argument of a call that names a file by path. */
+static __always_inline unsigned long path_arg(long nr, struct pt_regs *rg)
+{
+	switch (nr) {
+	case NR_open: case NR_creat: case NR_unlink: case NR_rmdir:
+		return rg->di;
+	case NR_openat: case NR_openat2: case NR_unlinkat:
+		return rg->si;
+	}
+	return 0;
+}
+
+static __always_inline int on_tick(void *ctx)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 tgid = task->tgid;
+	if (!task->pid || !is_target(tgid))
+		return 0;
+	__u32 zero = 0;
+	struct sample_event *e = bpf_map_lookup_elem(&sample_scratch, &zero);
+	if (!e)
+		return 0;
+	fill_hdr(&e->h, EV_SAMPLE);
+	/* Whether the interrupt came from user mode is not in the tracepoint's
+	 * arguments (and per-CPU irq_regs is not reachable here): user space
+	 * tells from the kernel stack, which ends at the interrupt's entry when
+	 * the thread was in user mode. */
+	e->user = 0;
+	e->syscall = -1;
+	e->fd = -1;
+	__builtin_memset(&e->f, 0, sizeof(e->f));
+	e->path[0] = 0;
+	e->stack_id = bpf_get_stackid(ctx, &stacks, STACK_SKIP);
+	{
+		struct pt_regs *regs = CAST(struct pt_regs, bpf_task_pt_regs(task));
+		long nr = regs->orig_ax;
+		e->syscall = nr;
+		__u32 cls = syscall_class(nr);
+		struct inflight in = {};
+		if (cls && syscall_args(nr, regs, &in)) {
+			e->fd = in.fd;
+			unsigned long p = path_arg(nr, regs);
+			if (p)
+				bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)p);
+			else if (in.fd >= 0) {
+				struct thread_state *ts = thread_state(true);
+				if (ts)
+					fd_ref_cached(ts, in.fd, &e->f);
+			}
+		}
+	}
+	if (bpf_ringbuf_output(&events, e, sizeof(*e), wake_flags(&events)))
+		count_lost(LOST_SAMPLE);
+	return 0;
+}
+
+/* prctl(PR_SET_NAME) and friends: the thread's on-CPU account takes the new
+ * name, so reports do not name it by the one it started with. */
+static __always_inline int on_rename(struct task_struct *task, const char *comm)
+{
+	struct task_struct *t = CAST(struct task_struct, task);
+	if (!is_target(t->tgid))
+		return 0;
+	__u32 tid = t->pid;
+	struct cpu_val *c = bpf_map_lookup_elem(&cpu, &tid);
+	if (c)
+		bpf_probe_read_kernel_str(c->comm, sizeof(c->comm), comm);
+	return 0;
+}
+
+static __always_inline int on_wakeup(struct task_struct *p)
+{
+	struct task_struct *t = CAST(struct task_struct, p);
+	__u32 tgid = t->tgid;
+	if (!is_target(tgid))
+		return 0;
+	__u32 tid = t->pid;
+	__u64 id = bpf_get_current_pid_tgid();
+	struct waker w = {};
+	w.ts = bpf_ktime_get_ns();
+	w.pid = id >> 32;
+	w.tid = (__u32)id;
+	bpf_get_current_comm(w.comm, sizeof(w.comm));
+	bpf_map_update_elem(&wakers, &tid, &w, BPF_ANY);
+	return 0;
+}
+
+#endif

@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* The scheduler: off-CPU intervals with the syscall and file of each wait,
+ * their stacks and wakers, on-CPU time. Included by whyslow.bpf.c, after its
+ * maps and settings: one object, split along its sections. */
+#ifndef WHYSLOW_SCHED_BPF_H
+#define WHYSLOW_SCHED_BPF_H
+
+/* ---- scheduler: off-CPU intervals, wakers, on-CPU time ---- */
+
+static __always_inline __u32 state_char(bool preempt, unsigned int state)
+{
+	if (preempt || state == 0)
+		return 'R';
+	if (state & 2)
+		return 'D';
+	if (state & 1)
+		return 'S';
+	if (state & 4)
+		return 'T';
+	if (state & 8)
+		return 't';
+	return '?';
+}
+
+/* The syscall a thread is switched out in, read from its saved registers
+ * (default level: no entry hook). Unlinks are left out: their name is only
+ * worth reading at entry. */
+static __always_inline void wait_syscall(struct offstart *s, struct pt_regs *regs)
+{
+	__u32 cls = syscall_class(s->syscall);
+	if (!cls || cls == CLS_UNLINK)
+		return;
+	struct inflight in = {};
+	if (!syscall_args(s->syscall, regs, &in))
+		return;
+	s->cls = cls;
+	s->fd = in.fd;
+	s->req = in.req;
+	s->flags = in.flags;
+	if (in.fd >= 0 && cls != CLS_OPEN) {
+		struct thread_state *ts = thread_state(true);
+		if (ts)
+			fd_ref_cached(ts, in.fd, &s->f);
+	}
+}
+
+/* Another process's wait inside a sync call, as a syscalls row covering the
+ * wait only (default level): ret 0 (unknown), no bytes. The target's own
+ * waits ride on their offcpu_event (call). */
+static __always_inline void emit_wait(struct task_struct *task, __u32 pid, __u32 tid,
+				      struct offstart *s, __u64 now)
+{
+	struct syscall_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_SYSCALL);
+		return;
+	}
+	e->h.ts = s->ts;
+	e->h.pid = pid;
+	e->h.tid = tid;
+	e->h.kind = EV_SYSCALL;
+	e->h.cpu = bpf_get_smp_processor_id();
+	e->h._pad = 0;
+	e->h.cgroup = 0;
+	BPF_CORE_READ_STR_INTO(&e->h.comm, task, comm);
+	e->dur = now - s->ts;
+	e->ret = 0;
+	e->req = s->req;
+	e->fd = s->fd;
+	e->fd2 = -1;
+	e->nr = s->syscall;
+	e->flags = s->flags;
+	e->blocked = BLOCKED_WAIT;
+	e->_pad = 0;
+	e->f = s->f;
+	__builtin_memset(&e->f2, 0, sizeof(e->f2));
+	bpf_ringbuf_submit(e, wake_flags(&events));
+}
+
+/* The kernel stack of a wait, or -1. Unwinding is most of a context
+ * switch's cost (~3 µs), so it is spent where the stack tells the reason:
+ * - an interruptible wait (futex, poll, pipe, socket, sleep, flock, wait4)
+ *   is told by its syscall and file kind: no stack;
+ * - a sync call is "sync" whatever it waits on, and waits a dozen times a
+ *   call (each buffer, each page): its stack is taken once per 10 ms per
+ *   thread, and reused for the waits between (an fsync loop ran 5% slower);
+ * - other uninterruptible waits (disk, journal, page and inode locks,
+ *   throttling look alike from the syscall) always get theirs.
+ * all_stacks (--full) takes every one. */
+#define SYNC_STACK_REUSE_NS 10000000ULL
+static __always_inline __s32 wait_stack(void *ctx, __u32 state, long nr, __u64 now)
+{
+	if (state != 'D' && !all_stacks)
+		return -1;
+	struct thread_state *ts = NULL;
+	bool sync = syscall_class(nr) == CLS_SYNC && !all_stacks;
+	if (sync) {
+		ts = thread_state(true);
+		if (ts && ts->stack_nr == nr && now - ts->stack_ts < SYNC_STACK_REUSE_NS)
+			return ts->stack_id;
+	}
+	__s32 id = bpf_get_stackid(ctx, &stacks, STACK_SKIP);
+	if (id < 0 && id != -EFAULT /* no stack */)
+		count_lost(LOST_STACK);
+	if (ts && id >= 0) {
+		ts->stack_nr = nr;
+		ts->stack_ts = now;
+		ts->stack_id = id;
+	}
+	return id;
+}
+
+static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct *prev,
+				     struct task_struct *next, unsigned int prev_state)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct task_struct *pv = CAST(struct task_struct, prev), *nx = CAST(struct task_struct, next);
+	__u32 prev_tgid = pv->tgid, prev_tid = pv->pid;
+	__u32 next_tgid = nx->tgid, next_tid = nx->pid;
+
+	/* A dying task's last switch is no wait: it never runs again. */
+	bool dead = (prev_state & 0x80) || pv->exit_state;
+	if (prev_tid && dead) {
+		bpf_map_delete_elem(&offcpu_start, &prev_tid);
+		bpf_map_delete_elem(&wakers, &prev_tid);
+	}
+	if (prev_tid && !dead && is_target(prev_tgid)) {
+		struct offstart s = {};
+		s.ts = now;
+		s.pid = prev_tgid;
+		s.state = state_char(preempt, prev_state);
+		s.syscall = -1;
+		s.stack_id = -1;
+		if (s.state != 'R') {
+			struct inflight *in = syscall_hooks ? current_inflight() : NULL; /* prev is current here */
+			if (in) {
+				in->blocked = 1;
+				s.syscall = in->nr;
+				s.f.kind = in->f.kind;
+			} else {
+				struct pt_regs *regs = CAST(struct pt_regs, bpf_task_pt_regs(bpf_get_current_task_btf()));
+				s.syscall = regs->orig_ax;
+				if (!syscall_hooks)
+					wait_syscall(&s, regs);
+			}
+			s.stack_id = wait_stack(ctx, s.state, s.syscall, now);
+		}
+		bpf_map_update_elem(&offcpu_start, &prev_tid, &s, BPF_ANY);
+	} else if (!syscall_hooks && prev_tid && !dead && prev_tgid != self_pid && pv->mm &&
+		   state_char(preempt, prev_state) != 'R') {
+		/* Another process's sync: how others hurt the target. */
+		struct pt_regs *regs = CAST(struct pt_regs, bpf_task_pt_regs(bpf_get_current_task_btf()));
+		long nr = regs->orig_ax;
+		if (syscall_class(nr) == CLS_SYNC) {
+			struct offstart s = {};
+			s.ts = now;
+			s.pid = prev_tgid;
+			s.syscall = nr;
+			s.other = 1;
+			wait_syscall(&s, regs);
+			bpf_map_update_elem(&offcpu_start, &prev_tid, &s, BPF_ANY);
+		}
+	}
+	/* close the on-CPU stretch, dying or not */
+	struct cpu_val *pc = prev_tid ? bpf_map_lookup_elem(&cpu, &prev_tid) : NULL;
+	if (pc && pc->on_since) {
+		pc->oncpu_ns += now - pc->on_since;
+		pc->on_since = 0;
+	}
+
+	if (!syscall_hooks && next_tid && !is_target(next_tgid)) {
+		struct offstart *o = bpf_map_lookup_elem(&offcpu_start, &next_tid);
+		if (o && o->other) {
+			emit_wait(nx, next_tgid, next_tid, o, now);
+			bpf_map_delete_elem(&offcpu_start, &next_tid);
+		}
+		return 0;
+	}
+	if (next_tid && is_target(next_tgid)) {
+		struct cpu_val *c = bpf_map_lookup_elem(&cpu, &next_tid);
+		if (!c) {
+			struct cpu_val zero = {};
+			zero.pid = next_tgid;
+			BPF_CORE_READ_STR_INTO(&zero.comm, next, comm);
+			bpf_map_update_elem(&cpu, &next_tid, &zero, BPF_NOEXIST);
+			c = bpf_map_lookup_elem(&cpu, &next_tid);
+		}
+		if (c)
+			c->on_since = now;
+
+		struct offstart *s = bpf_map_lookup_elem(&offcpu_start, &next_tid);
+		struct offstart before = {};
+		if (!s) {
+			/* No switch-out seen: a wait begun before capture, if user
+			 * space found the thread waiting when it attached. */
+			__u64 *since = bpf_map_lookup_elem(&waiting_at_start, &next_tid);
+			if (!since)
+				return 0;
+			before.ts = *since;
+			before.pid = next_tgid;
+			before.state = '?';
+			before.stack_id = STACK_BEFORE_CAPTURE;
+			before.syscall = -1;
+			bpf_map_delete_elem(&waiting_at_start, &next_tid);
+			s = &before;
+		}
+		struct offcpu_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+		if (!e) {
+			count_lost(LOST_OFFCPU);
+			bpf_map_delete_elem(&offcpu_start, &next_tid);
+			return 0;
+		}
+		e->h.ts = now;
+		e->h.pid = next_tgid;
+		e->h.tid = next_tid;
+		e->h.kind = EV_OFFCPU;
+		e->h.cpu = bpf_get_smp_processor_id();
+		e->h._pad = 0;
+		e->h.cgroup = 0;
+		BPF_CORE_READ_STR_INTO(&e->h.comm, next, comm);
+		e->off_ns = now - s->ts;
+		e->state = s->state;
+		e->stack_id = s->stack_id;
+		e->syscall = s->syscall;
+		e->runq_ns = s->state == 'R' ? e->off_ns : 0;
+		e->waker_pid = 0;
+		e->waker_tid = 0;
+		e->fkind = s->f.kind;
+		__builtin_memset(e->waker_comm, 0, sizeof(e->waker_comm));
+		e->call = !syscall_hooks && s->cls;
+		e->fd = s->fd;
+		e->req = s->req;
+		e->flags = s->flags;
+		e->_pad = 0;
+		e->f = s->f;
+		struct waker *w = bpf_map_lookup_elem(&wakers, &next_tid);
+		if (w && w->ts >= s->ts) {
+			e->runq_ns = now - w->ts;
+			e->waker_pid = w->pid;
+			e->waker_tid = w->tid;
+			__builtin_memcpy(e->waker_comm, w->comm, sizeof(e->waker_comm));
+		}
+		bpf_ringbuf_submit(e, wake_flags(&events));
+		bpf_map_delete_elem(&offcpu_start, &next_tid);
+	}
+	return 0;
+}
+
+#endif

@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Per-call hooks (--syscalls, --full, --requests): the syscall in flight,
+ * aggregates, streamed calls, request payloads; syscall_args also serves the
+ * default level. Included by whyslow.bpf.c, after its maps and settings: one
+ * object, split along its sections. */
+#ifndef WHYSLOW_SYSCALL_BPF_H
+#define WHYSLOW_SYSCALL_BPF_H
+
+/* ---- I/O syscalls ---- */
+
+
+/* What a syscall's registers say: its fd(s), size and flags. False for calls
+ * not worth following (fcntl other than record locks, anonymous mmap). Used at
+ * entry, and at a context switch when no entry hook runs (default level):
+ * pt_regs keep the arguments for the whole call. */
+static __always_inline bool syscall_args(long id, struct pt_regs *rg, struct inflight *in)
+{
+	unsigned long a0 = rg->di, a1 = rg->si, a2 = rg->dx, a3 = rg->r10, a4 = rg->r8;
+	in->nr = id;
+	in->fd = -1;
+	in->fd2 = -1;
+	switch (id) {
+	case NR_read: case NR_recvfrom:
+		in->fd = a0; in->req = a2; in->buf = a1; break;
+	case NR_write: case NR_pread64: case NR_pwrite64: case NR_sendto:
+		in->fd = a0; in->req = a2; break;
+	case NR_readv: case NR_writev: case NR_preadv: case NR_pwritev:
+	case NR_preadv2: case NR_pwritev2: case NR_recvmsg: case NR_sendmsg:
+	case NR_fsync: case NR_fdatasync: case NR_syncfs: case NR_connect:
+	case NR_accept: case NR_accept4: case NR_close: case NR_ftruncate:
+		in->fd = a0; break;
+	case NR_fallocate:
+		in->fd = a0; in->req = a3; in->flags = a1; break;
+	case NR_sync_file_range:
+		in->fd = a0; in->req = a2; in->flags = a3; break;
+	case NR_io_uring_enter:
+		in->fd = a0; in->req = a1; in->flags = a3; break;
+	case NR_flock:
+		in->fd = a0; in->flags = a1; break;
+	case NR_fcntl:
+		/* only record locks */
+		if (a1 != F_SETLK && a1 != F_SETLKW && a1 != F_OFD_SETLK && a1 != F_OFD_SETLKW)
+			return false;
+		in->fd = a0; in->flags = a1; break;
+	case NR_mmap:
+		/* only file mappings */
+		if ((long)a4 < 0 || (a3 & MAP_ANONYMOUS))
+			return false;
+		in->fd = a4; in->req = a1; in->flags = a2; break;
+	case NR_msync:
+		in->req = a1; in->flags = a2; break;
+	case NR_sendfile:
+		in->fd = a1; in->fd2 = a0; in->req = a3; break;
+	case NR_splice:
+		in->fd = a0; in->fd2 = a2; in->req = a4; break;
+	case NR_copy_file_range:
+		in->fd = a0; in->fd2 = a2; in->req = rg->r9; break;
+	case NR_openat: case NR_openat2:
+		in->flags = a2; break;
+	case NR_open:
+		in->flags = a1; break;
+	case NR_unlink: case NR_rmdir:
+		in->req = a0; in->fd = AT_FDCWD; break;
+	case NR_unlinkat:
+		in->req = a1; in->fd = a0; in->flags = a2; break;
+	}
+	return true;
+}
+
+static __always_inline int on_sys_enter(struct pt_regs *regs, long id)
+{
+	__u32 cls = syscall_class(id);
+	if (!cls)
+		return 0;
+	__u64 pidtgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pidtgid >> 32, tid = (__u32)pidtgid;
+	/* Syncs are traced for everyone: they are how other processes hurt the target. */
+	if (!is_target(tgid) && !(cls == CLS_SYNC && tgid != self_pid))
+		return 0;
+
+	struct thread_state *ts = thread_state(true);
+	if (!ts)
+		return 0;
+	struct inflight in = {};
+	in.ts = bpf_ktime_get_ns();
+	if (!syscall_args(id, CAST(struct pt_regs, regs), &in))
+		return 0;
+	if (cls == CLS_UNLINK) {
+		/* the directory a relative name lives in: dirfd, or the cwd */
+		if ((int)in.fd == AT_FDCWD) {
+			struct task_struct *task = (void *)bpf_get_current_task();
+			struct dentry *d = BPF_CORE_READ(task, fs, pwd.dentry);
+			struct inode *inode = BPF_CORE_READ(d, d_inode);
+			if (inode) {
+				inode_ref(inode, NULL, &in.f);
+				describe(NULL, inode, d, BPF_CORE_READ(task, fs, pwd.mnt), &in.f);
+			}
+		} else {
+			fd_ref(in.fd, &in.f);
+		}
+		ts->in = in;
+		ts->active = 1;
+		return 0;
+	}
+	/* Files are identified at entry, while the fd still names them (close, fsync). */
+	if (in.fd >= 0 && cls != CLS_OPEN)
+		fd_ref_cached(ts, in.fd, &in.f);
+	if (in.fd2 >= 0)
+		fd_ref(in.fd2, &in.f2);
+	ts->in = in;
+	ts->active = 1;
+	return 0;
+}
+
+static __always_inline bool is_socket(struct file_ref *f)
+{
+	return f->kind == FK_SOCK_INET || f->kind == FK_SOCK_UNIX;
+}
+
+static __always_inline bool stream_it(struct inflight *in, __u32 cls, long ret, __u64 dur)
+{
+	if (full)
+		return true;
+	if (by_request && is_socket(&in->f))
+		return true;   /* requests are cut from every read and write of a connection */
+	if (ret < 0 && ret != -EAGAIN /* polling, not a failure */)
+		return true;
+	if (in->blocked || dur >= slow_ns)
+		return true;
+	return cls == CLS_OPEN || cls == CLS_CLOSE || cls == CLS_SYNC || cls == CLS_LOCK ||
+	       cls == CLS_MMAP || in->nr == NR_connect || in->nr == NR_accept || in->nr == NR_accept4;
+}
+
+static __always_inline void aggregate(struct inflight *in, __u32 pid, __u32 tid, long ret, __u64 now, __u64 dur)
+{
+	struct agg_key k = { .pid = pid, .tid = tid, .nr = in->nr, .dev = in->f.dev,
+			     .ino = in->f.ino, .gen = in->f.gen, .kind = in->f.kind };
+	struct agg_val *v = bpf_map_lookup_elem(&agg, &k);
+	if (!v) {
+		struct agg_val zero = {};
+		zero.first_ts = in->ts;
+		bpf_get_current_comm(zero.comm, sizeof(zero.comm));
+		if (bpf_map_update_elem(&agg, &k, &zero, BPF_NOEXIST) && bpf_map_lookup_elem(&agg, &k) == NULL) {
+			count_lost(LOST_AGG);
+			return;
+		}
+		v = bpf_map_lookup_elem(&agg, &k);
+		if (!v) {
+			count_lost(LOST_AGG);
+			return;
+		}
+	}
+	/* one writer per entry (the key holds the tid): plain adds suffice */
+	v->count++;
+	if (ret > 0)
+		v->bytes += ret;
+	else if (ret < 0)
+		v->errors++;
+	v->total_ns += dur;
+	if (dur > v->max_ns)
+		v->max_ns = dur;
+	v->last_ts = now;
+	__u32 s = lat_slot(dur);
+	if (s < LAT_SLOTS)
+		v->slots[s]++;
+}
+
+static __always_inline void emit_unlink(struct inflight *in, long ret, __u64 dur)
+{
+	struct unlink_event *e = bpf_ringbuf_reserve(&meta, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_META);
+		return;
+	}
+	fill_hdr(&e->h, EV_UNLINK);
+	e->h.ts = in->ts;
+	e->ret = ret;
+	e->dur = dur;
+	e->nr = in->nr;
+	e->_pad = 0;
+	e->dir = in->f;
+	if (bpf_probe_read_user_str(e->name, sizeof(e->name), (void *)in->req) < 0)
+		e->name[0] = 0;
+	bpf_ringbuf_submit(e, wake_flags(&meta));
+}
+
+/* Per connection, what the target did last: 1 wrote, 2 read. A read after a
+ * write (or the first on a connection) begins a request. */
+struct conn_key {
+	__u32 pid;
+	__u32 dev;
+	__u64 ino;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct conn_key);
+	__type(value, __u8);
+} conn_dir SEC(".maps");
+
+static __always_inline void note_request(struct inflight *in, __u32 pid, long ret)
+{
+	if (ret <= 0 || !is_socket(&in->f))
+		return;
+	__u32 cls = syscall_class(in->nr);
+	bool read = cls == CLS_READ || in->nr == NR_recvfrom || in->nr == NR_recvmsg;
+	bool write = cls == CLS_WRITE || in->nr == NR_sendto || in->nr == NR_sendmsg || in->nr == NR_sendfile;
+	if (!read && !write)
+		return;
+	struct conn_key k = { .pid = pid, .dev = in->f.dev, .ino = in->f.ino };
+	__u8 *last = bpf_map_lookup_elem(&conn_dir, &k);
+	__u8 now = read ? 2 : 1;
+	bool first = read && (!last || *last != 2);
+	if (!last || *last != now)
+		bpf_map_update_elem(&conn_dir, &k, &now, BPF_ANY);
+	if (!first || !payload || !in->buf)
+		return;
+	struct payload_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_PAYLOAD);
+		return;
+	}
+	fill_hdr(&e->h, EV_PAYLOAD);
+	e->h.ts = in->ts;
+	e->f = in->f;
+	__u32 n = ret > PAYLOAD_LEN ? PAYLOAD_LEN : ret;
+	e->len = 0;
+	e->_pad = 0;
+	if (n > 0 && n <= PAYLOAD_LEN && bpf_probe_read_user(e->data, n, (void *)in->buf) == 0)
+		e->len = n;
+	bpf_ringbuf_submit(e, wake_flags(&events));
+}
+
+static __always_inline int on_sys_exit(struct pt_regs *regs, long ret)
+{
+	__u64 pidtgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pidtgid;
+	struct thread_state *ts = thread_state(false);
+	if (!ts || !ts->active)
+		return 0;
+	ts->active = 0;
+	struct inflight *in = &ts->in;
+	__u64 now = bpf_ktime_get_ns();
+	__u64 dur = now - in->ts;
+	__u32 cls = syscall_class(in->nr);
+
+	/* A new fd names its file now: opens and accepts. */
+	if (ret >= 0 && (cls == CLS_OPEN || in->nr == NR_accept || in->nr == NR_accept4)) {
+		in->fd = ret;
+		fd_ref(ret, &in->f);
+	}
+	if (in->nr == NR_connect && in->fd >= 0)
+		fd_ref(in->fd, &in->f);   /* now with its peer */
+
+	if (cls == CLS_UNLINK) {
+		emit_unlink(in, ret, dur);
+		return 0;
+	}
+	if (by_request)
+		note_request(in, pidtgid >> 32, ret);
+	if (!stream_it(in, cls, ret, dur)) {
+		aggregate(in, pidtgid >> 32, tid, ret, now, dur);
+		return 0;
+	}
+	struct syscall_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_SYSCALL);
+		return 0;
+	}
+	fill_hdr(&e->h, EV_SYSCALL);
+	e->h.ts = in->ts;
+	e->dur = dur;
+	e->ret = ret;
+	e->req = in->req;
+	e->fd = in->fd;
+	e->fd2 = in->fd2;
+	e->nr = in->nr;
+	e->flags = in->flags;
+	e->blocked = in->blocked;
+	e->_pad = 0;
+	e->f = in->f;
+	e->f2 = in->f2;
+	bpf_ringbuf_submit(e, wake_flags(&events));
+	return 0;
+}
+
+#endif
