@@ -4,22 +4,17 @@ package recorder
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/procfs"
 	"github.com/whyslow/whyslow/internal/capture"
-	"github.com/whyslow/whyslow/internal/event"
-	"github.com/whyslow/whyslow/internal/store"
 	"github.com/whyslow/whyslow/internal/sysinfo"
-	"github.com/whyslow/whyslow/internal/target"
 	"golang.org/x/sys/unix"
 )
 
@@ -57,224 +52,28 @@ type Result struct {
 
 // Record captures until the command exits, the pid exits, the duration passes,
 // or ctx is done. The recording is complete and closed when it returns.
+//
+// One clean-up rule: until the target has run under capture (the command's
+// gate opened, or the pid followed), an error removes the half-made
+// recording, which holds nothing of the target; from then on, what was
+// recorded is kept, closed, and the error returned beside it.
 func Record(ctx context.Context, cfg Config) (*Result, error) {
-	opts := cfg.Capture
-	opts.SystemWide = len(cfg.Command) == 0 && cfg.PID == 0
-	if opts.Level == capture.Full {
-		opts.SpoolDir = filepath.Dir(cfg.Path)
-	}
-	if cfg.PID != 0 {
-		if err := target.Exists(cfg.PID); err != nil {
-			return nil, err
-		}
-	}
-	// Loading the programs (the verifier) and creating the recording take
-	// tens of milliseconds each: do both at once.
-	var w *store.Writer
-	var werr error
-	created := make(chan struct{})
-	go func() {
-		w, werr = store.Create(cfg.Path)
-		close(created)
-	}()
-	eng, err := capture.Open(opts)
-	<-created
+	s, err := open(cfg)
 	if err != nil {
-		if werr == nil {
-			w.Close(nil)
-			os.Remove(cfg.Path)
-		}
-		return nil, fmt.Errorf("starting capture: %w", err)
-	}
-	defer eng.Close()
-	if werr != nil {
-		return nil, werr
-	}
-	res := &Result{Started: time.Now(), ExitCode: -1}
-	if err := w.SetMeta(startMeta(cfg, eng, res.Started)); err != nil {
-		w.Close(nil)
 		return nil, err
 	}
-
-	var gated *target.Gated
-	switch {
-	case len(cfg.Command) > 0:
-		if gated, err = target.Start(cfg.Command); err != nil {
-			w.Close(nil)
-			os.Remove(cfg.Path)
-			return nil, err
-		}
-		res.TargetPID = gated.PID()
-	case cfg.PID != 0:
-		res.TargetPID = cfg.PID
+	defer s.eng.Close()
+	if err := s.startTarget(); err != nil {
+		return nil, s.abandon(err)
 	}
-	switch {
-	case gated != nil:
-		if err := eng.AddTarget(uint32(res.TargetPID)); err != nil {
-			w.Close(nil)
-			return nil, err
-		}
-	case res.TargetPID != 0:
-		// attach: the process, its threads and its descendants as they are
-		// now, with the waits they are already in.
-		for _, pid := range append([]int{res.TargetPID}, descendants(res.TargetPID)...) {
-			evs, err := eng.AddExisting(uint32(pid))
-			if err != nil {
-				w.Close(nil)
-				return nil, err
-			}
-			w.Write(evs)
-		}
+	s.startCapture()
+	if err := s.openGate(ctx); err != nil {
+		s.stopCapture()
+		return nil, s.abandon(err)
 	}
-
-	runCtx, stopCapture := context.WithCancel(context.Background())
-	defer stopCapture()
-	var runErr error
-	var wg sync.WaitGroup
-	wg.Add(1)
-	sink := w.Write
-	var gone *goneFiles
-	if !opts.Hooks() {
-		gone = newGoneFiles()
-		sink = func(batch []event.Event) {
-			gone.note(batch)
-			w.Write(batch)
-		}
-	}
-	go func() {
-		defer wg.Done()
-		runErr = eng.Run(runCtx, sink)
-	}()
-	if cfg.Ready != nil {
-		close(cfg.Ready)
-	}
-	stopStatus := startStatus(cfg, w, eng, res.Started)
-
-	if res.TargetPID != 0 && gated == nil {
-		w.SetMeta(map[string]string{"target_start_mono": fmt.Sprint(monoOf(time.Now()))})
-	}
-	targetDone := make(chan struct{})
-	if gated != nil {
-		if err := gated.Open(); err != nil {
-			stopCapture()
-			wg.Wait()
-			w.Close(nil)
-			return nil, err
-		}
-		// The command starts when the gate opens: its wait at the gate is
-		// whyslow's start-up, not the command's time.
-		w.SetMeta(map[string]string{"target_start_mono": fmt.Sprint(monoOf(time.Now()))})
-		go func() {
-			res.ExitCode, _ = gated.Wait()
-			close(targetDone)
-		}()
-		go func() {
-			for {
-				select {
-				case sig := <-cfg.Forward:
-					gated.Cmd.Process.Signal(sig)
-				case <-targetDone:
-					return
-				}
-			}
-		}()
-	} else if cfg.PID != 0 {
-		go func() {
-			waitExit(ctx, cfg.PID)
-			close(targetDone)
-		}()
-	}
-	// attach: CPU time from /proc at the start, to subtract at the end
-	var user0, sys0 time.Duration
-	if gated == nil && cfg.PID != 0 {
-		user0, sys0, _ = target.ProcCPUTime(cfg.PID)
-	}
-	var deadline <-chan time.Time
-	if cfg.Duration > 0 {
-		deadline = time.After(cfg.Duration)
-	}
-	// finish stops capture once: readers drained, lost counters read, programs
-	// detached (so nothing is counted lost after the recording ends).
-	var finished bool
-	finish := func() {
-		if finished {
-			return
-		}
-		finished = true
-		stopCapture()
-		wg.Wait()
-		stopStatus()
-		if res.Lost, err = eng.Lost(); err != nil {
-			res.Lost = map[string]uint64{}
-		}
-		eng.Close()
-	}
-	var user, system time.Duration
-	select {
-	case <-w.Failed():
-		// The disk is full (or failing): stop now and keep what was flushed.
-		// A command goes on running untraced; whyslow still waits for it.
-		finish()
-		fmt.Fprintf(os.Stderr, "whyslow: recording stopped: %v\n", w.Err())
-	case <-targetDone:
-		res.TargetEnd = time.Now()
-		res.DirtyAtEnd = dirtyBytes()
-		if cfg.Linger > 0 && eng.TargetDirtied() {
-			lingerForWriteback(ctx, cfg.Linger)
-		}
-	case <-deadline:
-	case <-ctx.Done():
-	}
-	if gated != nil {
-		select {
-		case <-targetDone:
-		default:
-			// Asked to stop while the command runs: wait for it, as `time` does;
-			// the terminal's Ctrl-C reached it too.
-			<-targetDone
-			res.TargetEnd = time.Now()
-		}
-		user, system = gated.CPUTime()
-	} else if cfg.PID != 0 {
-		if u, st, ok := target.ProcCPUTime(cfg.PID); ok {
-			user, system = u-user0, st-sys0
-		}
-	}
-	finish()
-	if gone != nil {
-		w.Write(gone.gone(monoOf(time.Now())))
-	}
-	res.Rows = w.Rows()
-	end := time.Now()
-	meta := map[string]string{
-		"end_wall":        end.UTC().Format(time.RFC3339Nano),
-		"duration_ns":     fmt.Sprint(end.Sub(res.Started).Nanoseconds()),
-		"target_pid":      fmt.Sprint(res.TargetPID),
-		"exit_code":       fmt.Sprint(res.ExitCode),
-		"dirty_at_exit":   fmt.Sprint(res.DirtyAtEnd),
-		"target_end_mono": fmt.Sprint(monoOf(res.TargetEnd)),
-	}
-	if user+system > 0 {
-		meta["target_user_ns"] = fmt.Sprint(user.Nanoseconds())
-		meta["target_system_ns"] = fmt.Sprint(system.Nanoseconds())
-	}
-	if werr := w.Err(); werr != nil {
-		// The database refuses writes after its error: the end metadata and
-		// lost counts cannot be added; what was flushed stays readable.
-		w.Close(nil)
-		return res, Reported{werr}
-	}
-	var errs []error
-	if err := w.SetMeta(meta); err != nil {
-		errs = append(errs, err)
-	}
-	if err := w.Close(res.Lost); err != nil {
-		errs = append(errs, err)
-	}
-	if runErr != nil {
-		errs = append(errs, fmt.Errorf("reading events: %w", runErr))
-	}
-	return res, errors.Join(errs...)
+	user, system := s.wait(ctx)
+	s.stopCapture()
+	return s.close(user, system)
 }
 
 func startMeta(cfg Config, eng *capture.Engine, start time.Time) map[string]string {

@@ -1,0 +1,275 @@
+package recorder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/whyslow/whyslow/internal/capture"
+	"github.com/whyslow/whyslow/internal/event"
+	"github.com/whyslow/whyslow/internal/store"
+	"github.com/whyslow/whyslow/internal/target"
+)
+
+// session is one recording in progress: its store, its engine, its target,
+// in the order Record drives them.
+type session struct {
+	cfg   Config
+	opts  capture.Options
+	w     *store.Writer
+	eng   *capture.Engine
+	gated *target.Gated // the command run, or nil (attach, system-wide)
+	res   *Result
+
+	gone       *goneFiles // default level: files to check at the end
+	stop       context.CancelFunc
+	reading    sync.WaitGroup
+	runErr     error
+	stopStatus func()
+	targetDone chan struct{}
+	stopped    bool
+}
+
+// open creates the recording and loads the capture engine, both at once
+// (the verifier and DuckDB's create take tens of milliseconds each). On
+// error nothing is left behind.
+func open(cfg Config) (*session, error) {
+	s := &session{cfg: cfg, opts: cfg.Capture, targetDone: make(chan struct{})}
+	s.opts.SystemWide = len(cfg.Command) == 0 && cfg.PID == 0
+	if s.opts.Level == capture.Full {
+		s.opts.SpoolDir = filepath.Dir(cfg.Path)
+	}
+	if cfg.PID != 0 {
+		if err := target.Exists(cfg.PID); err != nil {
+			return nil, err
+		}
+	}
+	var werr error
+	created := make(chan struct{})
+	go func() {
+		s.w, werr = store.Create(cfg.Path)
+		close(created)
+	}()
+	eng, err := capture.Open(s.opts)
+	<-created
+	if err != nil {
+		if werr == nil {
+			s.w.Close(nil)
+			os.Remove(cfg.Path)
+		}
+		return nil, fmt.Errorf("starting capture: %w", err)
+	}
+	if werr != nil {
+		eng.Close()
+		return nil, werr
+	}
+	s.eng = eng
+	s.res = &Result{Started: time.Now(), ExitCode: -1}
+	if err := s.w.SetMeta(startMeta(cfg, eng, s.res.Started)); err != nil {
+		eng.Close()
+		return nil, s.abandon(err)
+	}
+	return s, nil
+}
+
+// abandon closes and removes a recording the target never ran in, and
+// kills a command still held at its gate.
+func (s *session) abandon(err error) error {
+	if s.gated != nil {
+		s.gated.Cmd.Process.Kill()
+		s.gated.Wait()
+	}
+	s.w.Close(nil)
+	os.Remove(s.cfg.Path)
+	os.Remove(s.cfg.Path + ".wal")
+	return err
+}
+
+// startTarget starts the command behind its gate, or puts the pid, its
+// threads and the descendants it already has (with the waits they are in)
+// in the target set.
+func (s *session) startTarget() error {
+	switch {
+	case len(s.cfg.Command) > 0:
+		g, err := target.Start(s.cfg.Command)
+		if err != nil {
+			return err
+		}
+		s.gated = g
+		s.res.TargetPID = g.PID()
+		return s.eng.AddTarget(uint32(g.PID()))
+	case s.cfg.PID != 0:
+		s.res.TargetPID = s.cfg.PID
+		for _, pid := range append([]int{s.cfg.PID}, descendants(s.cfg.PID)...) {
+			evs, err := s.eng.AddExisting(uint32(pid))
+			if err != nil {
+				return err
+			}
+			s.w.Write(evs)
+		}
+	}
+	return nil
+}
+
+// startCapture feeds the engine's events to the store until stopCapture.
+func (s *session) startCapture() {
+	ctx, stop := context.WithCancel(context.Background())
+	s.stop = stop
+	sink := s.w.Write
+	if !s.opts.Hooks() {
+		s.gone = newGoneFiles()
+		sink = func(batch []event.Event) {
+			s.gone.note(batch)
+			s.w.Write(batch)
+		}
+	}
+	s.reading.Add(1)
+	go func() {
+		defer s.reading.Done()
+		s.runErr = s.eng.Run(ctx, sink)
+	}()
+	if s.cfg.Ready != nil {
+		close(s.cfg.Ready)
+	}
+	s.stopStatus = startStatus(s.cfg, s.w, s.eng, s.res.Started)
+}
+
+// openGate lets the command run (its time starts now: its wait at the gate
+// is whyslow's start-up), or, attached, starts watching the pid.
+func (s *session) openGate(ctx context.Context) error {
+	if s.gated == nil {
+		if s.res.TargetPID != 0 {
+			s.w.SetMeta(map[string]string{"target_start_mono": fmt.Sprint(monoOf(time.Now()))})
+			go func() {
+				waitExit(ctx, s.cfg.PID)
+				close(s.targetDone)
+			}()
+		}
+		return nil
+	}
+	if err := s.gated.Open(); err != nil {
+		return err
+	}
+	s.w.SetMeta(map[string]string{"target_start_mono": fmt.Sprint(monoOf(time.Now()))})
+	go func() {
+		s.res.ExitCode, _ = s.gated.Wait()
+		close(s.targetDone)
+	}()
+	go func() {
+		for {
+			select {
+			case sig := <-s.cfg.Forward:
+				s.gated.Cmd.Process.Signal(sig)
+			case <-s.targetDone:
+				return
+			}
+		}
+	}()
+	return nil
+}
+
+// wait returns when the target has exited (and its writeback was waited
+// for), the duration passed, ctx ended, or the store failed; a command is
+// always waited for, as time(1) does. It returns the target's CPU time.
+func (s *session) wait(ctx context.Context) (user, system time.Duration) {
+	var user0, sys0 time.Duration
+	if s.gated == nil && s.cfg.PID != 0 {
+		user0, sys0, _ = target.ProcCPUTime(s.cfg.PID) // attach: subtract at the end
+	}
+	var deadline <-chan time.Time
+	if s.cfg.Duration > 0 {
+		deadline = time.After(s.cfg.Duration)
+	}
+	select {
+	case <-s.w.Failed():
+		// The disk is full (or failing): stop now and keep what was flushed.
+		// A command goes on running untraced; whyslow still waits for it.
+		s.stopCapture()
+		fmt.Fprintf(os.Stderr, "whyslow: recording stopped: %v\n", s.w.Err())
+	case <-s.targetDone:
+		s.res.TargetEnd = time.Now()
+		s.res.DirtyAtEnd = dirtyBytes()
+		if s.cfg.Linger > 0 && s.eng.TargetDirtied() {
+			lingerForWriteback(ctx, s.cfg.Linger)
+		}
+	case <-deadline:
+	case <-ctx.Done():
+	}
+	switch {
+	case s.gated != nil:
+		select {
+		case <-s.targetDone:
+		default:
+			// Asked to stop while the command runs: wait for it, as `time` does;
+			// the terminal's Ctrl-C reached it too.
+			<-s.targetDone
+			s.res.TargetEnd = time.Now()
+		}
+		return s.gated.CPUTime()
+	case s.cfg.PID != 0:
+		if u, st, ok := target.ProcCPUTime(s.cfg.PID); ok {
+			return u - user0, st - sys0
+		}
+	}
+	return 0, 0
+}
+
+// stopCapture stops once: readers drained, lost counters read, programs
+// detached (so nothing is counted lost after the recording ends).
+func (s *session) stopCapture() {
+	if s.stopped {
+		return
+	}
+	s.stopped = true
+	s.stop()
+	s.reading.Wait()
+	s.stopStatus()
+	var err error
+	if s.res.Lost, err = s.eng.Lost(); err != nil {
+		s.res.Lost = map[string]uint64{}
+	}
+	s.eng.Close()
+}
+
+// close writes what only the end knows (files gone, times, exit, CPU) and
+// closes the recording.
+func (s *session) close(user, system time.Duration) (*Result, error) {
+	if s.gone != nil {
+		s.w.Write(s.gone.gone(monoOf(time.Now())))
+	}
+	s.res.Rows = s.w.Rows()
+	end := time.Now()
+	meta := map[string]string{
+		"end_wall":        end.UTC().Format(time.RFC3339Nano),
+		"duration_ns":     fmt.Sprint(end.Sub(s.res.Started).Nanoseconds()),
+		"target_pid":      fmt.Sprint(s.res.TargetPID),
+		"exit_code":       fmt.Sprint(s.res.ExitCode),
+		"dirty_at_exit":   fmt.Sprint(s.res.DirtyAtEnd),
+		"target_end_mono": fmt.Sprint(monoOf(s.res.TargetEnd)),
+	}
+	if user+system > 0 {
+		meta["target_user_ns"] = fmt.Sprint(user.Nanoseconds())
+		meta["target_system_ns"] = fmt.Sprint(system.Nanoseconds())
+	}
+	if werr := s.w.Err(); werr != nil {
+		// The database refuses writes after its error: the end metadata and
+		// lost counts cannot be added; what was flushed stays readable.
+		s.w.Close(nil)
+		return s.res, Reported{werr}
+	}
+	var errs []error
+	if err := s.w.SetMeta(meta); err != nil {
+		errs = append(errs, err)
+	}
+	if err := s.w.Close(s.res.Lost); err != nil {
+		errs = append(errs, err)
+	}
+	if s.runErr != nil {
+		errs = append(errs, fmt.Errorf("reading events: %w", s.runErr))
+	}
+	return s.res, errors.Join(errs...)
+}
