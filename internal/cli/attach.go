@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/whyslow/whyslow/internal/recorder"
-	"github.com/whyslow/whyslow/internal/target"
 )
 
 type attachOptions struct {
@@ -45,15 +44,9 @@ a verdict with evidence, and which other processes caused its waits.`,
 }
 
 func runAttach(o attachOptions) error {
-	copts, err := o.capture.options()
+	copts, err := o.capture.preflight(nil, o.pid)
 	if err != nil {
 		return err
-	}
-	if err := needPrivileges(); err != nil {
-		return err
-	}
-	if err := target.Exists(o.pid); err != nil {
-		return withCode(ExitUsage, err)
 	}
 	keep := o.recording != ""
 	path, cleanup, err := recordingPath(o.recording)

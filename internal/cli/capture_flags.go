@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/signal"
 	"syscall"
@@ -11,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/whyslow/whyslow/internal/capture"
 	"github.com/whyslow/whyslow/internal/sysinfo"
+	"github.com/whyslow/whyslow/internal/target"
 )
 
 // captureFlags are shared by run, attach and record.
@@ -48,6 +51,33 @@ func (c *captureFlags) options() (capture.Options, error) {
 		return o, usageErr("--ring-size must be a power of two from 4K to 1G, got %q", c.ring)
 	}
 	o.EventsRingBytes = int(n)
+	return o, nil
+}
+
+// preflight checks what run, attach and record check before capture starts,
+// in the order a user fixes them: flags, privileges, then the command to run
+// (126 not executable, 127 not found) or the process to attach (2).
+func (c *captureFlags) preflight(argv []string, pid int) (capture.Options, error) {
+	o, err := c.options()
+	if err != nil {
+		return o, err
+	}
+	if err := needPrivileges(); err != nil {
+		return o, err
+	}
+	if len(argv) > 0 {
+		if _, err := target.Resolve(argv[0]); err != nil {
+			if errors.Is(err, fs.ErrPermission) {
+				return o, withCode(ExitNotExec, fmt.Errorf("%s: permission denied", argv[0]))
+			}
+			return o, withCode(ExitNotFound, fmt.Errorf("%s: command not found", argv[0]))
+		}
+	}
+	if pid != 0 {
+		if err := target.Exists(pid); err != nil {
+			return o, withCode(ExitUsage, err)
+		}
+	}
 	return o, nil
 }
 

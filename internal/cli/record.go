@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/whyslow/whyslow/internal/recorder"
-	"github.com/whyslow/whyslow/internal/target"
 )
 
 type recordOptions struct {
@@ -49,22 +48,9 @@ file is a DuckDB database (docs/trace-format.md): question it with
 }
 
 func runRecord(o recordOptions, argv []string) error {
-	copts, err := o.capture.options()
+	copts, err := o.capture.preflight(argv, o.pid)
 	if err != nil {
 		return err
-	}
-	if err := needPrivileges(); err != nil {
-		return err
-	}
-	if len(argv) > 0 {
-		if _, err := target.Resolve(argv[0]); err != nil {
-			return withCode(ExitNotFound, fmt.Errorf("%s: command not found", argv[0]))
-		}
-	}
-	if o.pid != 0 {
-		if err := target.Exists(o.pid); err != nil {
-			return withCode(ExitUsage, err)
-		}
 	}
 	ctx, stop := interruptible()
 	defer stop()

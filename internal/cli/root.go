@@ -3,14 +3,14 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"github.com/whyslow/whyslow/internal/target"
-	"golang.org/x/sys/unix"
 	"os"
 	"runtime/pprof"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/whyslow/whyslow/internal/recorder"
+	"github.com/whyslow/whyslow/internal/target"
+	"golang.org/x/sys/unix"
 )
 
 // Version is set at build time (-ldflags "-X .../cli.Version=...").

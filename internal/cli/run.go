@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/signal"
 	"syscall"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/whyslow/whyslow/internal/recorder"
-	"github.com/whyslow/whyslow/internal/target"
 )
 
 type runOptions struct {
@@ -46,18 +44,9 @@ waits. whyslow exits with the command's exit code (128+N for a signal death).`,
 }
 
 func runRun(o runOptions, argv []string) error {
-	copts, err := o.capture.options()
+	copts, err := o.capture.preflight(argv, 0)
 	if err != nil {
 		return err
-	}
-	if err := needPrivileges(); err != nil {
-		return err
-	}
-	if _, err := target.Resolve(argv[0]); err != nil {
-		if errors.Is(err, fs.ErrPermission) {
-			return withCode(ExitNotExec, fmt.Errorf("%s: permission denied", argv[0]))
-		}
-		return withCode(ExitNotFound, fmt.Errorf("%s: command not found", argv[0]))
 	}
 	if o.htmlPath != "" {
 		if _, err := os.Lstat(o.htmlPath); err == nil {
