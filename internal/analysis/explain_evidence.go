@@ -53,6 +53,16 @@ func (x *Explanation) files(s *Source, pids []uint32) error {
 		return a.Path < b.Path
 	})
 	x.FileGroups = groupFiles(x.Files)
+	// A file known only from CPU samples (the kernel's time on it, at the
+	// default level) counts in its group, but is not listed alone: no wait,
+	// no byte, no operation was seen on it.
+	listed := x.Files[:0]
+	for _, f := range x.Files {
+		if f.Ops > 0 || f.ReadBytes > 0 || f.WriteBytes > 0 {
+			listed = append(listed, f)
+		}
+	}
+	x.Files = listed
 	return nil
 }
 
