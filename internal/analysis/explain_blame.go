@@ -79,9 +79,7 @@ func (x *Explanation) blame(s *Source, pids, tids []uint32, win window) error {
 	// backing file) is counted once, on the device above.
 	q = `WITH during AS (
 	       SELECT b.* FROM disk b ASOF JOIN target_spans w ON b.ts >= w.b WHERE b.ts <= w.e AND NOT b.lower),
-	     dirtier AS (
-	       SELECT dev, ino, gen, arg_max(pid, pages) AS pid, arg_max(comm, pages) AS comm
-	       FROM dirtied GROUP BY dev, ino, gen)
+	     dirtier AS (` + dirtierSQL + `)
 	     SELECT b.op, b.pid, coalesce(b.comm, ''), d.pid, coalesce(d.comm, ''), b.path, sum(b.bytes)
 	     FROM during b LEFT JOIN dirtier d ON d.dev = b.fdev AND d.ino = b.ino AND d.gen = b.gen
 	     WHERE b.op IN ('read', 'write') AND b.bytes > 0
