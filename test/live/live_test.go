@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/whyslow/whyslow/test/harness"
-	"github.com/whyslow/whyslow/test/slowdisk"
+	"github.com/whyslow/whyslow/internal/slowdisk"
 )
 
 var bin string

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/whyslow/whyslow/test/harness"
-	"github.com/whyslow/whyslow/test/slowdisk"
+	"github.com/whyslow/whyslow/internal/slowdisk"
 )
 
 // The critical path (issue 11): each scenario in testdata/paths is first

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/whyslow/whyslow/test/harness"
-	"github.com/whyslow/whyslow/test/slowdisk"
+	"github.com/whyslow/whyslow/internal/slowdisk"
 )
 
 // Explanation errors found against peers and real programs (issue 10). Each

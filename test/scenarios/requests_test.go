@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/whyslow/whyslow/test/harness"
-	"github.com/whyslow/whyslow/test/slowdisk"
+	"github.com/whyslow/whyslow/internal/slowdisk"
 )
 
 // Requests (issue 12): real servers, started and stopped by the tests, each
