@@ -3,6 +3,7 @@ package capture
 import (
 	"net/netip"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -170,10 +171,18 @@ func TestParityBlockFlags(t *testing.T) {
 // skc_family with them, decode reads addresses by them.
 func TestParitySocketFamilies(t *testing.T) {
 	known := map[int]bool{unix.AF_UNIX: true, unix.AF_INET: true, unix.AF_INET6: true}
-	for _, m := range regexp.MustCompile(`family == (\d+)`).FindAllStringSubmatch(header(t, "whyslow.bpf.c"), -1) {
-		if n, _ := strconv.Atoi(m[1]); !known[n] {
-			t.Errorf("whyslow.bpf.c compares a family with %d, not AF_UNIX, AF_INET or AF_INET6", n)
+	sources, _ := filepath.Glob("../../bpf/*.bpf.[ch]")
+	compared := 0
+	for _, path := range sources {
+		for _, m := range regexp.MustCompile(`family == (\d+)`).FindAllStringSubmatch(header(t, filepath.Base(path)), -1) {
+			compared++
+			if n, _ := strconv.Atoi(m[1]); !known[n] {
+				t.Errorf("%s compares a family with %d, not AF_UNIX, AF_INET or AF_INET6", path, n)
+			}
 		}
+	}
+	if compared == 0 {
+		t.Error("no family comparison found in bpf/*.bpf.[ch]: has the code moved?")
 	}
 	peer := func(family uint16, raddr []byte) netip.AddrPort {
 		var w whyslowFileEvent
