@@ -16,7 +16,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/whyslow/whyslow/test/slowdisk"
+	"github.com/whyslow/whyslow/internal/slowdisk"
 )
 
 func main() { os.Exit(run()) }

@@ -76,12 +76,15 @@ const maxPathDepth = 100000
 
 // followed: waits whose waker is the cause, not an interrupt that happened to
 // run on its CPU (disk completions, timers) or the waiter itself.
-var followed = map[string]bool{"child": true, "lock": true, "ipc": true, "network": true, "other": true}
+var followed = reasonSet(func(r event.Reason) bool {
+	return r == event.ReasonChild || r == event.ReasonLock || r == event.ReasonIPC || r == event.ReasonNetwork || r == event.ReasonOther
+})
 
 // working: waits that are part of doing work, for finding who a poller
 // waited on.
-var working = map[string]bool{"runqueue": true, "disk-read": true, "disk-write": true, "dirty-throttle": true,
-	"sync": true, "network": true}
+var working = reasonSet(func(r event.Reason) bool {
+	return r == event.ReasonRunqueue || r.Disk() || r == event.ReasonNetwork
+})
 
 type pathWalker struct {
 	threads map[uint32]*pathThread

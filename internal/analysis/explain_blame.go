@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/whyslow/whyslow/internal/event"
 	"github.com/whyslow/whyslow/internal/format"
 )
 
@@ -23,7 +24,7 @@ func (x *Explanation) blame(s *Source, pids, tids []uint32, win window) error {
 	waits := `CREATE OR REPLACE TEMP TABLE target_waits AS
 	  SELECT greatest(start_ts, $b) AS b, least(ts, $e) AS e, least(ts, $e) - greatest(start_ts, $b) - least(runq_ns, least(ts, $e) - greatest(start_ts, $b)) AS ns
 	  FROM offcpu
-	  WHERE ` + in + ` AND reason IN ('disk-read','disk-write','dirty-throttle','sync') AND ts > $b AND start_ts < $e`
+	  WHERE ` + in + ` AND reason IN (` + storageReasonsSQL + `) AND ts > $b AND start_ts < $e`
 	if _, err := s.DB.Exec(waits, sql.Named("b", win.begin), sql.Named("e", win.end)); err != nil {
 		return fmt.Errorf("collecting the target's storage waits: %w", err)
 	}
@@ -78,9 +79,7 @@ func (x *Explanation) blame(s *Source, pids, tids []uint32, win window) error {
 	// backing file) is counted once, on the device above.
 	q = `WITH during AS (
 	       SELECT b.* FROM disk b ASOF JOIN target_spans w ON b.ts >= w.b WHERE b.ts <= w.e AND NOT b.lower),
-	     dirtier AS (
-	       SELECT dev, ino, gen, arg_max(pid, pages) AS pid, arg_max(comm, pages) AS comm
-	       FROM dirtied GROUP BY dev, ino, gen)
+	     dirtier AS (` + dirtierSQL + `)
 	     SELECT b.op, b.pid, coalesce(b.comm, ''), d.pid, coalesce(d.comm, ''), b.path, sum(b.bytes)
 	     FROM during b LEFT JOIN dirtier d ON d.dev = b.fdev AND d.ino = b.ino AND d.gen = b.gen
 	     WHERE b.op IN ('read', 'write') AND b.bytes > 0
@@ -205,9 +204,9 @@ func (x *Explanation) pathBlame() {
 		}
 		who := fmt.Sprintf("%s (pid %d)", format.Safe(k.comm), k.pid)
 		switch k.reason {
-		case "lock":
+		case string(event.ReasonLock):
 			b.Summary = fmt.Sprintf("%s held the lock%s that the target waited for: %s, %s of the wall time", who, on, format.Seconds(d), format.Pct(b.Share))
-		case "ipc":
+		case string(event.ReasonIPC):
 			b.Summary = fmt.Sprintf("%s was the other end of the pipe or socket%s the target waited on: %s, %s of the wall time", who, on, format.Seconds(d), format.Pct(b.Share))
 		default:
 			b.Summary = fmt.Sprintf("%s ended a wait (%s)%s of the target: %s, %s of the wall time", who, k.reason, on, format.Seconds(d), format.Pct(b.Share))

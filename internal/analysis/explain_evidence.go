@@ -212,7 +212,7 @@ func (d *DeviceUse) throttle(s *Source, dev uint32, pids []uint32, win window) e
 	in := inList("o.pid", pids)
 	q := `WITH waits AS (
 	        SELECT o.start_ts AS b, o.ts - o.runq_ns AS e FROM offcpu o
-	        WHERE ` + in + ` AND o.reason IN ('disk-read','disk-write','dirty-throttle','sync') AND o.ts > ? AND o.start_ts < ?),
+	        WHERE ` + in + ` AND o.reason IN (` + storageReasonsSQL + `) AND o.ts > ? AND o.start_ts < ?),
 	      busy AS (
 	        SELECT w.b, w.e, sum(greatest(least(r.ts, w.e) - greatest(r.insert_ts, w.b), 0)) AS at_device
 	        FROM waits w LEFT JOIN disk r ON r.dev = ? AND r.insert_ts < w.e AND r.ts > w.b

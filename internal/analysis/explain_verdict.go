@@ -10,18 +10,18 @@ import (
 )
 
 var reasonWords = map[string]string{
-	"cpu":            "on CPU",
-	"runqueue":       "waiting for a CPU (runnable, not running)",
-	"disk-read":      "waiting for disk reads",
-	"disk-write":     "waiting for disk writes",
-	"dirty-throttle": "throttled for dirtying pages faster than the disk writes them (balance_dirty_pages)",
-	"sync":           "inside fsync/sync, waiting for data to reach the disk",
-	"network":        "waiting on the network",
-	"lock":           "waiting on locks",
-	"sleep":          "sleeping (timers)",
-	"child":          "waiting for child processes",
-	"ipc":            "waiting on pipes or unix sockets",
-	"other":          "off CPU for other reasons",
+	string(event.ReasonCPU):           "on CPU",
+	string(event.ReasonRunqueue):      "waiting for a CPU (runnable, not running)",
+	string(event.ReasonDiskRead):      "waiting for disk reads",
+	string(event.ReasonDiskWrite):     "waiting for disk writes",
+	string(event.ReasonDirtyThrottle): "throttled for dirtying pages faster than the disk writes them (balance_dirty_pages)",
+	string(event.ReasonSync):          "inside fsync/sync, waiting for data to reach the disk",
+	string(event.ReasonNetwork):       "waiting on the network",
+	string(event.ReasonLock):          "waiting on locks",
+	string(event.ReasonSleep):         "sleeping (timers)",
+	string(event.ReasonChild):         "waiting for child processes",
+	string(event.ReasonIPC):           "waiting on pipes or unix sockets",
+	string(event.ReasonOther):         "off CPU for other reasons",
 }
 
 // verdict ranks the reasons on the critical path and writes the summary

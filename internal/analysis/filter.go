@@ -34,13 +34,17 @@ type cols struct {
 	commByID, pathByID bool
 }
 
+// diskCols filter block requests (the disk view): a request spans insert to
+// completion, its size is its bytes.
+var diskCols = cols{ts: "insert_ts", end: "ts", pid: "pid", tid: "tid", comm: "comm", size: "bytes", dur: "total_ns", path: "path"}
+
 var ioCols = cols{ts: "ts", end: "end_ts", pid: "pid", tid: "tid", comm: "comm", path: "path", size: "bytes", dur: "dur"}
 
 // rawCols filters syscall_raw directly, before any name is joined: sorting
 // ten million numeric rows and naming the hundred kept is far cheaper than
 // naming ten million and sorting them.
 var rawCols = cols{ts: "ts", end: "(ts + dur)", pid: "pid", tid: "tid", dur: "dur",
-	size:     "(CASE WHEN ret > 0 AND nr IN (SELECT nr FROM syscall_names WHERE class IN ('read','write','net','xfer')) THEN ret ELSE 0 END)",
+	size:     "(CASE WHEN ret > 0 AND nr IN (SELECT nr FROM syscall_names WHERE class IN (" + byteClasses + ")) THEN ret ELSE 0 END)",
 	commByID: true, pathByID: true}
 
 func (f Filter) where(c cols) (string, []any) {

@@ -79,7 +79,7 @@ func RunStats(s *Source, f Filter) (*Stats, error) {
 		return a.Count > b.Count || a.Count == b.Count && a.Class < b.Class
 	})
 
-	dwhere, dargs := f.where(cols{ts: "insert_ts", end: "ts", pid: "pid", tid: "tid", comm: "comm", size: "bytes", dur: "total_ns", path: "path"})
+	dwhere, dargs := f.where(diskCols)
 	q = `SELECT coalesce(device, (dev >> 20) || ':' || (dev & 1048575)), count(*), avg(queue_ns), max(queue_ns),
 	       avg(service_ns), quantile_disc(service_ns, 0.99), max(service_ns)
 	     FROM disk WHERE ` + dwhere + ` GROUP BY 1 ORDER BY 2 DESC`

@@ -53,17 +53,6 @@ type IfaceIO struct {
 	Sent      uint64 `json:"sent"`
 }
 
-const trafficSQL = `CASE WHEN fkind IN ('file','blockdev') THEN 'file' WHEN fkind = 'socket' THEN 'net'
-	WHEN fkind IN ('pipe','unix') THEN 'ipc' ELSE 'other' END`
-
-// readSQL and writeSQL tell reads from writes among calls that move bytes.
-const readSQL = `(class = 'read' OR name IN ('recvfrom','recvmsg'))`
-const writeSQL = `(class = 'write' OR name IN ('sendto','sendmsg'))`
-
-// byteClasses are the syscall classes whose return value is bytes moved (the
-// io view's bytes column).
-const byteClasses = `'read','write','net','xfer'`
-
 // RunUsage computes usage under a filter.
 func RunUsage(s *Source, f Filter) (*Usage, error) {
 	u := &Usage{Exact: s.Full()}
@@ -121,9 +110,9 @@ func RunUsage(s *Source, f Filter) (*Usage, error) {
 	}
 	rows.Close()
 
-	bwhere, bargs := f.where(cols{ts: "insert_ts", end: "ts", pid: "pid", tid: "tid", comm: "comm", size: "bytes", dur: "total_ns", path: "path"})
+	bwhere, bargs := f.where(diskCols)
 	q = `WITH b AS (SELECT * FROM disk WHERE ` + bwhere + `),
-	     dirtier AS (SELECT dev, ino, gen, arg_max(pid, pages) AS pid, arg_max(comm, pages) AS comm FROM dirtied GROUP BY dev, ino, gen),
+	     dirtier AS (` + dirtierSQL + `),
 	     issued AS (SELECT pid, arg_max(comm, ts) AS comm, sum(CASE WHEN op = 'read' THEN bytes ELSE 0 END) AS r,
 	                       sum(CASE WHEN op = 'write' THEN bytes ELSE 0 END) AS w FROM b GROUP BY pid),
 	     charged AS (SELECT coalesce(d.pid, b.pid) AS pid, arg_max(coalesce(d.comm, b.comm), b.ts) AS comm, sum(b.bytes) AS c

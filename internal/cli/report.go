@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/whyslow/whyslow/internal/analysis"
-	"github.com/whyslow/whyslow/internal/format"
 	"github.com/whyslow/whyslow/internal/output"
 	"github.com/whyslow/whyslow/internal/store"
 )
@@ -84,18 +83,6 @@ func (f *filterFlags) filter(src *analysis.Source) (analysis.Filter, error) {
 	}
 	out.Min, out.Max = f.min, f.max
 	return out, nil
-}
-
-// parseSize reads a --minsize/--maxsize value; empty is -1 (no limit).
-func parseSize(s string) (int64, error) {
-	if s == "" {
-		return -1, nil
-	}
-	n, err := format.ParseSize(s)
-	if err != nil {
-		return 0, withCode(ExitUsage, err)
-	}
-	return n, nil
 }
 
 func openSource(path string) (*analysis.Source, func(), error) {

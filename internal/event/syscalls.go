@@ -1,5 +1,7 @@
 package event
 
+import "strings"
+
 // Class groups syscalls the way the analyses report them. The numbers match
 // CLS_* in bpf/syscalls.h.
 type Class uint8
@@ -26,6 +28,24 @@ func (c Class) String() string {
 		return classNames[c]
 	}
 	return "none"
+}
+
+// MovesBytes reports whether a call of the class returns the bytes it moved
+// (its return value counts as I/O in the io view and the analyses).
+func (c Class) MovesBytes() bool {
+	return c == ClassRead || c == ClassWrite || c == ClassNet || c == ClassXfer
+}
+
+// ByteClassesSQL is the SQL list of the classes that move bytes, for
+// `class IN (...)`: our own fixed words, never input.
+func ByteClassesSQL() string {
+	var q []string
+	for c := ClassRead; int(c) < len(classNames); c++ {
+		if c.MovesBytes() {
+			q = append(q, "'"+c.String()+"'")
+		}
+	}
+	return strings.Join(q, ",")
 }
 
 // ClassByName is the inverse of String.

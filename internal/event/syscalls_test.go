@@ -4,6 +4,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -54,5 +55,17 @@ func TestClassNames(t *testing.T) {
 	}
 	if SyscallName(-1) != "" || SyscallName(1) != "write" || SyscallName(999) != "syscall_999" {
 		t.Error("SyscallName")
+	}
+}
+
+// The classes that move bytes are listed in SQL exactly once each, and only
+// those: the io view's bytes column and the analyses read from this list.
+func TestByteClassesSQL(t *testing.T) {
+	list := ByteClassesSQL()
+	for c := ClassRead; c <= ClassUnlink; c++ {
+		n := strings.Count(list, "'"+c.String()+"'")
+		if c.MovesBytes() && n != 1 || !c.MovesBytes() && n != 0 {
+			t.Errorf("class %s appears %d times in %s", c, n, list)
+		}
 	}
 }

@@ -41,14 +41,41 @@ func TestUnits(t *testing.T) {
 }
 
 func TestParseSize(t *testing.T) {
-	for in, want := range map[string]int64{"4096": 4096, "4k": 4096, "1M": 1 << 20, "2g": 2 << 30, "0": 0} {
-		if got, err := ParseSize(in); err != nil || got != want {
-			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+	for _, c := range []struct {
+		in    string
+		limit bool // through ParseSizeLimit
+		want  int64
+		bad   bool
+	}{
+		{in: "4096", want: 4096},
+		{in: "4k", want: 4096},
+		{in: "4K", want: 4096},
+		{in: "1M", want: 1 << 20},
+		{in: "2g", want: 2 << 30},
+		{in: "0", want: 0},
+		{in: "8589934591G", want: 8589934591 << 30},
+		{in: "", bad: true},
+		{in: "k", bad: true},
+		{in: "-1", bad: true},
+		{in: "1.5M", bad: true},
+		{in: "lots", bad: true},
+		{in: "4 k", bad: true},
+		{in: "8589934592G", bad: true}, // 2^63 bytes: does not fit
+		{in: "9223372036854775807k", bad: true},
+		{in: "", limit: true, want: NoLimit},
+		{in: "1k", limit: true, want: 1024},
+		{in: "-1", limit: true, bad: true},
+	} {
+		parse := ParseSize
+		if c.limit {
+			parse = ParseSizeLimit
 		}
-	}
-	for _, bad := range []string{"", "k", "-1", "1.5M", "lots"} {
-		if _, err := ParseSize(bad); err == nil {
-			t.Errorf("ParseSize(%q) should fail", bad)
+		got, err := parse(c.in)
+		switch {
+		case c.bad && err == nil:
+			t.Errorf("%q (limit %v) = %d, want an error", c.in, c.limit, got)
+		case !c.bad && (err != nil || got != c.want):
+			t.Errorf("%q (limit %v) = %d, %v; want %d", c.in, c.limit, got, err, c.want)
 		}
 	}
 }

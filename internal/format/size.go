@@ -2,6 +2,7 @@ package format
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -21,8 +22,19 @@ func ParseSize(s string) (int64, error) {
 		num = s[:len(s)-1]
 	}
 	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || n < 0 {
+	if err != nil || n < 0 || n > math.MaxInt64/mult {
 		return 0, fmt.Errorf("bad size %q: want bytes, e.g. 4096, 4k, 1M", s)
 	}
 	return n * mult, nil
+}
+
+// NoLimit is what ParseSizeLimit returns for an empty value.
+const NoLimit = -1
+
+// ParseSizeLimit reads a size bound (--minsize, --maxsize): empty is NoLimit.
+func ParseSizeLimit(s string) (int64, error) {
+	if s == "" {
+		return NoLimit, nil
+	}
+	return ParseSize(s)
 }

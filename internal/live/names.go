@@ -2,8 +2,6 @@ package live
 
 import (
 	"fmt"
-	"os"
-	"strings"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -66,7 +64,7 @@ func newNames() *names {
 	files, _ := lru.New[fileKey, fileName](maxFiles)
 	dirtiers, _ := lru.New[fileKey, uint32](maxFiles)
 	return &names{procs: procs, threads: threads, files: files, dirtiers: dirtiers,
-		devices: map[uint32]string{}, sys: sysinfo.FS{Root: "/"}, cgroupOf: capture.CgroupOf, commOf: procComm}
+		devices: map[uint32]string{}, sys: sysinfo.FS{Root: "/"}, cgroupOf: capture.CgroupOf, commOf: sysinfo.FS{Root: "/"}.Comm}
 }
 
 func (n *names) noteThread(pid, tid uint32, comm string) {
@@ -183,13 +181,4 @@ func (n *names) device(dev uint32) string {
 	}
 	maj, min := event.Dev(dev)
 	return fmt.Sprintf("%d:%d", maj, min)
-}
-
-// procComm reads a process's command name from /proc ("" when it is gone).
-func procComm(pid uint32) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSuffix(string(b), "\n")
 }

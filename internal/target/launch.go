@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/procfs"
+	"github.com/whyslow/whyslow/internal/sysinfo"
 )
 
 // ErrNotFound is a command that could not be found or started (exit 127, as a shell).
@@ -120,16 +120,7 @@ func Resolve(name string) (string, error) {
 }
 
 // ProcCPUTime reads a live process's user and system time (its own and its
-// reaped children's) from /proc through procfs.
+// reaped children's) from this machine's /proc.
 func ProcCPUTime(pid int) (user, system time.Duration, ok bool) {
-	p, err := procfs.NewProc(pid)
-	if err != nil {
-		return 0, 0, false
-	}
-	st, err := p.Stat()
-	if err != nil {
-		return 0, 0, false
-	}
-	tick := time.Second / 100 // USER_HZ
-	return time.Duration(st.UTime+uint(st.CUTime)) * tick, time.Duration(st.STime+uint(st.CSTime)) * tick, true
+	return sysinfo.FS{Root: "/"}.ProcCPUTime(pid)
 }

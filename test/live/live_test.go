@@ -21,8 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/whyslow/whyslow/internal/slowdisk"
 	"github.com/whyslow/whyslow/test/harness"
-	"github.com/whyslow/whyslow/test/slowdisk"
 )
 
 var bin string

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/whyslow/whyslow/internal/slowdisk"
 	"github.com/whyslow/whyslow/test/harness"
-	"github.com/whyslow/whyslow/test/slowdisk"
 )
 
 // The critical path (issue 11): each scenario in testdata/paths is first

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/whyslow/whyslow/internal/slowdisk"
 	"github.com/whyslow/whyslow/test/harness"
-	"github.com/whyslow/whyslow/test/slowdisk"
 )
 
 // Explanation errors found against peers and real programs (issue 10). Each

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/whyslow/whyslow/internal/slowdisk"
 	"github.com/whyslow/whyslow/test/harness"
-	"github.com/whyslow/whyslow/test/slowdisk"
 )
 
 // Requests (issue 12): real servers, started and stopped by the tests, each

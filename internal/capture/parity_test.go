@@ -1,0 +1,205 @@
+package capture
+
+import (
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/whyslow/whyslow/internal/event"
+)
+
+// The numbers the kernel side writes and the Go side reads are typed out in
+// both languages (bpf2go generates structs, not enums nobody's BTF holds).
+// These tests read bpf/whyslow.h and hold the Go side to it.
+
+func header(t *testing.T, name string) string {
+	t.Helper()
+	src, err := os.ReadFile("../../bpf/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(src)
+}
+
+// cEnum returns the members of `enum name { ... }` by value.
+func cEnum(t *testing.T, src, name string) map[string]int {
+	t.Helper()
+	body := regexp.MustCompile(`(?s)enum ` + name + ` \{(.*?)\};`).FindStringSubmatch(src)
+	if body == nil {
+		t.Fatalf("enum %s not found", name)
+	}
+	out := map[string]int{}
+	for _, m := range regexp.MustCompile(`(\w+) = (-?\d+)`).FindAllStringSubmatch(body[1], -1) {
+		out[m[1]], _ = strconv.Atoi(m[2])
+	}
+	if len(out) == 0 {
+		t.Fatalf("enum %s has no members", name)
+	}
+	return out
+}
+
+// cDefine returns the value of `#define name N`.
+func cDefine(t *testing.T, src, name string) int {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^#define ` + name + `\s+(-?\d+)`).FindStringSubmatch(src)
+	if m == nil {
+		t.Fatalf("#define %s not found", name)
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+func TestParityEventKinds(t *testing.T) {
+	want := cEnum(t, header(t, "whyslow.h"), "event_kind")
+	goKinds := map[string]int{"EV_SYSCALL": evSyscall, "EV_FILE": evFile, "EV_OFFCPU": evOffCPU,
+		"EV_BLOCK": evBlock, "EV_THROTTLE": evThrottle, "EV_WRITEBACK": evWriteback, "EV_FORK": evFork,
+		"EV_EXEC": evExec, "EV_EXIT": evExit, "EV_URING": evUring, "EV_UNLINK": evUnlink,
+		"EV_PAYLOAD": evPayload, "EV_SAMPLE": evSample}
+	for name, v := range want {
+		if g, ok := goKinds[name]; !ok || g != v {
+			t.Errorf("%s = %d in C, Go has %d (present %v)", name, v, g, ok)
+		}
+	}
+	if len(goKinds) != len(want) {
+		t.Errorf("C has %d event kinds, Go %d", len(want), len(goKinds))
+	}
+	// Every kind the C side sends, decode knows: an unknown kind is an error.
+	for name, v := range want {
+		raw := make([]byte, 4096)
+		raw[kindOffset] = byte(v)
+		if _, err := newDecoder().decode(raw); err != nil {
+			t.Errorf("%s (%d) does not decode: %v", name, v, err)
+		}
+	}
+}
+
+func TestParityLostSources(t *testing.T) {
+	want := cEnum(t, header(t, "whyslow.h"), "lost_source")
+	if want["LOST_NR"] != len(LostSources) {
+		t.Errorf("LOST_NR = %d, LostSources has %d", want["LOST_NR"], len(LostSources))
+	}
+	// Go names a source by its C name, lowercased, except where it says more.
+	goName := map[string]string{"agg": "aggregate"}
+	for name, v := range want {
+		if name == "LOST_NR" {
+			continue
+		}
+		c := strings.ToLower(strings.TrimPrefix(name, "LOST_"))
+		if g, ok := goName[c]; ok {
+			c = g
+		}
+		if v < 0 || v >= len(LostSources) || LostSources[v] != c {
+			t.Errorf("%s = %d: LostSources does not name it %q there", name, v, c)
+		}
+	}
+}
+
+func TestParityFileKinds(t *testing.T) {
+	want := cEnum(t, header(t, "whyslow.h"), "file_kind")
+	goKinds := map[string]event.FileKind{"FK_UNKNOWN": event.KindUnknown, "FK_REG": event.KindRegular,
+		"FK_DIR": event.KindDir, "FK_CHR": event.KindChar, "FK_BLK": event.KindBlock, "FK_FIFO": event.KindPipe,
+		"FK_SOCK_INET": event.KindSocketInet, "FK_SOCK_UNIX": event.KindSocketUnix,
+		"FK_SOCK_OTHER": event.KindSocketOther, "FK_LNK": event.KindSymlink, "FK_ANON": event.KindAnon}
+	for name, v := range want {
+		if g, ok := goKinds[name]; !ok || int(g) != v {
+			t.Errorf("%s = %d in C, Go has %d (present %v)", name, v, g, ok)
+		}
+	}
+	if len(event.FileKinds()) != len(want) {
+		t.Errorf("C has %d file kinds, event.FileKinds %d", len(want), len(event.FileKinds()))
+	}
+}
+
+func TestParityStackDepth(t *testing.T) {
+	if n := cDefine(t, header(t, "whyslow.h"), "STACK_DEPTH"); n != stackDepth {
+		t.Errorf("STACK_DEPTH = %d, stackDepth %d", n, stackDepth)
+	}
+}
+
+// The flag bits are checked by what decode makes of each, set alone.
+func TestParityFileFlags(t *testing.T) {
+	src := header(t, "whyslow.h")
+	file := func(flags int) *event.File {
+		var w whyslowFileEvent
+		w.H = whyslowHdr{Kind: evFile}
+		w.F = whyslowFileRef{Ino: 5, Kind: uint32(event.KindRegular)}
+		w.Names[0][0] = 'x'
+		w.Depth = 1
+		w.Flags = uint16(flags)
+		return mustFile(t, wire(t, w))
+	}
+	if f := file(cDefine(t, src, "FILEF_NO_MOUNT")); !strings.HasPrefix(f.Path, relativePrefix) || f.Deleted || f.Truncated {
+		t.Errorf("FILEF_NO_MOUNT decoded as %+v", f)
+	}
+	if f := file(cDefine(t, src, "FILEF_DELETED")); !f.Deleted || f.Truncated || f.Path != "/x" {
+		t.Errorf("FILEF_DELETED decoded as %+v", f)
+	}
+	if f := file(cDefine(t, src, "FILEF_TRUNCATED")); !f.Truncated || f.Deleted || f.Path != "/x" {
+		t.Errorf("FILEF_TRUNCATED decoded as %+v", f)
+	}
+}
+
+func TestParityBlockFlags(t *testing.T) {
+	src := header(t, "whyslow.h")
+	block := func(flags int) *event.Block {
+		w := whyslowBlockEvent{Rflags: uint32(flags)}
+		w.H = whyslowHdr{Kind: evBlock}
+		ev, err := newDecoder().decode(wire(t, w))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev.(*event.Block)
+	}
+	if b := block(cDefine(t, src, "BLKF_SYNC")); !b.Sync || b.Meta || b.FUA {
+		t.Errorf("BLKF_SYNC decoded as %+v", b)
+	}
+	if b := block(cDefine(t, src, "BLKF_META")); b.Sync || !b.Meta || b.FUA {
+		t.Errorf("BLKF_META decoded as %+v", b)
+	}
+	if b := block(cDefine(t, src, "BLKF_FUA")); b.Sync || b.Meta || !b.FUA {
+		t.Errorf("BLKF_FUA decoded as %+v", b)
+	}
+}
+
+// Socket families are the kernel's AF_* numbers: the C side compares
+// skc_family with them, decode reads addresses by them.
+func TestParitySocketFamilies(t *testing.T) {
+	known := map[int]bool{unix.AF_UNIX: true, unix.AF_INET: true, unix.AF_INET6: true}
+	sources, _ := filepath.Glob("../../bpf/*.bpf.[ch]")
+	compared := 0
+	for _, path := range sources {
+		for _, m := range regexp.MustCompile(`family == (\d+)`).FindAllStringSubmatch(header(t, filepath.Base(path)), -1) {
+			compared++
+			if n, _ := strconv.Atoi(m[1]); !known[n] {
+				t.Errorf("%s compares a family with %d, not AF_UNIX, AF_INET or AF_INET6", path, n)
+			}
+		}
+	}
+	if compared == 0 {
+		t.Error("no family comparison found in bpf/*.bpf.[ch]: has the code moved?")
+	}
+	peer := func(family uint16, raddr []byte) netip.AddrPort {
+		var w whyslowFileEvent
+		w.H = whyslowHdr{Kind: evFile}
+		w.F = whyslowFileRef{Ino: 5, Kind: uint32(event.KindSocketInet)}
+		w.Family, w.Rport = family, 80
+		copy(w.Raddr[:], raddr)
+		return mustFile(t, wire(t, w)).Peer
+	}
+	if p := peer(unix.AF_INET, []byte{10, 0, 0, 1}); p != netip.MustParseAddrPort("10.0.0.1:80") {
+		t.Errorf("AF_INET peer %v", p)
+	}
+	v6 := netip.MustParseAddr("2001:db8::1").As16()
+	if p := peer(unix.AF_INET6, v6[:]); p != netip.MustParseAddrPort("[2001:db8::1]:80") {
+		t.Errorf("AF_INET6 peer %v", p)
+	}
+	if p := peer(unix.AF_UNIX, []byte{10, 0, 0, 1}); p.IsValid() {
+		t.Errorf("AF_UNIX has a peer address %v", p)
+	}
+}
