@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unsafe"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/whyslow/whyslow/internal/event"
 )
 
@@ -28,6 +30,18 @@ const (
 
 	// PayloadLen is PAYLOAD_LEN: the most of a request's first bytes taken.
 	PayloadLen = len(whyslowPayloadEvent{}.Data)
+)
+
+// Flag bits of file_event.flags (FILEF_*) and block_event.rflags (BLKF_*),
+// from bpf/whyslow.h.
+const (
+	fileNoMount   = 1
+	fileDeleted   = 2
+	fileTruncated = 4
+
+	blockSync = 1
+	blockMeta = 2
+	blockFUA  = 4
 )
 
 const kindOffset = unsafe.Offsetof(whyslowHdr{}.Kind)
@@ -129,8 +143,8 @@ func (d *decoder) decode(raw []byte) (event.Event, error) {
 			return nil, err
 		}
 		return &event.Block{Header: d.hdr(&w.H), InsertTime: w.InsertTs, IssueTime: w.IssueTs, Sector: w.Sector,
-			Bytes: w.Bytes, Dev: w.Dev, Op: event.BlockOp(w.Op), Sync: w.Rflags&1 != 0, Meta: w.Rflags&2 != 0,
-			FUA: w.Rflags&4 != 0, Error: w.Error, File: fileRef(w.F)}, nil
+			Bytes: w.Bytes, Dev: w.Dev, Op: event.BlockOp(w.Op), Sync: w.Rflags&blockSync != 0,
+			Meta: w.Rflags&blockMeta != 0, FUA: w.Rflags&blockFUA != 0, Error: w.Error, File: fileRef(w.F)}, nil
 	case evThrottle:
 		w, err := as[whyslowThrottleEvent](raw)
 		if err != nil {
@@ -199,24 +213,24 @@ func (d *decoder) decode(raw []byte) (event.Event, error) {
 
 func (d *decoder) file(w *whyslowFileEvent) *event.File {
 	f := &event.File{Header: d.hdr(&w.H), Ref: fileRef(w.F), Size: w.Size,
-		Deleted: w.Flags&2 != 0, Truncated: w.Flags&4 != 0}
+		Deleted: w.Flags&fileDeleted != 0, Truncated: w.Flags&fileTruncated != 0}
 	depth := min(int(w.Depth), len(w.Names))
 	parts := make([]string, 0, depth)
 	for i := depth - 1; i >= 0; i-- {
 		parts = append(parts, cString(int8s(w.Names[i][:])))
 	}
 	f.Path = "/" + strings.Join(parts, "/")
-	if w.Flags&1 != 0 {
+	if w.Flags&fileNoMount != 0 {
 		f.Path = relativePrefix + f.Path // completed with the mount point by the resolver
 	}
 	if depth == 0 {
 		f.Path = anonName(f.Ref)
 	}
 	switch w.Family {
-	case 2:
+	case unix.AF_INET:
 		f.Local = netip.AddrPortFrom(netip.AddrFrom4([4]byte(w.Laddr[:4])), w.Lport)
 		f.Peer = netip.AddrPortFrom(netip.AddrFrom4([4]byte(w.Raddr[:4])), w.Rport)
-	case 10:
+	case unix.AF_INET6:
 		f.Local = netip.AddrPortFrom(netip.AddrFrom16(w.Laddr).Unmap(), w.Lport)
 		f.Peer = netip.AddrPortFrom(netip.AddrFrom16(w.Raddr).Unmap(), w.Rport)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/whyslow/whyslow/internal/event"
+	"github.com/whyslow/whyslow/internal/sysinfo"
 )
 
 // Sink receives batches of events. It is called from one goroutine at a time.
@@ -142,7 +143,7 @@ func (e *Engine) read(ctx context.Context, rd *ringbuf.Reader, out chan<- []even
 				case *event.File:
 					e.resolver.complete(v)
 				case *event.Exec:
-					v.Cgroup = cgroupOf(v.PID) // read now, while the process is surely there
+					v.Cgroup = sysinfo.FS{Root: "/"}.Cgroup(v.PID) // read now, while the process is surely there
 				}
 				batch = append(batch, ev)
 				if x := dec.takeExtra(); x != nil {

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
-	"github.com/whyslow/whyslow/internal/capture"
 	"github.com/whyslow/whyslow/internal/event"
 	"github.com/whyslow/whyslow/internal/format"
 	"github.com/whyslow/whyslow/internal/sysinfo"
@@ -24,7 +23,7 @@ type names struct {
 	// does not make every frame list it again.
 	devicesRead time.Time
 	sys         sysinfo.FS
-	// cgroupOf reads a process's cgroup path (capture.CgroupOf; tests replace it).
+	// cgroupOf reads a process's cgroup path (sysinfo.FS.Cgroup; tests replace it).
 	cgroupOf func(pid uint32) string
 	commOf   func(pid uint32) string
 }
@@ -64,7 +63,7 @@ func newNames() *names {
 	files, _ := lru.New[fileKey, fileName](maxFiles)
 	dirtiers, _ := lru.New[fileKey, uint32](maxFiles)
 	return &names{procs: procs, threads: threads, files: files, dirtiers: dirtiers,
-		devices: map[uint32]string{}, sys: sysinfo.FS{Root: "/"}, cgroupOf: capture.CgroupOf, commOf: sysinfo.FS{Root: "/"}.Comm}
+		devices: map[uint32]string{}, sys: sysinfo.FS{Root: "/"}, cgroupOf: sysinfo.FS{Root: "/"}.Cgroup, commOf: sysinfo.FS{Root: "/"}.Comm}
 }
 
 func (n *names) noteThread(pid, tid uint32, comm string) {

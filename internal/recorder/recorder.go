@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/procfs"
 	"github.com/whyslow/whyslow/internal/capture"
 	"github.com/whyslow/whyslow/internal/sysinfo"
 	"golang.org/x/sys/unix"
@@ -120,29 +119,6 @@ func monoOf(t time.Time) uint64 {
 	return uint64(ts.Nano() - time.Since(t).Nanoseconds())
 }
 
-// descendants lists a running process's descendants, so that attach follows
-// children started before it.
-func descendants(pid int) []int {
-	procs, err := procfs.AllProcs()
-	if err != nil {
-		return nil
-	}
-	children := map[int][]int{}
-	for _, p := range procs {
-		if st, err := p.Stat(); err == nil {
-			children[st.PPID] = append(children[st.PPID], p.PID)
-		}
-	}
-	var out []int
-	for queue := []int{pid}; len(queue) > 0; queue = queue[1:] {
-		for _, c := range children[queue[0]] {
-			out = append(out, c)
-			queue = append(queue, c)
-		}
-	}
-	return out
-}
-
 // waitExit returns when pid has exited (or ctx ends): a pidfd becomes readable then.
 func waitExit(ctx context.Context, pid int) {
 	fd, err := unix.PidfdOpen(pid, 0)
@@ -166,7 +142,7 @@ func lingerForWriteback(ctx context.Context, limit time.Duration) {
 	deadline := time.After(limit)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
-	for dirtyBytes() > 256<<10 {
+	for (sysinfo.FS{Root: "/"}).DirtyBytes() > 256<<10 {
 		select {
 		case <-deadline:
 			return
@@ -175,19 +151,6 @@ func lingerForWriteback(ctx context.Context, limit time.Duration) {
 		case <-tick.C:
 		}
 	}
-}
-
-// dirtyBytes is Dirty + Writeback from /proc/meminfo.
-func dirtyBytes() uint64 {
-	fs, err := procfs.NewDefaultFS()
-	if err != nil {
-		return 0
-	}
-	mi, err := fs.Meminfo()
-	if err != nil || mi.DirtyBytes == nil || mi.WritebackBytes == nil {
-		return 0
-	}
-	return *mi.DirtyBytes + *mi.WritebackBytes
 }
 
 func absPath(p string) string {
