@@ -158,6 +158,11 @@ func (x *Explanation) kernelCPU(s *Source, pids []uint32) error {
 	        SELECT n.class, sum(o.off_ns) AS ns FROM target_offcpu o JOIN syscall_names n ON n.name = o.syscall GROUP BY 1)
 	      SELECT i.class, greatest(sum(i.ns) - coalesce(any_value(off.ns), 0), 0)
 	      FROM inside i LEFT JOIN off USING (class) WHERE i.class IS NOT NULL GROUP BY i.class`
+	return x.kernelCPUFrom(s, q)
+}
+
+// kernelCPUFrom fills kernel_cpu_s from a query of (class, ns) rows.
+func (x *Explanation) kernelCPUFrom(s *Source, q string) error {
 	rows, err := s.DB.Query(q)
 	if err != nil {
 		return fmt.Errorf("splitting kernel time: %w", err)
@@ -191,20 +196,5 @@ func (x *Explanation) sampledKernelCPU(s *Source, in string) error {
 	q := `SELECT n.class, sum(w.ns) FROM samples s JOIN (` + sampleWeights(in) + `) w USING (tid)
 	      JOIN syscall_names n ON n.nr = s.syscall_nr
 	      WHERE s.` + in + ` AND NOT s.user AND n.class IS NOT NULL AND n.class <> 'none' GROUP BY n.class`
-	rows, err := s.DB.Query(q)
-	if err != nil {
-		return fmt.Errorf("splitting kernel time by samples: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var class string
-		var ns float64
-		if err := rows.Scan(&class, &ns); err != nil {
-			return err
-		}
-		if ns > 0 {
-			x.Time.KernelCPUS[class] = ns / 1e9
-		}
-	}
-	return rows.Err()
+	return x.kernelCPUFrom(s, q)
 }

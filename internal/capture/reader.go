@@ -120,16 +120,7 @@ func (e *Engine) read(ctx context.Context, rd *ringbuf.Reader, out chan<- []even
 	flushAt := time.Now().Add(batchWait)
 	stopping := false
 	rd.SetDeadline(flushAt)
-	// Stopping must not wait out the batch deadline: wake the reader at once.
-	stopped := make(chan struct{})
-	defer close(stopped)
-	go func() {
-		select {
-		case <-ctx.Done():
-			rd.Flush()
-		case <-stopped:
-		}
-	}()
+	defer flushOnStop(ctx, rd)()
 	for {
 		if ctx.Err() != nil && !stopping {
 			stopping = true
@@ -175,4 +166,19 @@ func (e *Engine) read(ctx context.Context, rd *ringbuf.Reader, out chan<- []even
 			return nil
 		}
 	}
+}
+
+// flushOnStop wakes a reader blocked in ReadInto as soon as ctx ends, so that
+// stopping does not wait out the batch deadline; call the returned function
+// when the reader is done.
+func flushOnStop(ctx context.Context, rd *ringbuf.Reader) (done func()) {
+	stopped := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			rd.Flush()
+		case <-stopped:
+		}
+	}()
+	return func() { close(stopped) }
 }

@@ -75,15 +75,7 @@ func (e *Engine) fill(ctx context.Context, rd *ringbuf.Reader, s *spool) error {
 	var rec ringbuf.Record
 	stopping := false
 	rd.SetDeadline(time.Now().Add(batchWait))
-	stopped := make(chan struct{})
-	defer close(stopped)
-	go func() {
-		select {
-		case <-ctx.Done():
-			rd.Flush()
-		case <-stopped:
-		}
-	}()
+	defer flushOnStop(ctx, rd)()
 	for {
 		if ctx.Err() != nil && !stopping {
 			stopping = true

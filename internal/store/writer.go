@@ -285,11 +285,8 @@ func (w *Writer) append(ev event.Event) error {
 		return w.row("files", e.Time, e.Ref.Dev, e.Ref.Ino, e.Ref.Gen, e.Ref.Kind.String(), e.Path, e.Deleted, e.Truncated, e.Size,
 			addr(e.Local.String(), e.Local.IsValid()), addr(e.Peer.String(), e.Peer.IsValid() && e.Peer.Port() != 0))
 	case *event.OffCPU:
-		if e.StackID >= 0 && !w.stacks[e.StackID] && e.Stack != nil {
-			w.stacks[e.StackID] = true
-			if err := w.row("stacks", e.StackID, e.Stack); err != nil {
-				return err
-			}
+		if err := w.stack(e.StackID, e.Stack); err != nil {
+			return err
 		}
 		cid, err := w.commID(w.comm(&e.Header))
 		if err != nil {
@@ -321,11 +318,8 @@ func (w *Writer) append(ev event.Event) error {
 	case *event.Exec:
 		return w.row("execs", e.Time, e.PID, e.TID, w.comm(&e.Header), e.PPID, e.Filename, nonNil(e.Args), e.Cgroup)
 	case *event.Sample:
-		if e.StackID >= 0 && !w.stacks[e.StackID] && e.Stack != nil {
-			w.stacks[e.StackID] = true
-			if err := w.row("stacks", e.StackID, e.Stack); err != nil {
-				return err
-			}
+		if err := w.stack(e.StackID, e.Stack); err != nil {
+			return err
 		}
 		cid, err := w.commID(w.comm(&e.Header))
 		if err != nil {
@@ -346,6 +340,15 @@ func (w *Writer) append(ev event.Event) error {
 		return w.row("uring", e.Time, e.Dur, e.PID, e.TID, e.Comm, e.Opcode, e.Res, e.UserData, e.FD, e.File.Dev, e.File.Ino, e.File.Gen, e.File.Kind.String())
 	}
 	return nil
+}
+
+// stack writes a kernel stack the first time its id is met.
+func (w *Writer) stack(id int32, frames []string) error {
+	if id < 0 || w.stacks[id] || frames == nil {
+		return nil
+	}
+	w.stacks[id] = true
+	return w.row("stacks", id, frames)
 }
 
 func nonNil(s []string) []string {
