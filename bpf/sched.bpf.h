@@ -55,14 +55,7 @@ static __always_inline void emit_wait(struct task_struct *task, __u32 pid, __u32
 		count_lost(LOST_SYSCALL);
 		return;
 	}
-	e->h.ts = s->ts;
-	e->h.pid = pid;
-	e->h.tid = tid;
-	e->h.kind = EV_SYSCALL;
-	e->h.cpu = bpf_get_smp_processor_id();
-	e->h._pad = 0;
-	e->h.cgroup = 0;
-	BPF_CORE_READ_STR_INTO(&e->h.comm, task, comm);
+	fill_hdr_of(&e->h, EV_SYSCALL, s->ts, task, pid, tid);
 	e->dur = now - s->ts;
 	e->ret = 0;
 	e->req = s->req;
@@ -210,14 +203,7 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 			bpf_map_delete_elem(&offcpu_start, &next_tid);
 			return 0;
 		}
-		e->h.ts = now;
-		e->h.pid = next_tgid;
-		e->h.tid = next_tid;
-		e->h.kind = EV_OFFCPU;
-		e->h.cpu = bpf_get_smp_processor_id();
-		e->h._pad = 0;
-		e->h.cgroup = 0;
-		BPF_CORE_READ_STR_INTO(&e->h.comm, next, comm);
+		fill_hdr_of(&e->h, EV_OFFCPU, now, next, next_tgid, next_tid);
 		e->off_ns = now - s->ts;
 		e->state = s->state;
 		e->stack_id = s->stack_id;

@@ -311,6 +311,21 @@ static __always_inline void fill_hdr(struct hdr *h, __u8 kind)
 	bpf_get_current_comm(h->comm, sizeof(h->comm));
 }
 
+/* The header of an event about a task that is not the current one (the one
+ * switched in), at ts. */
+static __always_inline void fill_hdr_of(struct hdr *h, __u8 kind, __u64 ts, struct task_struct *task,
+					__u32 pid, __u32 tid)
+{
+	h->ts = ts;
+	h->pid = pid;
+	h->tid = tid;
+	h->kind = kind;
+	h->cpu = bpf_get_smp_processor_id();
+	h->_pad = 0;
+	h->cgroup = 0;
+	BPF_CORE_READ_STR_INTO(&h->comm, task, comm);
+}
+
 #include "file.bpf.h"
 #include "hist.bpf.h"
 #include "syscall.bpf.h"
