@@ -139,15 +139,18 @@ func Open(opts Options) (*Engine, error) {
 	if opts.Flavour != "" {
 		flavours = []string{opts.Flavour}
 	}
-	// The kernel's BTF (for CO-RE) and our object parse at the same time.
+	// The kernel's BTF and our object parse at the same time. One cache
+	// serves CO-RE relocations, tp_btf targets and kfuncs: without it the
+	// loader decodes the kernel's BTF a second time (~30 ms and ~20 MiB).
+	types := btf.NewCache()
 	kernel := make(chan *btf.Spec, 1)
 	go func() {
-		spec, _ := btf.LoadKernelSpec() // on error, the loader finds it itself and says why
+		spec, _ := types.Kernel() // on error, the loader finds it itself and says why
 		kernel <- spec
 	}()
 	var errs []error
 	for _, fl := range flavours {
-		e, err := open(opts, fl, kernel)
+		e, err := open(opts, fl, kernel, types)
 		if err == nil {
 			return e, nil
 		}
@@ -156,7 +159,7 @@ func Open(opts Options) (*Engine, error) {
 	return nil, errors.Join(errs...)
 }
 
-func open(opts Options, flavour string, kernel chan *btf.Spec) (*Engine, error) {
+func open(opts Options, flavour string, kernel chan *btf.Spec, types *btf.Cache) (*Engine, error) {
 	spec, err := loadWhyslow()
 	if err != nil {
 		return nil, fmt.Errorf("loading BPF spec: %w", err)
@@ -197,7 +200,7 @@ func open(opts Options, flavour string, kernel chan *btf.Spec) (*Engine, error) 
 	if opts.MetaRingBytes > 0 {
 		spec.Maps["meta"].MaxEntries = uint32(opts.MetaRingBytes)
 	}
-	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: kernelTypes}})
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: kernelTypes}, Cache: types})
 	if err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {

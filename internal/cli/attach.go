@@ -57,7 +57,7 @@ func runAttach(o attachOptions) error {
 	ctx, stop := interruptible()
 	defer stop()
 	res, err := recorder.Record(ctx, recorder.Config{
-		Path: path, Capture: copts, PID: o.pid, Duration: o.duration, Status: statusWriter(),
+		Path: path, Capture: copts, PID: o.pid, Duration: o.duration, Status: statusWriter(), KeepOpen: true, Temporary: !keep,
 	})
 	if err != nil {
 		if res == nil {
@@ -65,13 +65,21 @@ func runAttach(o attachOptions) error {
 		}
 		report(err)
 	}
+	src, done, err := finishedSource(res, path)
+	if err != nil {
+		return err
+	}
 	if copts.Requests {
 		// A server: its requests, each explained, say more than one verdict
 		// over the whole window.
-		if err := requestsTo(path, o.jsonPath); err != nil {
-			return err
-		}
-	} else if err := explainTo(path, uint32(o.pid), o.jsonPath); err != nil {
+		err = requestsTo(src, path, o.jsonPath)
+	} else {
+		err = explainTo(src, uint32(o.pid), o.jsonPath)
+	}
+	if cerr := done(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return err
 	}
 	if keep {

@@ -30,7 +30,7 @@ func (c *captureFlags) bind(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.syscalls, "syscalls", false, "also hook every syscall: counts, bytes and latency of calls that never wait (aggregated in the kernel; slow ones streamed); costs a syscall-heavy program about a third of its throughput")
 	fs.BoolVar(&c.full, "full", false, "stream every I/O syscall (like an LTTng recording)")
 	fs.DurationVar(&c.slow, "slow", time.Millisecond, "with --syscalls: stream syscalls at least this slow")
-	fs.StringVar(&c.ring, "ring-size", "16M", "ring buffer for events (a power of two, 4K to 1G): bigger rides out bursts")
+	fs.StringVar(&c.ring, "ring-size", "", "ring buffer for events (a power of two, 4K to 1G; default 4M, 16M with --syscalls or --full): bigger rides out bursts")
 	fs.BoolVar(&c.requests, "requests", false, "capture every socket call of the target, so that 'report requests' can cut its requests")
 	fs.BoolVar(&c.noPayload, "no-payload", false, "with --requests: do not take the first bytes of each request (its label, e.g. the HTTP request line)")
 }
@@ -45,6 +45,16 @@ func (c *captureFlags) options() (capture.Options, error) {
 	}
 	if c.slow <= 0 {
 		return o, usageErr("--slow must be positive")
+	}
+	if c.ring == "" {
+		// The default level streams a record per wait, not per call: a
+		// smaller ring holds its bursts, and a ring's pages are mapped
+		// (twice) into whyslow, most of a short run's memory.
+		o.EventsRingBytes = 4 << 20
+		if o.Hooks() {
+			o.EventsRingBytes = 16 << 20
+		}
+		return o, nil
 	}
 	n, err := parseSize(c.ring)
 	if err != nil || n < 4096 || n > 1<<30 || n&(n-1) != 0 {

@@ -49,6 +49,11 @@ func htmlTo(path string, pid uint32, out string) error {
 		return err
 	}
 	defer done()
+	return htmlFrom(src, path, pid, out)
+}
+
+// htmlFrom writes the HTML report of an open recording.
+func htmlFrom(src *analysis.Source, path string, pid uint32, out string) error {
 	if pid == 0 {
 		p, _ := strconv.Atoi(src.Meta["target_pid"])
 		if p <= 0 {

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/whyslow/whyslow/internal/analysis"
 	"github.com/whyslow/whyslow/internal/output"
+	"github.com/whyslow/whyslow/internal/recorder"
 	"github.com/whyslow/whyslow/internal/store"
 )
 
@@ -93,6 +94,19 @@ func openSource(path string) (*analysis.Source, func(), error) {
 	return analysis.NewSource(rec), func() { rec.Close() }, nil
 }
 
+// finishedSource is the recording run or attach just made: still open when
+// the recorder left it so (no close, checkpoint and reopen before the
+// answer), else opened from its file (a recording stopped by a full disk).
+func finishedSource(res *recorder.Result, path string) (src *analysis.Source, done func() error, err error) {
+	rec := res.Recording
+	if rec == nil {
+		if rec, err = store.Open(path); err != nil {
+			return nil, nil, withCode(ExitBadFile, err)
+		}
+	}
+	return analysis.NewSource(rec), rec.Close, nil
+}
+
 func newReport() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "report ANALYSIS FILE [filters]",
@@ -151,12 +165,7 @@ func newExplain() *cobra.Command {
 }
 
 // explainTo prints the explanation of a finished run to stderr, and JSON to a file.
-func explainTo(path string, pid uint32, jsonPath string) error {
-	src, done, err := openSource(path)
-	if err != nil {
-		return err
-	}
-	defer done()
+func explainTo(src *analysis.Source, pid uint32, jsonPath string) error {
 	x, err := analysis.Explain(src, pid)
 	if err != nil {
 		return fmt.Errorf("explaining: %w", err)

@@ -48,12 +48,7 @@ duration, --limit says how many of the slowest to list and explain.`
 }
 
 // requestsTo prints the requests of a finished attach to stderr, and JSON to a file.
-func requestsTo(path, jsonPath string) error {
-	src, done, err := openSource(path)
-	if err != nil {
-		return err
-	}
-	defer done()
+func requestsTo(src *analysis.Source, path, jsonPath string) error {
 	f := analysis.NoFilter()
 	f.Limit = 5
 	r, err := analysis.FindRequests(src, (&requestFlags{}).options(f))

@@ -69,7 +69,7 @@ func runRun(o runOptions, argv []string) error {
 	defer signal.Stop(forward)
 
 	res, err := recorder.Record(context.Background(), recorder.Config{
-		Path: path, Capture: copts, Command: argv, Linger: o.linger, Forward: forward,
+		Path: path, Capture: copts, Command: argv, Linger: o.linger, Forward: forward, KeepOpen: true, Temporary: !keep,
 	})
 	if err != nil {
 		if res == nil {
@@ -80,13 +80,21 @@ func runRun(o runOptions, argv []string) error {
 			report(err) // the recording may still explain something
 		}
 	}
-	if err := explainTo(path, uint32(res.TargetPID), o.jsonPath); err != nil {
+	src, done, err := finishedSource(res, path)
+	if err != nil {
+		report(err)
+		return childExit(res.ExitCode)
+	}
+	if err := explainTo(src, uint32(res.TargetPID), o.jsonPath); err != nil {
 		report(err)
 	}
 	if o.htmlPath != "" {
-		if err := htmlTo(path, uint32(res.TargetPID), o.htmlPath); err != nil {
+		if err := htmlFrom(src, path, uint32(res.TargetPID), o.htmlPath); err != nil {
 			report(err)
 		}
+	}
+	if err := done(); err != nil {
+		report(err)
 	}
 	if keep {
 		fmt.Fprintf(os.Stderr, "\nrecording kept in %s (whyslow report --help)\n", path)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/whyslow/whyslow/internal/capture"
+	"github.com/whyslow/whyslow/internal/store"
 	"github.com/whyslow/whyslow/internal/sysinfo"
 	"golang.org/x/sys/unix"
 )
@@ -36,6 +37,10 @@ type Config struct {
 	Ready chan<- struct{}
 	// Forward delivers signals to the command (run forwards SIGTERM and SIGHUP).
 	Forward <-chan os.Signal
+	// KeepOpen leaves the finished recording open in Result.Recording, for
+	// analysis at once (run, attach); the caller closes it. Temporary says
+	// the caller removes it after: it is not checkpointed.
+	KeepOpen, Temporary bool
 }
 
 // Result is what a recording produced.
@@ -47,6 +52,8 @@ type Result struct {
 	Rows       uint64
 	Lost       map[string]uint64
 	DirtyAtEnd uint64 // bytes dirty or under writeback system-wide when the target exited
+	// Recording is the finished recording, still open (Config.KeepOpen), or nil.
+	Recording *store.Recording
 }
 
 // Record captures until the command exits, the pid exits, the duration passes,

@@ -266,7 +266,13 @@ func (s *session) close(user, system time.Duration) (*Result, error) {
 	if err := s.w.SetMeta(meta); err != nil {
 		errs = append(errs, err)
 	}
-	if err := s.w.Close(s.res.Lost); err != nil {
+	if s.cfg.KeepOpen {
+		rec, err := s.w.Finish(s.res.Lost, s.cfg.Temporary)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		s.res.Recording = rec
+	} else if err := s.w.Close(s.res.Lost); err != nil {
 		errs = append(errs, err)
 	}
 	if s.runErr != nil {

@@ -16,10 +16,13 @@ import (
 // ErrNotRecording is a file that is not a whyslow recording (or is damaged).
 var ErrNotRecording = errors.New("not a whyslow recording")
 
-// Recording is an open recording, read-only.
+// Recording is an open recording: read-only when opened, or the database a
+// Writer has just finished (Writer.Finish).
 type Recording struct {
 	DB   *sql.DB
 	Meta map[string]string
+	// close, set by Writer.Finish, closes the writer's database.
+	close func() error
 }
 
 // Open opens a recording for analysis and checks that it is one.
@@ -72,19 +75,12 @@ func open(path, dir string) (*Recording, error) {
 		return nil, fmt.Errorf("%s: %w", path, ErrNotRecording)
 	}
 	db := sql.OpenDB(connector)
-	meta := map[string]string{}
-	rows, err := db.Query("SELECT key, value FROM meta")
-	if err != nil {
+	r := &Recording{DB: db}
+	if err := r.readMeta(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("%s: %w", path, ErrNotRecording)
 	}
-	for rows.Next() {
-		var k, v string
-		if rows.Scan(&k, &v) == nil {
-			meta[k] = v
-		}
-	}
-	rows.Close()
+	meta := r.Meta
 	if meta["format"] != "whyslow-recording" {
 		db.Close()
 		return nil, fmt.Errorf("%s: %w", path, ErrNotRecording)
@@ -99,7 +95,23 @@ func open(path, dir string) (*Recording, error) {
 		db.Close()
 		return nil, fmt.Errorf("%s: %w", path, ErrNotRecording)
 	}
-	return &Recording{DB: db, Meta: meta}, nil
+	return r, nil
+}
+
+func (r *Recording) readMeta() error {
+	rows, err := r.DB.Query("SELECT key, value FROM meta")
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	r.Meta = map[string]string{}
+	for rows.Next() {
+		var k, v string
+		if rows.Scan(&k, &v) == nil {
+			r.Meta[k] = v
+		}
+	}
+	return rows.Err()
 }
 
 // checkMagic refuses files that are not DuckDB databases before DuckDB sees them.
@@ -116,8 +128,14 @@ func checkMagic(path string) error {
 	return nil
 }
 
-// Close closes the recording.
-func (r *Recording) Close() error { return r.DB.Close() }
+// Close closes the recording (a finished writer's is checkpointed first,
+// unless it was temporary).
+func (r *Recording) Close() error {
+	if r.close != nil {
+		return r.close()
+	}
+	return r.DB.Close()
+}
 
 // Lost returns the recording's lost-event counts by source (only non-zero ones).
 func (r *Recording) Lost() map[string]uint64 {

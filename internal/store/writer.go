@@ -47,12 +47,7 @@ func Create(path string) (*Writer, error) {
 	if _, err := os.Stat(path); err == nil {
 		return nil, fmt.Errorf("%s %w: choose another name or remove it", path, ErrExists)
 	}
-	// DuckDB's buffer pool defaults to 80% of memory; a recorder on a busy
-	// machine must stay small, and rows are on disk after each flush anyway.
-	connector, err := duckdb.NewConnector(path, func(ex driver.ExecerContext) error {
-		_, err := ex.ExecContext(context.Background(), "SET memory_limit = '128MB'", nil)
-		return err
-	})
+	connector, err := duckdb.NewConnector(path, nil)
 	if err != nil {
 		return nil, fmt.Errorf("creating recording %s: %w", path, err)
 	}
@@ -72,6 +67,11 @@ func (w *Writer) init() error {
 	// One statement batch: each Exec is a round trip through cgo and the planner.
 	// One transaction, too: DuckDB syncs its WAL at every commit.
 	var ddl strings.Builder
+	// DuckDB's buffer pool defaults to 80% of memory; a recorder on a busy
+	// machine must stay small, and rows are on disk after each flush anyway.
+	// A database-wide setting, made once: a connection opened after Finish
+	// locked the configuration could not make it again.
+	ddl.WriteString("SET memory_limit = '128MB';\n")
 	ddl.WriteString("BEGIN TRANSACTION;\n")
 	for _, t := range tables {
 		fmt.Fprintf(&ddl, "CREATE TABLE %s (%s);\n", t.name, t.columns)
@@ -369,6 +369,49 @@ func addr(s string, ok bool) any {
 func (w *Writer) Close(lost map[string]uint64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	errs := w.finish(lost)
+	errs = append(errs, w.closeDB(true)...)
+	return w.closeErr(errs)
+}
+
+// Finish ends the recording as Close does, but keeps its database open and
+// returns it for analysis: `whyslow run` explains at once, without closing,
+// checkpointing and reopening the file (a visible part of its start-up).
+// The database is then locked down as Open's are: no file but the recording
+// can be read or written by a query. The Recording's Close checkpoints a
+// recording that is kept; a temporary one, about to be removed, is closed
+// without the checkpoint (seconds, for a long recording nobody will read).
+func (w *Writer) Finish(lost map[string]uint64, temporary bool) (*Recording, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.closeErr(w.finish(lost)); err != nil {
+		w.closeDB(!temporary)
+		return nil, err
+	}
+	lockdown := "SET enable_external_access = false; SET lock_configuration = true"
+	if temporary {
+		lockdown = "PRAGMA disable_checkpoint_on_shutdown; " + lockdown
+	}
+	r := &Recording{DB: w.db}
+	if _, err := w.db.Exec(lockdown); err != nil {
+		w.closeDB(!temporary)
+		return nil, fmt.Errorf("locking the recording for analysis: %w", err)
+	}
+	if err := r.readMeta(); err != nil {
+		w.closeDB(!temporary)
+		return nil, fmt.Errorf("reading the recording's metadata: %w", err)
+	}
+	r.close = func() error {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.closeErr(w.closeDB(!temporary))
+	}
+	return r, nil
+}
+
+// finish writes what only the end knows (lost counts, devices, interfaces)
+// and closes the appenders.
+func (w *Writer) finish(lost map[string]uint64) []error {
 	var errs []error
 	for src, n := range lost {
 		if err := w.row("lost", src, n); err != nil {
@@ -390,15 +433,38 @@ func (w *Writer) Close(lost map[string]uint64) error {
 			errs = append(errs, fmt.Errorf("closing appender %s: %w", name, err))
 		}
 	}
+	w.app = map[string]*appender{}
 	if w.conn != nil {
 		w.conn.Close()
+		w.conn = nil
 	}
-	if _, err := w.db.Exec("CHECKPOINT"); err != nil {
-		errs = append(errs, fmt.Errorf("checkpointing: %w", err))
+	return errs
+}
+
+// closeDB closes the database, checkpointed (its rows moved from the WAL
+// into the file, compressed) or not (a temporary recording).
+func (w *Writer) closeDB(checkpoint bool) []error {
+	if w.db == nil {
+		return nil
+	}
+	var errs []error
+	if checkpoint {
+		// FORCE: an analysis on a finished recording may leave a transaction
+		// open (rows not read to the end), and a plain checkpoint then does nothing.
+		if _, err := w.db.Exec("FORCE CHECKPOINT"); err != nil {
+			errs = append(errs, fmt.Errorf("checkpointing: %w", err))
+		}
 	}
 	errs = append(errs, w.db.Close(), w.connector.Close())
+	w.db = nil
+	return errs
+}
+
+// closeErr is the error a close reports: the first write failure says it
+// all; a full disk is said plainly.
+func (w *Writer) closeErr(errs []error) error {
 	if w.err != nil {
-		return w.err // the first failure says it all
+		return w.err
 	}
 	for _, err := range errs {
 		if err != nil && strings.Contains(err.Error(), "No space left on device") {

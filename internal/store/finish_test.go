@@ -1,0 +1,67 @@
+package store_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/whyslow/whyslow/internal/store"
+)
+
+// TestFinishLeavesTheRecordingOpen: run and attach analyse the recording on
+// the writer's own database. It must read like an opened one (metadata,
+// rows), be as locked down as Open makes it, and on Close be checkpointed
+// when kept (reopened with no WAL left) or not when temporary.
+func TestFinishLeavesTheRecordingOpen(t *testing.T) {
+	for _, temporary := range []bool{false, true} {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "rec.db")
+		w, err := store.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.SetMeta(map[string]string{"level": "waits"}); err != nil {
+			t.Fatal(err)
+		}
+		rec, err := w.Finish(map[string]uint64{"offcpu": 3}, temporary)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Meta["format"] != "whyslow-recording" || rec.Meta["level"] != "waits" {
+			t.Errorf("temporary %v: meta %v", temporary, rec.Meta)
+		}
+		if lost := rec.Lost(); lost["offcpu"] != 3 {
+			t.Errorf("temporary %v: lost %v, want offcpu 3", temporary, lost)
+		}
+		for _, q := range []string{
+			"COPY (SELECT * FROM meta) TO '" + filepath.Join(dir, "out.csv") + "'",
+			"SELECT * FROM read_csv('/etc/passwd')",
+			"SET enable_external_access = true",
+		} {
+			if _, err := rec.DB.Exec(q); err == nil {
+				t.Errorf("temporary %v: %s allowed", temporary, q)
+			}
+		}
+		// An analysis may leave rows unread: the checkpoint must not wait for them.
+		rows, err := rec.DB.Query("SELECT key FROM meta")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows.Next()
+		if err := rec.Close(); err != nil {
+			t.Fatal(err)
+		}
+		rows.Close()
+		_, err = os.Stat(path + ".wal")
+		if walLeft := err == nil; walLeft != temporary {
+			t.Errorf("temporary %v: WAL left after close: %v", temporary, walLeft)
+		}
+		if !temporary {
+			again, err := store.Open(path)
+			if err != nil {
+				t.Fatalf("reopening a kept recording: %v", err)
+			}
+			again.Close()
+		}
+	}
+}
