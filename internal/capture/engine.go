@@ -16,6 +16,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
+	"github.com/whyslow/whyslow/internal/sysinfo"
 )
 
 // Level is how much the engine streams.
@@ -205,7 +206,7 @@ func open(opts Options, flavour string, kernel chan *btf.Spec) (*Engine, error) 
 		}
 		return nil, fmt.Errorf("loading programs: %w", err)
 	}
-	e := &Engine{opts: opts, coll: coll, flavour: flavour, resolver: newResolver()}
+	e := &Engine{opts: opts, coll: coll, flavour: flavour, resolver: newResolver(sysinfo.FS{Root: "/"})}
 	if err := e.attach(prefix); err != nil {
 		e.Close()
 		return nil, err
