@@ -14,7 +14,7 @@ func (e *Engine) drain(final bool) []event.Event {
 	dec := newDecoder()
 
 	var av whyslowAggVal
-	drainMap(e.coll.Maps["agg"], &av, func(k whyslowAggKey) {
+	drainMap(e.maps.Agg, &av, func(k whyslowAggKey) {
 		out = append(out, &event.SyscallTotals{
 			Header: event.Header{Time: av.FirstTs, PID: k.Pid, TID: k.Tid, Comm: dec.comm(av.Comm)},
 			Last:   av.LastTs, Nr: k.Nr,
@@ -24,7 +24,7 @@ func (e *Engine) drain(final bool) []event.Event {
 		})
 	})
 	var dv whyslowDirtyVal
-	drainMap(e.coll.Maps["dirty"], &dv, func(k whyslowDirtyKey) {
+	drainMap(e.maps.Dirty, &dv, func(k whyslowDirtyKey) {
 		if e.isTarget(k.Pid) {
 			e.targetDirtied.Store(true)
 		}
@@ -36,7 +36,7 @@ func (e *Engine) drain(final bool) []event.Event {
 	})
 
 	now := monotonicNow()
-	cpu := e.coll.Maps["cpu"]
+	cpu := e.maps.Cpu
 	var tid uint32
 	var cv whyslowCpuVal
 	cit := cpu.Iterate()
@@ -57,7 +57,7 @@ func (e *Engine) drain(final bool) []event.Event {
 	if final {
 		out = append(out, e.stillWaiting(now)...)
 		var os whyslowOffstart
-		oit := e.coll.Maps["offcpu_start"].Iterate()
+		oit := e.maps.OffcpuStart.Iterate()
 		for oit.Next(&tid, &os) {
 			if now <= os.Ts {
 				continue
@@ -94,7 +94,7 @@ func drainMap[K any, V any](m *ebpf.Map, val *V, got func(K)) {
 
 func (e *Engine) isTarget(pid uint32) bool {
 	var one uint8
-	return e.opts.SystemWide || e.coll.Maps["targets"].Lookup(pid, &one) == nil
+	return e.opts.SystemWide || e.maps.Targets.Lookup(pid, &one) == nil
 }
 
 // TargetDirtied reports whether the target dirtied page cache pages: only
@@ -105,7 +105,7 @@ func (e *Engine) TargetDirtied() bool {
 	}
 	var k whyslowDirtyKey
 	var v whyslowDirtyVal
-	it := e.coll.Maps["dirty"].Iterate()
+	it := e.maps.Dirty.Iterate()
 	for it.Next(&k, &v) {
 		if e.isTarget(k.Pid) {
 			return true

@@ -16,6 +16,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
+	"github.com/whyslow/whyslow/internal/sysinfo"
 )
 
 // Level is how much the engine streams.
@@ -78,7 +79,8 @@ type Options struct {
 // Engine is a loaded and attached set of programs.
 type Engine struct {
 	opts     Options
-	coll     *ebpf.Collection
+	coll     *ebpf.Collection // the programs, chosen by name (attach)
+	maps     whyslowMaps
 	links    []link.Link
 	events   *ringbuf.Reader
 	meta     *ringbuf.Reader
@@ -194,11 +196,15 @@ func open(opts Options, flavour string, kernel chan *btf.Spec, types *btf.Cache)
 			return nil, fmt.Errorf("setting %s: %w", name, err)
 		}
 	}
+	var mapSpecs whyslowMapSpecs
+	if err := spec.Assign(&mapSpecs); err != nil {
+		return nil, fmt.Errorf("finding maps in the BPF spec: %w", err)
+	}
 	if opts.EventsRingBytes > 0 {
-		spec.Maps["events"].MaxEntries = uint32(opts.EventsRingBytes)
+		mapSpecs.Events.MaxEntries = uint32(opts.EventsRingBytes)
 	}
 	if opts.MetaRingBytes > 0 {
-		spec.Maps["meta"].MaxEntries = uint32(opts.MetaRingBytes)
+		mapSpecs.Meta.MaxEntries = uint32(opts.MetaRingBytes)
 	}
 	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: kernelTypes}, Cache: types})
 	if err != nil {
@@ -208,16 +214,25 @@ func open(opts Options, flavour string, kernel chan *btf.Spec, types *btf.Cache)
 		}
 		return nil, fmt.Errorf("loading programs: %w", err)
 	}
-	e := &Engine{opts: opts, coll: coll, flavour: flavour, resolver: newResolver()}
+	// Every map is created whichever programs load, so the typed struct
+	// takes them all (and the duty to close them). The programs stay in
+	// coll, looked up by name: only one twin of each (btf_ or raw_) is
+	// loaded, and whyslowPrograms would want both.
+	var maps whyslowMaps
+	if err := coll.Assign(&maps); err != nil {
+		coll.Close() // a failed Assign leaves every map in coll
+		return nil, fmt.Errorf("assigning maps: %w", err)
+	}
+	e := &Engine{opts: opts, coll: coll, maps: maps, flavour: flavour, resolver: newResolver(sysinfo.FS{Root: "/"})}
 	if err := e.attach(prefix); err != nil {
 		e.Close()
 		return nil, err
 	}
-	if e.events, err = ringbuf.NewReader(coll.Maps["events"]); err != nil {
+	if e.events, err = ringbuf.NewReader(e.maps.Events); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("opening events ring buffer: %w", err)
 	}
-	if e.meta, err = ringbuf.NewReader(coll.Maps["meta"]); err != nil {
+	if e.meta, err = ringbuf.NewReader(e.maps.Meta); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("opening meta ring buffer: %w", err)
 	}
@@ -240,7 +255,7 @@ func (e *Engine) attach(prefix string) error {
 			continue
 		}
 		n++
-		prog := e.coll.Programs[prefix+t.prog]
+		prog := e.coll.Programs[prefix+t.prog] // by name: the twin is chosen at run time
 		if prog == nil {
 			return fmt.Errorf("program %s%s missing from the object", prefix, t.prog)
 		}
@@ -280,7 +295,7 @@ func (e *Engine) Missing() []string { return e.missing }
 // AddTarget adds a process (and, as they fork, its descendants) to the target set.
 func (e *Engine) AddTarget(pid uint32) error {
 	one := uint8(1)
-	if err := e.coll.Maps["targets"].Put(pid, one); err != nil {
+	if err := e.maps.Targets.Put(pid, one); err != nil {
 		return fmt.Errorf("adding target %d: %w", pid, err)
 	}
 	return nil
@@ -311,5 +326,7 @@ func (e *Engine) Close() error {
 		e.coll.Close()
 		e.coll = nil
 	}
+	e.maps.Close()
+	e.maps = whyslowMaps{}
 	return nil
 }

@@ -61,7 +61,7 @@ func (e *Engine) AddExisting(pid uint32) ([]event.Event, error) {
 			continue // on a CPU or about to be: the kernel sees its next switch
 		}
 		e.existing.waiting[th.TID] = waitingThread{Thread: th, since: now}
-		if err := e.coll.Maps["waiting_at_start"].Put(th.TID, now); err != nil {
+		if err := e.maps.WaitingAtStart.Put(th.TID, now); err != nil {
 			return out, fmt.Errorf("noting thread %d's wait: %w", th.TID, err)
 		}
 	}
@@ -114,9 +114,9 @@ func (e *Engine) stillWaiting(now uint64) []event.Event {
 	var tid uint32
 	var since uint64
 	var cv whyslowCpuVal
-	it := e.coll.Maps["waiting_at_start"].Iterate()
+	it := e.maps.WaitingAtStart.Iterate()
 	for it.Next(&tid, &since) {
-		if now <= since || e.coll.Maps["cpu"].Lookup(tid, &cv) == nil {
+		if now <= since || e.maps.Cpu.Lookup(tid, &cv) == nil {
 			continue // it ran: its waits were seen
 		}
 		out = append(out, &event.OffCPU{Header: event.Header{Time: now, TID: tid},

@@ -8,7 +8,7 @@ var LostSources = []string{"syscall", "file", "offcpu", "block", "meta", "uring"
 // Lost sums the per-CPU lost-event counters by source.
 func (e *Engine) Lost() (map[string]uint64, error) {
 	out := make(map[string]uint64, len(LostSources))
-	m := e.coll.Maps["lost"]
+	m := e.maps.Lost
 	for i, name := range LostSources {
 		var perCPU []uint64
 		if err := m.Lookup(uint32(i), &perCPU); err != nil {

@@ -5,35 +5,29 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/prometheus/procfs"
 	"github.com/whyslow/whyslow/internal/event"
+	"github.com/whyslow/whyslow/internal/sysinfo"
 )
 
 // resolver completes paths the kernel could only give relative to a
 // filesystem's root (inodes met in the page cache or writeback, without a
 // struct file): it prefixes the mount point of the device.
 type resolver struct {
+	fs     sysinfo.FS
 	mu     sync.Mutex
 	mounts map[string]string // "major:minor" -> mount point of the filesystem root
 	loaded bool
 }
 
-func newResolver() *resolver { return &resolver{} }
+func newResolver(fs sysinfo.FS) *resolver { return &resolver{fs: fs} }
 
 func (r *resolver) load() {
-	r.mounts = make(map[string]string)
-	infos, err := procfs.GetMounts()
+	mounts, err := r.fs.RootMounts()
 	if err != nil {
+		r.mounts = make(map[string]string) // tried again at the next path
 		return
 	}
-	for _, m := range infos {
-		if m.Root != "/" {
-			continue // bind mount of a subtree: a path under it would be wrong
-		}
-		if _, ok := r.mounts[m.MajorMinorVer]; !ok {
-			r.mounts[m.MajorMinorVer] = m.MountPoint
-		}
-	}
+	r.mounts = mounts
 	r.loaded = true
 }
 

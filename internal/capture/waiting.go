@@ -19,7 +19,7 @@ type Waits struct {
 
 // Waits returns a reader of the waits in progress.
 func (e *Engine) Waits() *Waits {
-	return &Waits{e: e, st: newStacks(e.coll.Maps["stacks"])}
+	return &Waits{e: e, st: newStacks(e.maps.Stacks)}
 }
 
 // Now lists every thread of the traced set off CPU at this moment, as an
@@ -31,13 +31,13 @@ func (e *Engine) Waits() *Waits {
 func (w *Waits) Now() (now uint64, out []*event.OffCPU) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.e.coll == nil {
+	if w.e.maps.OffcpuStart == nil { // the engine is closed
 		return 0, nil
 	}
 	now = monotonicNow()
 	var tid uint32
 	var s whyslowOffstart
-	it := w.e.coll.Maps["offcpu_start"].Iterate()
+	it := w.e.maps.OffcpuStart.Iterate()
 	for it.Next(&tid, &s) {
 		if s.Ts == 0 || now <= s.Ts {
 			continue

@@ -1,0 +1,63 @@
+package sysinfo
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseKallsyms(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		in    string
+		addrs []uint64
+		names []string
+	}{
+		{"text symbols only", "ffffffff81000010 T schedule\nffffffff81000020 t helper\nffffffff81000030 W weak_fn\nffffffff82000000 D init_task\nffffffff82000100 r banner\n",
+			[]uint64{0xffffffff81000010, 0xffffffff81000020, 0xffffffff81000030}, []string{"schedule", "helper", "weak_fn"}},
+		{"module column dropped", "ffffffffc0001000 t ext4_sync_file\t[ext4]\n",
+			[]uint64{0xffffffffc0001000}, []string{"ext4_sync_file"}},
+		{"modules out of order are sorted", "ffffffffc0002000 t b\t[m2]\nffffffffc0001000 t a\t[m1]\n",
+			[]uint64{0xffffffffc0001000, 0xffffffffc0002000}, []string{"a", "b"}},
+		// Without CAP_SYSLOG the kernel shows every address as zero.
+		{"unprivileged", "0000000000000000 T schedule\n0000000000000000 t helper\n", []uint64{}, []string{}},
+		{"malformed lines skipped", "garbage\nffff T\nzzzz T bad_addr\n\nffffffff81000010 T ok\n",
+			[]uint64{0xffffffff81000010}, []string{"ok"}},
+		{"empty", "", []uint64{}, []string{}},
+	} {
+		k, err := parseKallsyms(strings.NewReader(tc.in))
+		if err != nil || !reflect.DeepEqual(k.Addrs, tc.addrs) || !reflect.DeepEqual(k.Names, tc.names) {
+			t.Errorf("%s: parseKallsyms = %x %v, %v; want %x %v", tc.name, k.Addrs, k.Names, err, tc.addrs, tc.names)
+		}
+	}
+}
+
+func TestKallsyms(t *testing.T) {
+	k, err := fixture.Kallsyms()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(k.Addrs) != 9 {
+		t.Errorf("%d text symbols, want 9: %v", len(k.Addrs), k.Names)
+	}
+	for _, tc := range []struct {
+		ip   uint64
+		want string
+	}{
+		{0xffffffff81c3a2b0, "schedule"},       // its first byte
+		{0xffffffff81c3a2c4, "schedule"},       // inside it
+		{0xffffffff81c3a340, "io_schedule"},    // the next one
+		{0xffffffff82600010, "arch_cpu_idle"},  // data symbols name nothing
+		{0xffffffffc0800004, "nvme_queue_rq"},  // a module listed out of order
+		{0xffffffffc0a01210, "ext4_sync_file"}, // the last symbol
+		{0x1000, "0x1000"},                     // below every symbol
+		{0xffffffff81001008, "xen_hypercall_set_trap_table"},
+	} {
+		if got := k.Name(tc.ip); got != tc.want {
+			t.Errorf("Name(%#x) = %q, want %q", tc.ip, got, tc.want)
+		}
+	}
+	if _, err := (FS{Root: t.TempDir()}).Kallsyms(); err == nil {
+		t.Error("no /proc/kallsyms: want an error")
+	}
+}
