@@ -59,9 +59,16 @@ type Verdict struct {
 	// Basis: "critical_path" (ranked adds up to the wall time), or "threads"
 	// for a server whose first thread mostly waited for work (ranked is the
 	// threads' summed busy time).
-	Basis   string   `json:"basis"`
-	Reason  string   `json:"reason"`
-	Share   float64  `json:"share"`
+	Basis  string      `json:"basis"`
+	Reason string      `json:"reason"`
+	Share  float64     `json:"share"`
+	Kind   VerdictKind `json:"kind"`
+	// OfS is the seconds Share is a part of: the busy (non-idle) time, or
+	// all of it for an idle verdict.
+	OfS    float64        `json:"of_s"`
+	Detail *VerdictDetail `json:"detail,omitempty"` // for VerdictTop
+	// Summary is the verdict in one sentence, worded by output
+	// (output.FillSummaries); analysis leaves it empty.
 	Summary string   `json:"summary"`
 	Ranked  []Ranked `json:"ranked"`
 }
@@ -106,7 +113,7 @@ type FileGroup struct {
 	Deleted    int     `json:"deleted"`
 	ReadBytes  uint64  `json:"read_bytes"`
 	WriteBytes uint64  `json:"write_bytes"`
-	Summary    string  `json:"summary"`
+	Summary    string  `json:"summary"` // worded by output
 }
 
 type DeviceUse struct {
@@ -145,12 +152,26 @@ type AfterExit struct {
 	Files            []string `json:"files"`
 }
 
+// Blame is another process's part in the target's waits. Activity says
+// which, and so which of the facts after Share are filled.
 type Blame struct {
 	PID      uint32  `json:"pid"`
 	Comm     string  `json:"comm"`
 	Activity string  `json:"activity"`
 	Share    float64 `json:"share"`
-	Summary  string  `json:"summary"`
+	// sync: the call it ran, and its longest.
+	Syscall   string `json:"syscall,omitempty"`
+	LongestNS uint64 `json:"longest_ns,omitempty"`
+	// Disk traffic (dirtied, writeback, wrote, read, whyslow): the bytes
+	// during the waits, and the file most of them were of.
+	Bytes uint64 `json:"bytes,omitempty"`
+	Path  string `json:"path,omitempty"`
+	// On the critical path (lock, ipc, other): the seconds of the path it
+	// held up, and what the target waited on.
+	WaitS  float64 `json:"wait_s,omitempty"`
+	Object string  `json:"object,omitempty"`
+	// Summary is the sentence, worded by output.
+	Summary string `json:"summary"`
 }
 
 // Explain accounts for the time of pid and its descendants.

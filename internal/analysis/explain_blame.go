@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-
-	"github.com/whyslow/whyslow/internal/event"
-	"github.com/whyslow/whyslow/internal/format"
 )
 
 // blame ranks other processes by their part in the target's storage waits
@@ -64,10 +61,8 @@ func (x *Explanation) blame(s *Source, pids, tids []uint32, win window) error {
 			rows.Close()
 			return err
 		}
-		b.Activity = "sync"
+		b.Activity, b.Syscall, b.LongestNS = "sync", name, uint64(dur)
 		b.Share = min(overlap/total.Float64, 1)
-		b.Summary = fmt.Sprintf("%s (pid %d) ran %s() for %s while the target waited on storage",
-			format.Safe(b.Comm), b.PID, name, format.Dur(uint64(dur)))
 		x.Blame = append(x.Blame, b)
 	}
 	rows.Close()
@@ -155,26 +150,9 @@ func (x *Explanation) blame(s *Source, pids, tids []uint32, win window) error {
 	own := s.Meta["recording"]
 	for _, c := range charges {
 		b := c.Blame
-		b.Share = c.bytes / all
-		where := ""
-		if c.path != "" {
-			where = " of " + format.Safe(c.path)
-		}
-		traffic := fmt.Sprintf("%s, %s of the disk traffic during the waits", format.Bytes(uint64(c.bytes)), format.Pct(b.Share))
-		switch b.Activity {
-		case "writeback":
-			if own != "" && strings.HasPrefix(c.path, own) {
-				b.Activity, b.Comm = "whyslow", "whyslow"
-				b.Summary = fmt.Sprintf("whyslow's own recording (%s): %s", format.Safe(c.path), traffic)
-			} else {
-				b.Summary = fmt.Sprintf("writeback%s (data dirtied before the recording): %s", where, traffic)
-			}
-		case "dirtied":
-			b.Summary = fmt.Sprintf("%s (pid %d) dirtied the data%s being written out: %s", format.Safe(b.Comm), b.PID, where, traffic)
-		case "wrote":
-			b.Summary = fmt.Sprintf("%s (pid %d) wrote%s directly: %s", format.Safe(b.Comm), b.PID, where, traffic)
-		case "read":
-			b.Summary = fmt.Sprintf("%s (pid %d) read%s: %s", format.Safe(b.Comm), b.PID, where, traffic)
+		b.Share, b.Bytes, b.Path = c.bytes/all, uint64(c.bytes), c.path
+		if b.Activity == "writeback" && own != "" && strings.HasPrefix(c.path, own) {
+			b.Activity, b.Comm = "whyslow", "whyslow"
 		}
 		x.Blame = append(x.Blame, b)
 	}
@@ -197,21 +175,8 @@ func (x *Explanation) pathBlame() {
 		}
 	}
 	for k, d := range by {
-		b := Blame{PID: k.pid, Comm: k.comm, Activity: k.reason, Share: d / max(x.WallS, 1e-9)}
-		on := ""
-		if k.object != "" {
-			on = " on " + format.Safe(k.object)
-		}
-		who := fmt.Sprintf("%s (pid %d)", format.Safe(k.comm), k.pid)
-		switch k.reason {
-		case string(event.ReasonLock):
-			b.Summary = fmt.Sprintf("%s held the lock%s that the target waited for: %s, %s of the wall time", who, on, format.Seconds(d), format.Pct(b.Share))
-		case string(event.ReasonIPC):
-			b.Summary = fmt.Sprintf("%s was the other end of the pipe or socket%s the target waited on: %s, %s of the wall time", who, on, format.Seconds(d), format.Pct(b.Share))
-		default:
-			b.Summary = fmt.Sprintf("%s ended a wait (%s)%s of the target: %s, %s of the wall time", who, k.reason, on, format.Seconds(d), format.Pct(b.Share))
-		}
-		x.Blame = append(x.Blame, b)
+		x.Blame = append(x.Blame, Blame{PID: k.pid, Comm: k.comm, Activity: k.reason, Share: d / max(x.WallS, 1e-9),
+			WaitS: d, Object: k.object})
 	}
 }
 
@@ -222,10 +187,21 @@ const MinBlameShare = 0.01
 // trimBlame ranks blame by share and leaves out what is under MinBlameShare.
 func (x *Explanation) trimBlame() {
 	sort.SliceStable(x.Blame, func(i, j int) bool {
-		if x.Blame[i].Share != x.Blame[j].Share {
-			return x.Blame[i].Share > x.Blame[j].Share
+		a, b := x.Blame[i], x.Blame[j]
+		if a.Share != b.Share {
+			return a.Share > b.Share
 		}
-		return x.Blame[i].Summary < x.Blame[j].Summary
+		// Ties in an order of their own, not the order they were found in (maps).
+		if a.Comm != b.Comm {
+			return a.Comm < b.Comm
+		}
+		if a.PID != b.PID {
+			return a.PID < b.PID
+		}
+		if a.Activity != b.Activity {
+			return a.Activity < b.Activity
+		}
+		return a.Path+a.Object < b.Path+b.Object
 	})
 	kept := x.Blame[:0]
 	for _, b := range x.Blame {

@@ -96,20 +96,6 @@ func groupFiles(files []FileUse) []FileGroup {
 		if g.Files < 3 {
 			continue
 		}
-		var did []string
-		if g.Created > 0 {
-			did = append(did, fmt.Sprintf("%d created", g.Created))
-		}
-		if g.WriteBytes > 0 {
-			did = append(did, "written")
-		}
-		if g.ReadBytes > 0 {
-			did = append(did, "read")
-		}
-		if g.Deleted > 0 {
-			did = append(did, fmt.Sprintf("%d deleted", g.Deleted))
-		}
-		g.Summary = fmt.Sprintf("%s: %d files %s", g.Pattern, g.Files, strings.Join(did, ", "))
 		out = append(out, *g)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Files > out[j].Files })

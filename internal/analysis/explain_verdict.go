@@ -1,32 +1,15 @@
 package analysis
 
 import (
-	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/whyslow/whyslow/internal/event"
-	"github.com/whyslow/whyslow/internal/format"
 )
 
-var reasonWords = map[string]string{
-	string(event.ReasonCPU):           "on CPU",
-	string(event.ReasonRunqueue):      "waiting for a CPU (runnable, not running)",
-	string(event.ReasonDiskRead):      "waiting for disk reads",
-	string(event.ReasonDiskWrite):     "waiting for disk writes",
-	string(event.ReasonDirtyThrottle): "throttled for dirtying pages faster than the disk writes them (balance_dirty_pages)",
-	string(event.ReasonSync):          "inside fsync/sync, waiting for data to reach the disk",
-	string(event.ReasonNetwork):       "waiting on the network",
-	string(event.ReasonLock):          "waiting on locks",
-	string(event.ReasonSleep):         "sleeping (timers)",
-	string(event.ReasonChild):         "waiting for child processes",
-	string(event.ReasonIPC):           "waiting on pipes or unix sockets",
-	string(event.ReasonOther):         "off CPU for other reasons",
-}
-
-// verdict ranks the reasons on the critical path and writes the summary
-// sentence. Ranked seconds add up to the path, so to the wall time; idle
-// (waiting for work that had not come) is ranked but is never the verdict.
+// verdict ranks the reasons on the critical path and picks what its
+// sentence names (output words it). Ranked seconds add up to the path, so to
+// the wall time; idle (waiting for work that had not come) is ranked but is
+// never the verdict.
 func (x *Explanation) verdict() {
 	by := x.Path.ByReason
 	x.Verdict.Basis = "critical_path"
@@ -65,40 +48,26 @@ func (x *Explanation) verdict() {
 	}
 	if top == nil {
 		if all > 0 {
-			x.Verdict.Reason, x.Verdict.Share = "idle", 1
-			x.Verdict.Summary = fmt.Sprintf("waited for work the whole %s (accept, poll with no data): nothing was slow", format.Seconds(all))
+			x.Verdict.Kind, x.Verdict.Reason, x.Verdict.Share, x.Verdict.OfS = VerdictIdle, "idle", 1, all
 			return
 		}
-		x.Verdict.Reason, x.Verdict.Summary = "unknown", "nothing was recorded for this process"
+		x.Verdict.Kind, x.Verdict.Reason = VerdictNone, "unknown"
 		return
 	}
 	share := top.S / busy
-	x.Verdict.Reason, x.Verdict.Share = top.Reason, share
-	head := fmt.Sprintf("%s of %s %s", format.Pct(share), format.Seconds(busy), reasonWords[top.Reason])
+	x.Verdict.Reason, x.Verdict.Share, x.Verdict.OfS = top.Reason, share, busy
 	if share < 0.5 {
-		var parts []string
-		for _, r := range x.Verdict.Ranked {
-			if r.Reason == "idle" {
-				continue
-			}
-			if len(parts) == 3 {
-				break
-			}
-			parts = append(parts, fmt.Sprintf("%s %s", r.Reason, format.Pct(r.S/busy)))
-		}
-		x.Verdict.Summary = "no single reason dominates: " + strings.Join(parts, ", ")
+		x.Verdict.Kind = VerdictMixed
 		return
 	}
-	if detail := x.detail(top.Reason); detail != "" {
-		head += ": " + detail
-	}
-	x.Verdict.Summary = head
+	x.Verdict.Kind = VerdictTop
+	x.Verdict.Detail = x.detail(top.Reason)
 }
 
-// pathThread is the thread with the most critical-path time in reason, and
+// pathHolder is the thread with the most critical-path time in reason, and
 // the object and blocking process it waited on most.
-func (x *Explanation) pathHolder(reason string) (th *ThreadTime, object, by string) {
-	perTID, perObj, perBy := map[uint32]float64{}, map[string]float64{}, map[string]float64{}
+func (x *Explanation) pathHolder(reason string) (th *ThreadTime, object string, by *Actor) {
+	perTID, perObj, perBy := map[uint32]float64{}, map[string]float64{}, map[Actor]float64{}
 	for _, s := range x.Path.Segments {
 		if s.Reason != reason {
 			continue
@@ -108,7 +77,7 @@ func (x *Explanation) pathHolder(reason string) (th *ThreadTime, object, by stri
 			perObj[s.Object] += s.DurS
 		}
 		if s.BlockedByPID != 0 {
-			perBy[fmt.Sprintf("%s (pid %d)", format.Safe(s.BlockedByComm), s.BlockedByPID)] += s.DurS
+			perBy[Actor{Role: ActorOutside, Comm: s.BlockedByComm, PID: s.BlockedByPID}] += s.DurS
 		}
 	}
 	var tid uint32
@@ -122,7 +91,7 @@ func (x *Explanation) pathHolder(reason string) (th *ThreadTime, object, by stri
 			th = &x.Threads[i]
 		}
 	}
-	return th, largest(perObj), largest(perBy)
+	return th, largest(perObj), largestActor(perBy)
 }
 
 func largest(m map[string]float64) string {
@@ -135,107 +104,61 @@ func largest(m map[string]float64) string {
 	return best
 }
 
-// detail names who and what for the top reason.
-func (x *Explanation) detail(reason string) string {
+// detail picks who and what the verdict names for the top reason.
+func (x *Explanation) detail(reason string) *VerdictDetail {
 	th, object, by := x.pathHolder(reason)
 	if x.Verdict.Basis == "threads" {
 		th = x.busiestThread(reason)
-	} else if spread := x.pathSpread(reason); spread != "" {
-		return spread // many processes share it: name them by command
+	} else if spread := x.pathSpread(reason); spread != nil {
+		return &VerdictDetail{Kind: DetailSpread, Spread: spread} // many processes share it: name them by command
 	}
-	who := ""
-	if th != nil {
-		switch {
-		case th.PID != x.Target.PID && th.TID == th.PID:
-			who = fmt.Sprintf("process %s (pid %d)", format.Safe(th.Comm), th.PID)
-		case th.PID != x.Target.PID:
-			who = fmt.Sprintf("thread %s (tid %d) of process %d", format.Safe(th.Comm), th.TID, th.PID)
-		case th.TID == th.PID:
-			who = fmt.Sprintf("main thread %s (tid %d)", format.Safe(th.Comm), th.TID)
-		default:
-			who = fmt.Sprintf("thread %s (tid %d)", format.Safe(th.Comm), th.TID)
-		}
-	}
+	d := &VerdictDetail{Kind: DetailWho, Who: actor(th, x.Target.PID)}
 	switch event.Reason(reason) {
 	case event.ReasonDiskWrite, event.ReasonDirtyThrottle, event.ReasonSync:
-		s := who
+		d.Kind = DetailWrote
 		if th != nil && th.TopFile != "" && (len(x.FileGroups) == 0 || pathPattern(th.TopFile) != x.FileGroups[0].Pattern) {
 			// The bytes go with the file they went to; the thread's total apart.
-			if th.TopFileWriteBytes > 0 {
-				s += " wrote " + format.Bytes(th.TopFileWriteBytes)
-			}
-			s += " to " + format.Safe(th.TopFile)
-			if th.TopFileWriteBytes > 0 && format.Bytes(th.WriteBytes) != format.Bytes(th.TopFileWriteBytes) {
-				s += fmt.Sprintf(" (%s written in all)", format.Bytes(th.WriteBytes))
-			}
+			d.Path, d.PathBytes, d.Bytes = th.TopFile, th.TopFileWriteBytes, th.WriteBytes
 		} else if len(x.FileGroups) > 0 {
 			g := x.FileGroups[0]
-			if g.WriteBytes > 0 {
-				s += " wrote " + format.Bytes(g.WriteBytes)
-			}
-			s += fmt.Sprintf(" to %d files %s", g.Files, format.Safe(g.Pattern))
-			if g.Deleted > 0 {
-				s += fmt.Sprintf(" (%d deleted before exit)", g.Deleted)
-			}
+			d.Group = &g
 		} else if len(x.Files) > 0 {
-			if x.Files[0].WriteBytes > 0 {
-				s += " wrote " + format.Bytes(x.Files[0].WriteBytes)
-			}
-			s += " to " + format.Safe(x.Files[0].Path)
+			d.Path, d.PathBytes = x.Files[0].Path, x.Files[0].WriteBytes
 		}
 		for _, b := range x.Blame {
 			if b.Activity != "whyslow" && b.Share >= 0.25 {
-				s += "; other processes' part: " + b.Summary
+				d.Blame = &b
 				break
 			}
 		}
-		return s
 	case event.ReasonDiskRead:
-		s := who
-		if th != nil && th.ReadBytes > 0 {
-			s += " read " + format.Bytes(th.ReadBytes)
+		d.Kind = DetailRead
+		if th != nil {
+			d.Bytes, d.Path, d.PathBytes = th.ReadBytes, th.TopFile, th.TopFileReadBytes
 		}
-		if th != nil && th.TopFile != "" {
-			s += ", most waited on " + format.Safe(th.TopFile)
-			if th.TopFileReadBytes > 0 && format.Bytes(th.TopFileReadBytes) != format.Bytes(th.ReadBytes) {
-				s += fmt.Sprintf(" (%s of it)", format.Bytes(th.TopFileReadBytes))
-			}
-		}
-		return s
 	case event.ReasonLock, event.ReasonIPC, event.ReasonOther:
-		s := who
-		if object != "" {
-			s += " waited on " + format.Safe(object)
-		}
-		if by != "" {
-			s += ", held up by " + by
-		}
-		return s
+		d.Kind, d.Object, d.HeldUpBy = DetailWaited, object, by
 	case event.ReasonNetwork:
 		if len(x.Network) > 0 {
 			p := x.Network[0]
-			return fmt.Sprintf("%s waited on %s (%s in, %s out)", who, format.Safe(p.Peer), format.Bytes(p.BytesIn), format.Bytes(p.BytesOut))
+			d.Kind, d.Peer = DetailPeer, &p
 		}
-		return who
 	case event.ReasonCPU:
-		if th != nil {
-			return fmt.Sprintf("%s ran %s", who, format.Seconds(th.OnCPUS)) + x.kernelPart()
+		if th == nil {
+			return nil
 		}
+		d.Kind, d.OnCPUS, d.Kernel = DetailRan, th.OnCPUS, x.kernelTime()
 	}
-	return who
+	return d
 }
 
-// kernelPart says how much of the target's CPU time was in the kernel, in
+// kernelTime is how much of the target's CPU time was in the kernel, in
 // which syscalls, and on which files, when that is a large part of it.
-func (x *Explanation) kernelPart() string {
-	type class struct {
-		name string
-		s    float64
-	}
-	var classes []class
+func (x *Explanation) kernelTime() *KernelTime {
+	var classes []ClassTime
 	var kernel float64
 	for c, v := range x.Time.KernelCPUS {
-		classes = append(classes, class{c, v})
+		classes = append(classes, ClassTime{c, v})
 		kernel += v
 	}
 	share := kernel / max(x.Time.OnCPUS, 1e-9)
@@ -243,39 +166,22 @@ func (x *Explanation) kernelPart() string {
 		share = *k / (*u + *k) // the kernel's own accounting, when there is one
 	}
 	if kernel <= 0 || share < 0.3 {
-		return ""
+		return nil
 	}
 	sort.Slice(classes, func(i, j int) bool {
-		return classes[i].s > classes[j].s || classes[i].s == classes[j].s && classes[i].name < classes[j].name
+		return classes[i].S > classes[j].S || classes[i].S == classes[j].S && classes[i].Class < classes[j].Class
 	})
-	var parts []string
+	k := &KernelTime{Share: min(share, 1), Classes: []ClassTime{}}
 	for _, c := range classes {
-		if len(parts) < 4 && c.s >= 0.05*kernel {
-			parts = append(parts, fmt.Sprintf("%s %s", c.name, format.Seconds(c.s)))
+		if len(k.Classes) < 4 && c.S >= 0.05*kernel {
+			k.Classes = append(k.Classes, c)
 		}
 	}
-	s := fmt.Sprintf("; %s of the CPU time in the kernel (%s)", format.Pct(min(share, 1)), strings.Join(parts, ", "))
 	if len(x.FileGroups) > 0 && x.FileGroups[0].SyscallS >= 0.3*kernel {
 		g := x.FileGroups[0]
-		s += fmt.Sprintf(", mostly on %d files %s", g.Files, format.Safe(g.Pattern))
-		var did []string
-		if g.Created > 0 {
-			did = append(did, "created")
-		}
-		if g.WriteBytes > 0 {
-			did = append(did, "written")
-		}
-		if g.ReadBytes > 0 {
-			did = append(did, "read")
-		}
-		if g.Deleted > 0 {
-			did = append(did, "deleted")
-		}
-		if len(did) > 0 {
-			s += " " + strings.Join(did, ", ")
-		}
+		k.Group = &g
 	}
-	return s
+	return k
 }
 
 // busiestThread is the thread with the most time in reason, over all threads.
@@ -295,11 +201,11 @@ func (x *Explanation) busiestThread(reason string) *ThreadTime {
 	return best
 }
 
-// pathSpread words a reason whose path time is spread over many processes
-// (a build's compilers), by command: "in compile (18.2 s, 145 processes),
-// link (2.1 s)". Empty when one thread has most of it, or fewer than three
-// processes share it.
-func (x *Explanation) pathSpread(reason string) string {
+// pathSpread is a reason whose path time is spread over many processes (a
+// build's compilers), by command: compile (18.2 s, 145 processes), link
+// (2.1 s). Nil when one thread has most of it, or fewer than three processes
+// share it.
+func (x *Explanation) pathSpread(reason string) *Spread {
 	type use struct {
 		s    float64
 		pids map[uint32]bool
@@ -329,7 +235,7 @@ func (x *Explanation) pathSpread(reason string) string {
 	}
 	for _, v := range perTID {
 		if v >= 0.5*total || len(pids) < 3 {
-			return "" // one thread, or one process's threads: the detail names it
+			return nil // one thread, or one process's threads: the detail names it
 		}
 	}
 	comms := make([]string, 0, len(byComm))
@@ -340,17 +246,13 @@ func (x *Explanation) pathSpread(reason string) string {
 		a, b := byComm[comms[i]], byComm[comms[j]]
 		return a.s > b.s || a.s == b.s && comms[i] < comms[j]
 	})
-	var parts []string
+	spread := &Spread{Threads: len(perTID), Commands: []CommandTime{}}
 	for _, c := range comms {
 		u := byComm[c]
-		if len(parts) == 4 || u.s < 0.05*total {
+		if len(spread.Commands) == 4 || u.s < 0.05*total {
 			break
 		}
-		part := fmt.Sprintf("%s (%s", format.Safe(c), format.Seconds(u.s))
-		if len(u.pids) > 1 {
-			part += fmt.Sprintf(", %d processes", len(u.pids))
-		}
-		parts = append(parts, part+")")
+		spread.Commands = append(spread.Commands, CommandTime{Comm: c, S: u.s, Processes: len(u.pids)})
 	}
-	return "spread over " + fmt.Sprint(len(perTID)) + " threads, in " + strings.Join(parts, ", ")
+	return spread
 }

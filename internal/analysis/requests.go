@@ -71,10 +71,23 @@ type RequestEntry struct {
 	path       CriticalPath
 }
 
+// RequestVerdict is the reason that took most of a request's path, and what
+// its sentence names with it.
 type RequestVerdict struct {
-	Reason  string  `json:"reason"`
-	Share   float64 `json:"share"`
-	Summary string  `json:"summary"`
+	Reason string      `json:"reason"`
+	Share  float64     `json:"share"`
+	Kind   VerdictKind `json:"kind"` // VerdictTop, or VerdictNone
+	// Object is what the path waited on most for the reason; HeldUpBy the
+	// process outside the target that ended those waits most.
+	Object   string `json:"object,omitempty"`
+	HeldUpBy *Actor `json:"held_up_by,omitempty"`
+	// For the slowest requests (RequestOptions.Explained): the files it
+	// used in bulk, when ten or more, and the one blame entry that explains
+	// the verdict, when there is one.
+	Group *FileGroup `json:"file_group,omitempty"`
+	Blame *Blame     `json:"blame,omitempty"`
+	// Summary is the verdict in one sentence, worded by output.
+	Summary string `json:"summary"`
 }
 
 // RequestOptions narrow and shape the analysis.

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/whyslow/whyslow/internal/event"
-	"github.com/whyslow/whyslow/internal/format"
 )
 
 // requestPIDs is the recording's target tree, or every process with socket
@@ -183,24 +182,16 @@ func (r *request) describe(s *Source) {
 		}
 	}
 	if top == "" {
-		r.Verdict = RequestVerdict{Reason: "unknown", Summary: "nothing was recorded for it"}
+		r.Verdict = RequestVerdict{Kind: VerdictNone, Reason: "unknown"}
 		return
 	}
-	r.Verdict = RequestVerdict{Reason: top, Share: topS / max(busy, 1e-9)}
-	r.Verdict.Summary = fmt.Sprintf("%s %s", format.Pct(r.Verdict.Share), reasonWords[top])
-	if object, by := pathObject(r.path, top); object != "" || by != "" {
-		if object != "" {
-			r.Verdict.Summary += " on " + format.Safe(object)
-		}
-		if by != "" {
-			r.Verdict.Summary += ", held up by " + by
-		}
-	}
+	r.Verdict = RequestVerdict{Kind: VerdictTop, Reason: top, Share: topS / max(busy, 1e-9)}
+	r.Verdict.Object, r.Verdict.HeldUpBy = pathObject(r.path, top)
 }
 
 // pathObject is what the path waited on most for reason, and who held it up.
-func pathObject(p CriticalPath, reason string) (object, by string) {
-	perObj, perBy := map[string]float64{}, map[string]float64{}
+func pathObject(p CriticalPath, reason string) (object string, by *Actor) {
+	perObj, perBy := map[string]float64{}, map[Actor]float64{}
 	for _, s := range p.Segments {
 		if s.Reason != reason {
 			continue
@@ -209,10 +200,10 @@ func pathObject(p CriticalPath, reason string) (object, by string) {
 			perObj[s.Object] += s.DurS
 		}
 		if s.BlockedByPID != 0 {
-			perBy[fmt.Sprintf("%s (pid %d)", format.Safe(s.BlockedByComm), s.BlockedByPID)] += s.DurS
+			perBy[Actor{Role: ActorOutside, Comm: s.BlockedByComm, PID: s.BlockedByPID}] += s.DurS
 		}
 	}
-	return largest(perObj), largest(perBy)
+	return largest(perObj), largestActor(perBy)
 }
 
 // explain adds the files the request's path used in its window, and blame:
@@ -253,7 +244,7 @@ func (r *request) explain(s *Source, pids []uint32) error {
 		return err
 	}
 	if groups := groupFiles(r.Files); len(groups) > 0 && groups[0].Files >= 10 {
-		r.Verdict.Summary += "; " + groups[0].Summary
+		r.Verdict.Group = &groups[0]
 	}
 	if len(r.Files) > 10 {
 		r.Files = r.Files[:10]
@@ -270,7 +261,7 @@ func (r *request) explain(s *Source, pids []uint32) error {
 		// Only blame that explains the verdict: storage waits' culprits for
 		// a storage verdict, a lock holder for a lock wait.
 		if b.Share >= 0.25 && (storage && storageActivity[b.Activity] || b.Activity == r.Verdict.Reason) {
-			r.Verdict.Summary += "; " + b.Summary
+			r.Verdict.Blame = &b
 			break
 		}
 	}

@@ -153,7 +153,7 @@ func newExplain() *cobra.Command {
 				return err
 			}
 			if f.json {
-				return writeJSON(cmd.OutOrStdout(), x)
+				return output.ExplanationJSON(cmd.OutOrStdout(), x)
 			}
 			output.Explanation(cmd.OutOrStdout(), x)
 			return nil
@@ -177,7 +177,7 @@ func explainTo(src *analysis.Source, pid uint32, jsonPath string) error {
 			return fmt.Errorf("writing JSON: %w", err)
 		}
 		defer f.Close()
-		return writeJSON(f, x)
+		return output.ExplanationJSON(f, x)
 	}
 	return nil
 }

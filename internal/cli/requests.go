@@ -39,7 +39,7 @@ duration, --limit says how many of the slowest to list and explain.`
 				return withCode(ExitUsage, err)
 			}
 			if ff.json {
-				return writeJSON(w, r)
+				return output.RequestsJSON(w, r)
 			}
 			output.Requests(w, r, c.Flags().Arg(0))
 			return nil
@@ -64,5 +64,5 @@ func requestsTo(src *analysis.Source, path, jsonPath string) error {
 		return err
 	}
 	defer out.Close()
-	return writeJSON(out, r)
+	return output.RequestsJSON(out, r)
 }

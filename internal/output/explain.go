@@ -19,7 +19,7 @@ func Explanation(w io.Writer, x *analysis.Explanation) {
 	}
 	fmt.Fprintf(w, ", wall %s\n", format.Seconds(x.WallS))
 	fmt.Fprintf(w, "\nverdict: %s\n", strings.ToUpper(x.Verdict.Reason))
-	for _, line := range wrap(x.Verdict.Summary, 76) {
+	for _, line := range wrap(verdictSentence(x.Verdict), 76) {
 		fmt.Fprintf(w, "  %s\n", line)
 	}
 	if chain := pathChain(x); chain != "" {
@@ -72,7 +72,7 @@ func Explanation(w io.Writer, x *analysis.Explanation) {
 			if i == 5 {
 				break
 			}
-			for j, line := range wrap(format.Safe(g.Summary), 78) {
+			for j, line := range wrap(groupSentence(g), 78) {
 				if j > 0 {
 					line = "  " + line
 				}
@@ -158,7 +158,7 @@ func Explanation(w io.Writer, x *analysis.Explanation) {
 			if i == 5 {
 				break
 			}
-			for j, line := range wrap(b.Summary, 71) {
+			for j, line := range wrap(blameSentence(b), 71) {
 				lead := "       "
 				if j == 0 {
 					lead = fmt.Sprintf("%5s  ", format.Pct(b.Share))

@@ -11,7 +11,7 @@ import (
 func TestBlameSaysWhatWasLeftOut(t *testing.T) {
 	x := &analysis.Explanation{
 		Verdict:      analysis.Verdict{Reason: "sync"},
-		Blame:        []analysis.Blame{{Share: 0.62, Summary: "sync (pid 9) ran sync() for 1.2 s while the target waited on storage"}},
+		Blame:        []analysis.Blame{{Share: 0.62, PID: 9, Comm: "sync", Activity: "sync", Syscall: "sync", LongestNS: 1_200_000_000}},
 		BlameOmitted: 3,
 	}
 	var b bytes.Buffer

@@ -55,7 +55,7 @@ func Requests(w io.Writer, r *analysis.Requests, rec string) {
 		if q.ClientWaitS > 0.0005 {
 			fmt.Fprintf(w, "  of it %s waiting for the client to send the rest\n", format.Seconds(q.ClientWaitS))
 		}
-		for _, line := range wrap(strings.ToUpper(q.Verdict.Reason)+": "+q.Verdict.Summary, 76) {
+		for _, line := range wrap(strings.ToUpper(q.Verdict.Reason)+": "+requestVerdictSentence(q.Verdict), 76) {
 			fmt.Fprintf(w, "  %s\n", line)
 		}
 		fmt.Fprintf(w, "  zoom: whyslow report log %s --timerange %s --tid %d\n", format.Safe(rec), q.Timerange, q.TID)

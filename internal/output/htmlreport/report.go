@@ -90,8 +90,13 @@ type view struct {
 	CSS     template.CSS
 }
 
-// Write renders the report.
+// Write renders the report. It fills the sentences (summary fields) of the
+// explanation and the requests first: the page shows the terminal's words.
 func Write(w io.Writer, r *Report) error {
+	output.FillSummaries(r.Explanation)
+	if r.Requests != nil {
+		output.FillRequestSummaries(r.Requests)
+	}
 	v := view{Report: r, Command: r.Explanation.Target.Command, ECharts: template.JS(echartsJS),
 		JS: template.JS(reportJS), CSS: template.CSS(reportCSS)}
 	if v.Command == "" {

@@ -1,0 +1,142 @@
+package analysis
+
+// The facts a verdict's sentence is made of. Analyses choose them (which
+// thread, which file, which culprit, what passes a threshold); output words
+// them (internal/output/words.go). Names and paths stay as the traced program
+// gave them: output makes them safe for a terminal, once.
+
+// VerdictKind is the shape of a verdict's sentence.
+type VerdictKind string
+
+const (
+	// VerdictTop: one reason had the largest part ("83% of 2.1 s waiting for
+	// disk writes"), said with its Detail. A request's verdict is always this
+	// one, or VerdictNone.
+	VerdictTop VerdictKind = "top"
+	// VerdictMixed: no reason had half of the busy time; Ranked says which.
+	VerdictMixed VerdictKind = "mixed"
+	// VerdictIdle: the target only waited for work.
+	VerdictIdle VerdictKind = "idle"
+	// VerdictNone: nothing was recorded for it.
+	VerdictNone VerdictKind = "none"
+)
+
+// DetailKind says what a verdict's detail tells, and so which of its fields
+// are filled.
+type DetailKind string
+
+const (
+	DetailWho    DetailKind = "who"    // only Who (run-queue, sleep, child waits)
+	DetailSpread DetailKind = "spread" // Spread: many processes shared the time
+	DetailWrote  DetailKind = "wrote"  // storage writes: Who wrote PathBytes to Path (Bytes in all), or to Group; Blame
+	DetailRead   DetailKind = "read"   // disk reads: Who read Bytes, most waited on Path (PathBytes of it)
+	DetailWaited DetailKind = "waited" // lock, ipc, other: Who waited on Object, held up by HeldUpBy
+	DetailPeer   DetailKind = "peer"   // network: Who waited on Peer
+	DetailRan    DetailKind = "ran"    // cpu: Who ran OnCPUS; Kernel
+)
+
+// VerdictDetail is what a verdict names beyond its reason: who spent the
+// time, and on what.
+type VerdictDetail struct {
+	Kind DetailKind `json:"kind"`
+	// Who spent most of the reason's time: on the critical path, or over all
+	// threads for basis "threads".
+	Who    *Actor  `json:"who,omitempty"`
+	Spread *Spread `json:"spread,omitempty"`
+	// Path is the file written to or most waited on; PathBytes what went to
+	// or came from it, Bytes what Who wrote or read in all.
+	Path      string `json:"path,omitempty"`
+	PathBytes uint64 `json:"path_bytes,omitempty"`
+	Bytes     uint64 `json:"bytes,omitempty"`
+	// Group is the files written in bulk, when they, not one file, were the target's.
+	Group    *FileGroup  `json:"file_group,omitempty"`
+	Object   string      `json:"object,omitempty"`
+	HeldUpBy *Actor      `json:"held_up_by,omitempty"`
+	Peer     *PeerUse    `json:"peer,omitempty"`
+	OnCPUS   float64     `json:"on_cpu_s,omitempty"`
+	Kernel   *KernelTime `json:"kernel,omitempty"`
+	// Blame is other processes' part in storage waits, when it is large: a
+	// copy of an entry of the explanation's blame.
+	Blame *Blame `json:"blame,omitempty"`
+}
+
+// ActorRole is how a thread or process stands to the target.
+type ActorRole string
+
+const (
+	ActorMainThread    ActorRole = "main_thread"    // the target's first thread
+	ActorThread        ActorRole = "thread"         // another thread of the target
+	ActorProcess       ActorRole = "process"        // a descendant process (its first thread)
+	ActorProcessThread ActorRole = "process_thread" // another thread of a descendant
+	ActorOutside       ActorRole = "outside"        // a process outside the target
+)
+
+// Actor is a thread or process a sentence names.
+type Actor struct {
+	Role ActorRole `json:"role"`
+	Comm string    `json:"comm"`
+	PID  uint32    `json:"pid"`
+	TID  uint32    `json:"tid,omitempty"`
+}
+
+// Spread is a reason's path time spread over many processes (a build's
+// compilers): the commands that had the most of it.
+type Spread struct {
+	Threads int `json:"threads"`
+	// Commands: at most four, each with at least 5% of the time.
+	Commands []CommandTime `json:"commands"`
+}
+
+type CommandTime struct {
+	Comm      string  `json:"comm"`
+	S         float64 `json:"s"`
+	Processes int     `json:"processes"`
+}
+
+// KernelTime is the part of the target's CPU time spent in the kernel, when
+// large: in which syscalls, and on which files.
+type KernelTime struct {
+	Share float64 `json:"share"`
+	// Classes: the largest syscall classes, at most four, each with at
+	// least 5% of the kernel time.
+	Classes []ClassTime `json:"classes"`
+	// Group: the files a large part of it was spent on.
+	Group *FileGroup `json:"file_group,omitempty"`
+}
+
+type ClassTime struct {
+	Class string  `json:"class"`
+	S     float64 `json:"s"`
+}
+
+// actor names thread th by how it stands to the target pid.
+func actor(th *ThreadTime, target uint32) *Actor {
+	if th == nil {
+		return nil
+	}
+	a := &Actor{Comm: th.Comm, PID: th.PID, TID: th.TID}
+	switch {
+	case th.PID != target && th.TID == th.PID:
+		a.Role = ActorProcess
+	case th.PID != target:
+		a.Role = ActorProcessThread
+	case th.TID == th.PID:
+		a.Role = ActorMainThread
+	default:
+		a.Role = ActorThread
+	}
+	return a
+}
+
+// largestActor is the actor with the most time in m; ties go to the lower
+// name, then pid, so the choice does not follow map order.
+func largestActor(m map[Actor]float64) *Actor {
+	var best *Actor
+	for a, v := range m {
+		if best == nil || v > m[*best] || v == m[*best] && (a.Comm < best.Comm || a.Comm == best.Comm && a.PID < best.PID) {
+			a := a
+			best = &a
+		}
+	}
+	return best
+}

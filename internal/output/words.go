@@ -1,0 +1,264 @@
+package output
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/event"
+	"github.com/whyslow/whyslow/internal/format"
+)
+
+// The sentences of explain and requests: analyses choose the facts, these
+// word them. Every name and path from the recording goes through format.Safe
+// here, once; the terminal, the JSON summaries and the HTML page (which
+// escapes again for its own medium) all carry these same sentences.
+
+var reasonWords = map[string]string{
+	string(event.ReasonCPU):           "on CPU",
+	string(event.ReasonRunqueue):      "waiting for a CPU (runnable, not running)",
+	string(event.ReasonDiskRead):      "waiting for disk reads",
+	string(event.ReasonDiskWrite):     "waiting for disk writes",
+	string(event.ReasonDirtyThrottle): "throttled for dirtying pages faster than the disk writes them (balance_dirty_pages)",
+	string(event.ReasonSync):          "inside fsync/sync, waiting for data to reach the disk",
+	string(event.ReasonNetwork):       "waiting on the network",
+	string(event.ReasonLock):          "waiting on locks",
+	string(event.ReasonSleep):         "sleeping (timers)",
+	string(event.ReasonChild):         "waiting for child processes",
+	string(event.ReasonIPC):           "waiting on pipes or unix sockets",
+	string(event.ReasonOther):         "off CPU for other reasons",
+}
+
+// verdictSentence: "83% of 2.10 s waiting for disk writes: main thread
+// app (tid 7) wrote 48.0 MiB to /data/out.bin".
+func verdictSentence(v analysis.Verdict) string {
+	switch v.Kind {
+	case analysis.VerdictIdle:
+		return fmt.Sprintf("waited for work the whole %s (accept, poll with no data): nothing was slow", format.Seconds(v.OfS))
+	case analysis.VerdictMixed:
+		var parts []string
+		for _, r := range v.Ranked {
+			if r.Reason == "idle" {
+				continue
+			}
+			if len(parts) == 3 {
+				break
+			}
+			parts = append(parts, fmt.Sprintf("%s %s", r.Reason, format.Pct(r.S/v.OfS)))
+		}
+		return "no single reason dominates: " + strings.Join(parts, ", ")
+	case analysis.VerdictTop:
+		s := fmt.Sprintf("%s of %s %s", format.Pct(v.Share), format.Seconds(v.OfS), reasonWords[v.Reason])
+		if d := detailWords(v.Detail); d != "" {
+			s += ": " + d
+		}
+		return s
+	}
+	return "nothing was recorded for this process"
+}
+
+// detailWords names who and what for a verdict's top reason.
+func detailWords(d *analysis.VerdictDetail) string {
+	if d == nil {
+		return ""
+	}
+	who := actorWords(d.Who)
+	switch d.Kind {
+	case analysis.DetailSpread:
+		return spreadWords(d.Spread)
+	case analysis.DetailWrote:
+		s := who
+		switch {
+		case d.Path != "":
+			if d.PathBytes > 0 {
+				s += " wrote " + format.Bytes(d.PathBytes)
+			}
+			s += " to " + format.Safe(d.Path)
+			// The thread's total apart, when it differs as shown.
+			if d.Bytes > 0 && d.PathBytes > 0 && format.Bytes(d.Bytes) != format.Bytes(d.PathBytes) {
+				s += fmt.Sprintf(" (%s written in all)", format.Bytes(d.Bytes))
+			}
+		case d.Group != nil:
+			g := d.Group
+			if g.WriteBytes > 0 {
+				s += " wrote " + format.Bytes(g.WriteBytes)
+			}
+			s += fmt.Sprintf(" to %d files %s", g.Files, format.Safe(g.Pattern))
+			if g.Deleted > 0 {
+				s += fmt.Sprintf(" (%d deleted before exit)", g.Deleted)
+			}
+		}
+		if d.Blame != nil {
+			s += "; other processes' part: " + blameSentence(*d.Blame)
+		}
+		return s
+	case analysis.DetailRead:
+		s := who
+		if d.Bytes > 0 {
+			s += " read " + format.Bytes(d.Bytes)
+		}
+		if d.Path != "" {
+			s += ", most waited on " + format.Safe(d.Path)
+			if d.PathBytes > 0 && format.Bytes(d.PathBytes) != format.Bytes(d.Bytes) {
+				s += fmt.Sprintf(" (%s of it)", format.Bytes(d.PathBytes))
+			}
+		}
+		return s
+	case analysis.DetailWaited:
+		s := who
+		if d.Object != "" {
+			s += " waited on " + format.Safe(d.Object)
+		}
+		if d.HeldUpBy != nil {
+			s += ", held up by " + actorWords(d.HeldUpBy)
+		}
+		return s
+	case analysis.DetailPeer:
+		p := d.Peer
+		return fmt.Sprintf("%s waited on %s (%s in, %s out)", who, format.Safe(p.Peer), format.Bytes(p.BytesIn), format.Bytes(p.BytesOut))
+	case analysis.DetailRan:
+		return fmt.Sprintf("%s ran %s", who, format.Seconds(d.OnCPUS)) + kernelWords(d.Kernel)
+	}
+	return who
+}
+
+// actorWords: "main thread app (tid 7)", "process cc1 (pid 9)", "flock (pid 12)".
+func actorWords(a *analysis.Actor) string {
+	if a == nil {
+		return ""
+	}
+	comm := format.Safe(a.Comm)
+	switch a.Role {
+	case analysis.ActorProcess:
+		return fmt.Sprintf("process %s (pid %d)", comm, a.PID)
+	case analysis.ActorProcessThread:
+		return fmt.Sprintf("thread %s (tid %d) of process %d", comm, a.TID, a.PID)
+	case analysis.ActorMainThread:
+		return fmt.Sprintf("main thread %s (tid %d)", comm, a.TID)
+	case analysis.ActorThread:
+		return fmt.Sprintf("thread %s (tid %d)", comm, a.TID)
+	}
+	return fmt.Sprintf("%s (pid %d)", comm, a.PID)
+}
+
+// spreadWords: "spread over 150 threads, in cc1 (18.2 s, 145 processes), ld (2.10 s)".
+func spreadWords(s *analysis.Spread) string {
+	var parts []string
+	for _, c := range s.Commands {
+		part := fmt.Sprintf("%s (%s", format.Safe(c.Comm), format.Seconds(c.S))
+		if c.Processes > 1 {
+			part += fmt.Sprintf(", %d processes", c.Processes)
+		}
+		parts = append(parts, part+")")
+	}
+	return "spread over " + fmt.Sprint(s.Threads) + " threads, in " + strings.Join(parts, ", ")
+}
+
+// kernelWords: "; 64% of the CPU time in the kernel (open 1.20 s, write
+// 0.40 s), mostly on 1000 files /tmp/*/*.txt created, written, deleted".
+func kernelWords(k *analysis.KernelTime) string {
+	if k == nil {
+		return ""
+	}
+	var parts []string
+	for _, c := range k.Classes {
+		parts = append(parts, fmt.Sprintf("%s %s", c.Class, format.Seconds(c.S)))
+	}
+	s := fmt.Sprintf("; %s of the CPU time in the kernel (%s)", format.Pct(k.Share), strings.Join(parts, ", "))
+	if g := k.Group; g != nil {
+		s += fmt.Sprintf(", mostly on %d files %s", g.Files, format.Safe(g.Pattern))
+		var did []string
+		if g.Created > 0 {
+			did = append(did, "created")
+		}
+		if g.WriteBytes > 0 {
+			did = append(did, "written")
+		}
+		if g.ReadBytes > 0 {
+			did = append(did, "read")
+		}
+		if g.Deleted > 0 {
+			did = append(did, "deleted")
+		}
+		if len(did) > 0 {
+			s += " " + strings.Join(did, ", ")
+		}
+	}
+	return s
+}
+
+// groupSentence: "/tmp/*/*.txt: 1000 files 1000 created, written, read, 1000 deleted".
+func groupSentence(g analysis.FileGroup) string {
+	var did []string
+	if g.Created > 0 {
+		did = append(did, fmt.Sprintf("%d created", g.Created))
+	}
+	if g.WriteBytes > 0 {
+		did = append(did, "written")
+	}
+	if g.ReadBytes > 0 {
+		did = append(did, "read")
+	}
+	if g.Deleted > 0 {
+		did = append(did, fmt.Sprintf("%d deleted", g.Deleted))
+	}
+	return fmt.Sprintf("%s: %d files %s", format.Safe(g.Pattern), g.Files, strings.Join(did, ", "))
+}
+
+// blameSentence says what another process did to the target, by activity.
+func blameSentence(b analysis.Blame) string {
+	who := fmt.Sprintf("%s (pid %d)", format.Safe(b.Comm), b.PID)
+	// Disk traffic during the target's storage waits.
+	where := ""
+	if b.Path != "" {
+		where = " of " + format.Safe(b.Path)
+	}
+	traffic := fmt.Sprintf("%s, %s of the disk traffic during the waits", format.Bytes(b.Bytes), format.Pct(b.Share))
+	// A wait on the target's critical path that it ended.
+	on := ""
+	if b.Object != "" {
+		on = " on " + format.Safe(b.Object)
+	}
+	held := fmt.Sprintf("%s, %s of the wall time", format.Seconds(b.WaitS), format.Pct(b.Share))
+	switch b.Activity {
+	case "sync":
+		return fmt.Sprintf("%s ran %s() for %s while the target waited on storage", who, b.Syscall, format.Dur(b.LongestNS))
+	case "whyslow":
+		return fmt.Sprintf("whyslow's own recording (%s): %s", format.Safe(b.Path), traffic)
+	case "writeback":
+		return fmt.Sprintf("writeback%s (data dirtied before the recording): %s", where, traffic)
+	case "dirtied":
+		return fmt.Sprintf("%s dirtied the data%s being written out: %s", who, where, traffic)
+	case "wrote":
+		return fmt.Sprintf("%s wrote%s directly: %s", who, where, traffic)
+	case "read":
+		return fmt.Sprintf("%s read%s: %s", who, where, traffic)
+	case string(event.ReasonLock):
+		return fmt.Sprintf("%s held the lock%s that the target waited for: %s", who, on, held)
+	case string(event.ReasonIPC):
+		return fmt.Sprintf("%s was the other end of the pipe or socket%s the target waited on: %s", who, on, held)
+	}
+	return fmt.Sprintf("%s ended a wait (%s)%s of the target: %s", who, b.Activity, on, held)
+}
+
+// requestVerdictSentence: "91% waiting for disk writes on /data/x; /tmp/*/*.txt:
+// 40 files 40 created, written; sync (pid 9) ran sync() for ...".
+func requestVerdictSentence(v analysis.RequestVerdict) string {
+	if v.Kind != analysis.VerdictTop {
+		return "nothing was recorded for it"
+	}
+	s := fmt.Sprintf("%s %s", format.Pct(v.Share), reasonWords[v.Reason])
+	if v.Object != "" {
+		s += " on " + format.Safe(v.Object)
+	}
+	if v.HeldUpBy != nil {
+		s += ", held up by " + actorWords(v.HeldUpBy)
+	}
+	if v.Group != nil {
+		s += "; " + groupSentence(*v.Group)
+	}
+	if v.Blame != nil {
+		s += "; " + blameSentence(*v.Blame)
+	}
+	return s
+}

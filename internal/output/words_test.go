@@ -1,0 +1,84 @@
+package output
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/event"
+)
+
+// Every reason of the vocabulary has words in the verdict, and no word is
+// kept for a reason that does not exist.
+func TestReasonWordsCoverVocabulary(t *testing.T) {
+	for _, r := range event.Reasons {
+		if reasonWords[string(r)] == "" {
+			t.Errorf("reason %q has no words", r)
+		}
+	}
+	if len(reasonWords) != len(event.Reasons) {
+		t.Errorf("%d reasons worded, %d in the vocabulary", len(reasonWords), len(event.Reasons))
+	}
+}
+
+func TestGroupSentence(t *testing.T) {
+	g := analysis.FileGroup{Pattern: "/tmp/*/*.txt", Files: 1000, Created: 1000, Deleted: 1000, ReadBytes: 10, WriteBytes: 10}
+	if got, want := groupSentence(g), "/tmp/*/*.txt: 1000 files 1000 created, written, read, 1000 deleted"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// Each shape of verdict, worded from its facts.
+func TestVerdictSentences(t *testing.T) {
+	main := &analysis.Actor{Role: analysis.ActorMainThread, Comm: "app", PID: 7, TID: 7}
+	for _, c := range []struct {
+		v    analysis.Verdict
+		want string
+	}{
+		{analysis.Verdict{Kind: analysis.VerdictNone, Reason: "unknown"}, "nothing was recorded for this process"},
+		{analysis.Verdict{Kind: analysis.VerdictIdle, Reason: "idle", Share: 1, OfS: 3},
+			"waited for work the whole 3.00 s (accept, poll with no data): nothing was slow"},
+		{analysis.Verdict{Kind: analysis.VerdictMixed, Reason: "cpu", OfS: 2, Ranked: []analysis.Ranked{
+			{Reason: "idle", S: 5}, {Reason: "cpu", S: 0.8}, {Reason: "sleep", S: 0.6}, {Reason: "lock", S: 0.4}, {Reason: "ipc", S: 0.2}}},
+			"no single reason dominates: cpu 40%, sleep 30%, lock 20%"},
+		{analysis.Verdict{Kind: analysis.VerdictTop, Reason: "disk-write", Share: 0.83, OfS: 2.1, Detail: &analysis.VerdictDetail{
+			Kind: analysis.DetailWrote, Who: main, Path: "/data/out.bin", PathBytes: 4 << 20, Bytes: 8 << 20}},
+			"83% of 2.10 s waiting for disk writes: main thread app (tid 7) wrote 4.0 MiB to /data/out.bin (8.0 MiB written in all)"},
+		{analysis.Verdict{Kind: analysis.VerdictTop, Reason: "lock", Share: 0.9, OfS: 1, Detail: &analysis.VerdictDetail{
+			Kind: analysis.DetailWaited, Who: &analysis.Actor{Role: analysis.ActorProcessThread, Comm: "w", PID: 8, TID: 9},
+			Object: "/run/x.lock", HeldUpBy: &analysis.Actor{Role: analysis.ActorOutside, Comm: "flock", PID: 12}}},
+			"90% of 1.00 s waiting on locks: thread w (tid 9) of process 8 waited on /run/x.lock, held up by flock (pid 12)"},
+		{analysis.Verdict{Kind: analysis.VerdictTop, Reason: "cpu", Share: 0.7, OfS: 10, Detail: &analysis.VerdictDetail{
+			Kind: analysis.DetailSpread, Spread: &analysis.Spread{Threads: 150, Commands: []analysis.CommandTime{
+				{Comm: "cc1", S: 6, Processes: 145}, {Comm: "ld", S: 1}}}}},
+			"70% of 10.00 s on CPU: spread over 150 threads, in cc1 (6.00 s, 145 processes), ld (1.00 s)"},
+	} {
+		if got := verdictSentence(c.v); got != c.want {
+			t.Errorf("%s verdict:\n got %q\nwant %q", c.v.Kind, got, c.want)
+		}
+	}
+}
+
+// Names and paths are made safe once, wherever they sit in a sentence: a
+// request's bulk files reached the terminal raw when analysis wrote the
+// sentence (the group's summary was never escaped on that road).
+func TestSentencesAreSafe(t *testing.T) {
+	evil := "/tmp/\x1b[2J/1.txt"
+	r := &analysis.Requests{Count: 1, Requests: []analysis.RequestEntry{{Label: "GET /", Verdict: analysis.RequestVerdict{
+		Kind: analysis.VerdictTop, Reason: "disk-write", Share: 1, Object: evil,
+		HeldUpBy: &analysis.Actor{Role: analysis.ActorOutside, Comm: "x\x1b]0;", PID: 3},
+		Group:    &analysis.FileGroup{Pattern: evil, Files: 12, Created: 12},
+		Blame:    &analysis.Blame{Comm: "y\x07", PID: 4, Activity: "dirtied", Path: evil, Bytes: 1, Share: 1}}}}}
+	var b bytes.Buffer
+	Requests(&b, r, "")
+	FillRequestSummaries(r)
+	for _, s := range []string{b.String(), r.Requests[0].Verdict.Summary} {
+		if strings.ContainsAny(s, "\x1b\x07") {
+			t.Errorf("escape codes reached the words: %q", s)
+		}
+		if strings.Contains(s, `\x1b\x1b`) || strings.Contains(s, `\\x1b`) {
+			t.Errorf("a name was escaped twice: %q", s)
+		}
+	}
+}
