@@ -7,6 +7,13 @@
 
 /* ---- scheduler: off-CPU intervals, wakers, on-CPU time ---- */
 
+/* How many other processes' sync waits are open in offcpu_start (default
+ * level). While none is, a switch to a thread outside the target needs no
+ * lookup: that is most switches of a busy machine. Only ever too high
+ * (entries removed on exit or by user space are not subtracted), which costs
+ * a lookup, never a missed wait. */
+__u64 other_syncs_open = 0;
+
 static __always_inline __u32 state_char(bool preempt, unsigned int state)
 {
 	if (preempt || state == 0)
@@ -111,13 +118,22 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 	__u32 prev_tgid = pv->tgid, prev_tid = pv->pid;
 	__u32 next_tgid = nx->tgid, next_tid = nx->pid;
 
+	/* Each side's target test is one hash lookup, made once: this runs at
+	 * every context switch of the machine. */
+	bool prev_target = prev_tid && is_target(prev_tgid);
+	bool next_target = next_tid && is_target(next_tgid);
+
 	/* A dying task's last switch is no wait: it never runs again. */
 	bool dead = (prev_state & 0x80) || pv->exit_state;
 	if (prev_tid && dead) {
-		bpf_map_delete_elem(&offcpu_start, &prev_tid);
+		struct offstart *o = bpf_map_lookup_elem(&offcpu_start, &prev_tid);
+		if (o && o->other && bpf_map_delete_elem(&offcpu_start, &prev_tid) == 0)
+			__sync_fetch_and_add(&other_syncs_open, -1);
+		else if (o)
+			bpf_map_delete_elem(&offcpu_start, &prev_tid);
 		bpf_map_delete_elem(&wakers, &prev_tid);
 	}
-	if (prev_tid && !dead && is_target(prev_tgid)) {
+	if (prev_target && !dead) {
 		struct offstart s = {};
 		s.ts = now;
 		s.pid = prev_tgid;
@@ -151,25 +167,30 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 			s.syscall = nr;
 			s.other = 1;
 			wait_syscall(&s, regs);
-			bpf_map_update_elem(&offcpu_start, &prev_tid, &s, BPF_ANY);
+			__sync_fetch_and_add(&other_syncs_open, 1);
+			if (bpf_map_update_elem(&offcpu_start, &prev_tid, &s, BPF_ANY))
+				__sync_fetch_and_add(&other_syncs_open, -1);
 		}
 	}
-	/* close the on-CPU stretch, dying or not */
-	struct cpu_val *pc = prev_tid ? bpf_map_lookup_elem(&cpu, &prev_tid) : NULL;
+	/* close the on-CPU stretch, dying or not (only targets have one) */
+	struct cpu_val *pc = prev_target ? bpf_map_lookup_elem(&cpu, &prev_tid) : NULL;
 	if (pc && pc->on_since) {
 		pc->oncpu_ns += now - pc->on_since;
 		pc->on_since = 0;
 	}
 
-	if (!syscall_hooks && next_tid && !is_target(next_tgid)) {
+	if (!syscall_hooks && next_tid && !next_target) {
+		if (!other_syncs_open)
+			return 0;
 		struct offstart *o = bpf_map_lookup_elem(&offcpu_start, &next_tid);
 		if (o && o->other) {
 			emit_wait(nx, next_tgid, next_tid, o, now);
-			bpf_map_delete_elem(&offcpu_start, &next_tid);
+			if (bpf_map_delete_elem(&offcpu_start, &next_tid) == 0)
+				__sync_fetch_and_add(&other_syncs_open, -1);
 		}
 		return 0;
 	}
-	if (next_tid && is_target(next_tgid)) {
+	if (next_target) {
 		struct cpu_val *c = bpf_map_lookup_elem(&cpu, &next_tid);
 		if (!c) {
 			struct cpu_val zero = {};

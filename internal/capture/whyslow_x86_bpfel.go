@@ -388,6 +388,7 @@ const (
 	whyslowVarAllStacks               = "all_stacks"
 	whyslowVarByRequest               = "by_request"
 	whyslowVarFull                    = "full"
+	whyslowVarOtherSyncsOpen          = "other_syncs_open"
 	whyslowVarPayload                 = "payload"
 	whyslowVarSelfPid                 = "self_pid"
 	whyslowVarSlowNs                  = "slow_ns"
@@ -529,6 +530,7 @@ type whyslowVariableSpecs struct {
 	AllStacks            *ebpf.VariableSpec `ebpf:"all_stacks"`
 	ByRequest            *ebpf.VariableSpec `ebpf:"by_request"`
 	Full                 *ebpf.VariableSpec `ebpf:"full"`
+	OtherSyncsOpen       *ebpf.VariableSpec `ebpf:"other_syncs_open"`
 	Payload              *ebpf.VariableSpec `ebpf:"payload"`
 	SelfPid              *ebpf.VariableSpec `ebpf:"self_pid"`
 	SlowNs               *ebpf.VariableSpec `ebpf:"slow_ns"`
@@ -628,6 +630,7 @@ type whyslowVariables struct {
 	AllStacks            *ebpf.Variable `ebpf:"all_stacks"`
 	ByRequest            *ebpf.Variable `ebpf:"by_request"`
 	Full                 *ebpf.Variable `ebpf:"full"`
+	OtherSyncsOpen       *ebpf.Variable `ebpf:"other_syncs_open"`
 	Payload              *ebpf.Variable `ebpf:"payload"`
 	SelfPid              *ebpf.Variable `ebpf:"self_pid"`
 	SlowNs               *ebpf.Variable `ebpf:"slow_ns"`
