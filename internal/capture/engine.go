@@ -181,19 +181,27 @@ func open(opts Options, flavour string, kernel chan *btf.Spec, types *btf.Cache)
 	if slow == 0 {
 		slow = time.Millisecond
 	}
-	set := map[string]any{
-		"system_wide":   opts.SystemWide,
-		"full":          opts.Level == Full,
-		"slow_ns":       uint64(slow),
-		"self_pid":      uint32(os.Getpid()),
-		"by_request":    opts.Requests,
-		"payload":       opts.Requests && opts.Payload,
-		"syscall_hooks": opts.Hooks(),
-		"all_stacks":    opts.Level == Full,
+	// Settings through the generated specs: a setting renamed in C fails
+	// to compile here, not at load time.
+	var vars whyslowVariableSpecs
+	if err := spec.Assign(&vars); err != nil {
+		return nil, fmt.Errorf("finding settings in the BPF spec: %w", err)
 	}
-	for name, v := range set {
-		if err := spec.Variables[name].Set(v); err != nil {
-			return nil, fmt.Errorf("setting %s: %w", name, err)
+	for _, v := range []struct {
+		spec  *ebpf.VariableSpec
+		value any
+	}{
+		{vars.SystemWide, opts.SystemWide},
+		{vars.Full, opts.Level == Full},
+		{vars.SlowNs, uint64(slow)},
+		{vars.SelfPid, uint32(os.Getpid())},
+		{vars.ByRequest, opts.Requests},
+		{vars.Payload, opts.Requests && opts.Payload},
+		{vars.SyscallHooks, opts.Hooks()},
+		{vars.AllStacks, opts.Level == Full},
+	} {
+		if err := v.spec.Set(v.value); err != nil {
+			return nil, fmt.Errorf("setting %s: %w", v.spec.Name, err)
 		}
 	}
 	var mapSpecs whyslowMapSpecs
@@ -223,7 +231,7 @@ func open(opts Options, flavour string, kernel chan *btf.Spec, types *btf.Cache)
 		coll.Close() // a failed Assign leaves every map in coll
 		return nil, fmt.Errorf("assigning maps: %w", err)
 	}
-	e := &Engine{opts: opts, coll: coll, maps: maps, flavour: flavour, resolver: newResolver(sysinfo.FS{Root: "/"})}
+	e := &Engine{opts: opts, coll: coll, maps: maps, flavour: flavour, resolver: newResolver(sysinfo.Host)}
 	if err := e.attach(prefix); err != nil {
 		e.Close()
 		return nil, err

@@ -40,7 +40,7 @@ func (e *Engine) AddExisting(pid uint32) ([]event.Event, error) {
 	if err := e.AddTarget(pid); err != nil {
 		return nil, err
 	}
-	fs := sysinfo.FS{Root: "/"}
+	fs := sysinfo.Host
 	threads, err := fs.Threads(int(pid))
 	if err != nil {
 		return nil, nil // exited meanwhile: nothing to follow

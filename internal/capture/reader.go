@@ -134,7 +134,7 @@ func (e *Engine) read(ctx context.Context, rd *ringbuf.Reader, out chan<- []even
 				case *event.File:
 					e.resolver.complete(v)
 				case *event.Exec:
-					v.Cgroup = sysinfo.FS{Root: "/"}.Cgroup(v.PID) // read now, while the process is surely there
+					v.Cgroup = sysinfo.Host.Cgroup(v.PID) // read now, while the process is surely there
 				}
 				batch = append(batch, ev)
 				if x := dec.takeExtra(); x != nil {

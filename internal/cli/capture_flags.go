@@ -93,7 +93,7 @@ func (c *captureFlags) preflight(argv []string, pid int) (capture.Options, error
 
 // needPrivileges explains what is missing before any capture starts.
 func needPrivileges() error {
-	caps, err := sysinfo.FS{Root: "/"}.EffectiveCaps("self")
+	caps, err := sysinfo.Host.EffectiveCaps("self")
 	if err == nil && sysinfo.CanTrace(caps) {
 		return nil
 	}

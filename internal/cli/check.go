@@ -22,7 +22,7 @@ Exits 0 when full capture works, 4 when capture is impossible or degraded,
 with one sentence per missing piece saying what will be missing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if degraded := runCheck(cmd.OutOrStdout(), sysinfo.FS{Root: "/"}); degraded > 0 {
+			if degraded := runCheck(cmd.OutOrStdout(), sysinfo.Host); degraded > 0 {
 				return withCode(ExitNoCapture, fmt.Errorf("%d requirement(s) missing: capture is degraded or impossible", degraded))
 			}
 			return nil

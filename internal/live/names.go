@@ -63,7 +63,7 @@ func newNames() *names {
 	files, _ := lru.New[fileKey, fileName](maxFiles)
 	dirtiers, _ := lru.New[fileKey, uint32](maxFiles)
 	return &names{procs: procs, threads: threads, files: files, dirtiers: dirtiers,
-		devices: map[uint32]string{}, sys: sysinfo.FS{Root: "/"}, cgroupOf: sysinfo.FS{Root: "/"}.Cgroup, commOf: sysinfo.FS{Root: "/"}.Comm}
+		devices: map[uint32]string{}, sys: sysinfo.Host, cgroupOf: sysinfo.Host.Cgroup, commOf: sysinfo.Host.Comm}
 }
 
 func (n *names) noteThread(pid, tid uint32, comm string) {

@@ -89,7 +89,7 @@ func startMeta(cfg Config, eng *capture.Engine, start time.Time) map[string]stri
 	scope := "system"
 	command := cfg.Command
 	if cfg.PID != 0 && len(command) == 0 {
-		command = sysinfo.FS{Root: "/"}.Cmdline(cfg.PID) // attach: name it as ps does
+		command = sysinfo.Host.Cmdline(cfg.PID) // attach: name it as ps does
 	}
 	if len(cfg.Command) > 0 {
 		scope = "command"
@@ -149,7 +149,7 @@ func lingerForWriteback(ctx context.Context, limit time.Duration) {
 	deadline := time.After(limit)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
-	for (sysinfo.FS{Root: "/"}).DirtyBytes() > 256<<10 {
+	for sysinfo.Host.DirtyBytes() > 256<<10 {
 		select {
 		case <-deadline:
 			return

@@ -105,7 +105,7 @@ func (s *session) startTarget() error {
 		return s.eng.AddTarget(uint32(g.PID()))
 	case s.cfg.PID != 0:
 		s.res.TargetPID = s.cfg.PID
-		for _, pid := range append([]int{s.cfg.PID}, sysinfo.FS{Root: "/"}.Descendants(s.cfg.PID)...) {
+		for _, pid := range append([]int{s.cfg.PID}, sysinfo.Host.Descendants(s.cfg.PID)...) {
 			evs, err := s.eng.AddExisting(uint32(pid))
 			if err != nil {
 				return err
@@ -193,7 +193,7 @@ func (s *session) wait(ctx context.Context) (user, system time.Duration) {
 		fmt.Fprintf(os.Stderr, "whyslow: recording stopped: %v\n", s.w.Err())
 	case <-s.targetDone:
 		s.res.TargetEnd = time.Now()
-		s.res.DirtyAtEnd = sysinfo.FS{Root: "/"}.DirtyBytes()
+		s.res.DirtyAtEnd = sysinfo.Host.DirtyBytes()
 		if s.cfg.Linger > 0 && s.eng.TargetDirtied() {
 			lingerForWriteback(ctx, s.cfg.Linger)
 		}

@@ -418,7 +418,7 @@ func (w *Writer) finish(lost map[string]uint64) []error {
 			errs = append(errs, err)
 		}
 	}
-	for _, d := range (sysinfo.FS{Root: "/"}).BlockDevices() {
+	for _, d := range sysinfo.Host.BlockDevices() {
 		if err := w.row("devices", d.Dev, d.Name, d.Backing, d.BackingDev, d.BackingIno, d.Lower, d.ThrottleReadBPS, d.ThrottleWriteBPS); err != nil {
 			errs = append(errs, err)
 		}

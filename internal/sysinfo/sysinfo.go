@@ -15,6 +15,10 @@ import (
 // FS is the root under which /proc and /sys are read ("/" on a live system).
 type FS struct{ Root string }
 
+// Host is the machine whyslow runs on. Code that reads the live system
+// names it; tests give an FS rooted at their fixtures instead.
+var Host = FS{Root: "/"}
+
 func (fs FS) path(p string) string { return filepath.Join(fs.Root, p) }
 
 // Capabilities whyslow needs (linux/capability.h).

@@ -122,5 +122,5 @@ func Resolve(name string) (string, error) {
 // ProcCPUTime reads a live process's user and system time (its own and its
 // reaped children's) from this machine's /proc.
 func ProcCPUTime(pid int) (user, system time.Duration, ok bool) {
-	return sysinfo.FS{Root: "/"}.ProcCPUTime(pid)
+	return sysinfo.Host.ProcCPUTime(pid)
 }
