@@ -399,23 +399,30 @@ Profiles: ` + "`bpftool prog show`" + ` with ` + "`kernel.bpf_stats_enabled=1`" 
   that never wait are not seen at this level (` + "`--syscalls`" + ` keeps the per-call hooks: ~350 ns at entry,
   ~260 ns at exit per call).
 - **Realistic work.** word-pop's request costs nothing measurable. The SQLite commit loop is the
-  worst realistic case: each commit waits about 12 times (each buffer and page of an fsync) and
-  issues ~15 block requests, so the default level handles ~45k events/s for 1,300 commits/s.
-  Measured with ` + "`kernel.bpf_stats_enabled`" + `: ~50 µs of BPF per commit (` + "`sched_switch`" + ` 0.84 µs a run
-  over every switch of the machine, block insert/issue/complete ~1.7 µs a request,
-  ` + "`writeback_dirty_folio`" + ` ~1 µs a page); discarding the events in user space instead of storing
-  them gains ~3.5%. Done: no kernel stack for interruptible waits, one stack per 10 ms within a
-  sync call (sched_switch 2.0 → 0.84 µs a run), one ring record per wait, no reader wakeup per
-  event (a wakeup per block completion). Next: aggregate other processes' block requests in the
-  kernel, and keep per-request records for the target's own I/O only.
+  worst realistic case: each commit waits about 12 times (each buffer and page of an fsync),
+  switches context ~24 times and issues ~15 block requests. ` + "`kernel.bpf_stats_enabled`" + ` over 2.7 s of
+  it: ` + "`sched_switch`" + ` 1.1 µs a run (was 1.4: the target test is made once per side, on-CPU time is
+  read for targets only, and a count of other processes' open sync waits spares a lookup at every
+  other switch), block insert/issue/complete 1.6/0.5/0.9 µs, ` + "`writeback_dirty_folio`" + ` 1.7 µs a page,
+  ` + "`sched_waking`" + ` 0.5 µs; ~180 ms of BPF in all, ~7% of one CPU. Detaching one tracepoint at a
+  time (5 A B pairs each; this loop's own rate varies ±10% between runs on this VM): without
+  ` + "`sched_switch`" + ` the ratio is 0.98, without the block, writeback, tick or waking hooks 0.83 to
+  0.89, with everything attached 0.84, with an empty ` + "`sched_switch`" + ` program 0.92. So the
+  loss is latency added to each switch and completion on the commit's critical path more than
+  CPU time, and discarding every event in user space changes nothing. Next: keep the target's
+  wait in task storage instead of a hash map (one update, lookup and delete fewer per wait), and
+  aggregate other processes' block requests in the kernel.
 - **Writes** also run ` + "`writeback_dirty_folio`" + ` for each page newly dirtied (hash update with an
   atomic add): the randwrite rows show what that costs.
 - **Full capture.** The busy ring drains into an unlinked spool file (a copy per record) and a
   loader decodes it behind the reader into DuckDB; holes are punched behind the loader so the
   spool holds the backlog only. The recording is lossless at the rate the traced program can
-  reach; the per-call hooks (~0.6 µs a call) are what cost the program its throughput. DuckDB's
-  row appender (~0.6 µs per row) is still the loader's limit: a backlog is loaded after the
-  program ends.
+  reach. The per-call hooks are what cost the program its throughput: ` + "`sys_enter`" + ` ~400 ns and
+  ` + "`sys_exit`" + ` ~440 ns a call (bpf_stats, fio randread, one job), against ~2.2 µs a pread untraced,
+  so the hooks alone cap ` + "`--full`" + ` near 0.72. Reaching 0.85 needs under ~0.3 µs a call for both: a
+  design that only stamps the entry time into task storage and reads the arguments at exit from
+  the registers the call saved (they survive it on x86_64), and names files per (pid, fd) when
+  the fd table changes (open, close, dup are streamed anyway) instead of at every call.
 - **Analysis.** Every analysis reads the numeric raw tables and names only the rows it keeps:
   stats and freq take exact percentiles from a per-class table of durations (DuckDB's own
   ` + "`quantile_disc`" + ` index), usage sums per process, thread, file and syscall before naming, explain
@@ -426,14 +433,26 @@ Profiles: ` + "`bpftool prog show`" + ` with ` + "`kernel.bpf_stats_enabled=1`" 
 - **Start-up.** Loading the programs took ~0.9 s of CPU in the verifier: the file description
   (with the path walk) was inlined at a dozen call sites, and the syscall exit handler alone
   walked 100k instructions. ` + "`describe_file`" + ` is now a global BPF function, verified once (kernel
-  pointers cross it in memory, read as numbers): all programs load in ~0.12 s, and the default
-  level loads no syscall handler. Readers wake at once on stop (ring buffer ` + "`Flush`" + `) and links
-  detach in parallel (each waits for an RCU grace period), the kernel's BTF loads while the
-  object parses. Left (measured phase by phase): ~30 ms of process start, ~120 ms to open and
-  attach, ~25 ms closing the recording (DuckDB checkpoint), ~75 ms explaining (reopening the
-  recording read-only, ~40 small queries).
-- **Memory.** Of ~330 MiB resident at full rate: 41 MiB the binary's text (DuckDB is linked in),
-  40 MiB the two ring buffers (each mapped twice), ~40 MiB Go heap, the rest DuckDB's
-  allocations, which exceed its 128 MB ` + "`memory_limit`" + ` (checkpointing every 2 s, a lower limit or
-  allocator flush threshold changed little). The spool keeps the backlog on disk, not in memory.
+  pointers cross it in memory, read as numbers), and the default level loads no syscall handler.
+  Readers wake at once on stop (ring buffer ` + "`Flush`" + `), links detach in parallel (each waits for an
+  RCU grace period), the kernel's BTF loads while the object parses, and one ` + "`btf.Cache`" + ` serves
+  CO-RE, tp_btf targets and kfuncs (the loader decoded the kernel's BTF a second time: ~30 ms of
+  CPU, ~20 MiB). ` + "`run`" + ` and ` + "`attach`" + ` explain on the recording the writer just finished, locked down
+  as ` + "`Open`" + ` locks it, instead of closing, checkpointing and reopening it; a temporary recording is
+  never checkpointed. Side by side with the previous release: 0.36–0.39 s → 0.26–0.32 s, 136 →
+  94 MiB. Left, phase by phase on a quiet machine: ~15 ms process start, 15–50 ms parsing the
+  object (sharing the CPUs with DuckDB creating the file and the kernel's BTF decoding), 100–130
+  ms creating maps, loading the object's BTF and verifying ~10k instructions, ~5 ms attaching,
+  ~12 ms finishing the recording, 60–70 ms explaining (~40 queries over views; the target's waits
+  and I/O tables are ~45 ms of it), ~5 ms closing. Loading the programs in two halves at once
+  gained nothing (the other CPU is busy creating the recording then), and explain's steps share
+  temporary tables that only one connection sees.
+- **Memory.** A short ` + "`run`" + ` peaks at ~94 MiB: ~35 MiB of the binary's pages are resident before
+  ` + "`main`" + ` (DuckDB is linked in, and its C++ static initialisers run at exec), DuckDB's code adds ~20
+  MiB once used, the rings ~10 MiB (the default level's events ring is 4 MiB, mapped twice; 16 MiB
+  with ` + "`--syscalls`" + ` and ` + "`--full`" + `), and ~30 MiB is anonymous (Go heap, mostly the kernel's BTF
+  while loading; DuckDB). Under 60 MiB needs DuckDB out of the process that loads the programs.
+  At full rate, of ~330 MiB: 41 MiB the binary, 40 MiB the two rings, ~40 MiB Go heap, the rest
+  DuckDB's allocations, which exceed its 128 MB ` + "`memory_limit`" + ` (checkpointing every 2 s, a lower
+  limit or allocator flush threshold changed little). The spool keeps the backlog on disk.
 `
