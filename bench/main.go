@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -203,6 +204,15 @@ func fio(argv []string, rw string) (float64, error) {
 	return r.Jobs[0].Read.IOPS, nil
 }
 
+// spread is the lowest and highest of v: how far one pair can stray from
+// the median, which a single number hides.
+func spread(v []float64) string {
+	if len(v) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.2f–%.2f", slices.Min(v), slices.Max(v))
+}
+
 func median(v []float64) float64 {
 	if len(v) == 0 {
 		return 0
@@ -221,7 +231,7 @@ func overhead(w io.Writer) {
 	}{{"randread", runtime.NumCPU()}, {"randread", 1}, {"randwrite", runtime.NumCPU()}}
 	for _, v := range variants {
 		rw := v.rw
-		fmt.Fprintf(w, "### %s, %d job(s)\n\n| tool | untraced IOPS (median) | traced IOPS (median) | ratio |\n|---|---:|---:|---:|\n", rw, v.jobs)
+		fmt.Fprintf(w, "### %s, %d job(s)\n\n| tool | untraced IOPS (median) | traced IOPS (median) | ratio | pairs' range |\n|---|---:|---:|---:|---:|\n", rw, v.jobs)
 		for _, t := range tools() {
 			if v.jobs == 1 && !strings.HasPrefix(t.name, "whyslow run") {
 				continue // one job: the levels of whyslow only
@@ -245,7 +255,7 @@ func overhead(w io.Writer) {
 				fmt.Fprintf(w, "| %s | failed: %s | | |\n", t.name, errText)
 				continue
 			}
-			fmt.Fprintf(w, "| %s | %.0f | %.0f | %.3f |\n", t.name, median(base), median(traced), median(ratios))
+			fmt.Fprintf(w, "| %s | %.0f | %.0f | %.3f | %s |\n", t.name, median(base), median(traced), median(ratios), spread(ratios))
 		}
 		fmt.Fprintln(w)
 	}

@@ -38,7 +38,7 @@ func timedRows(w io.Writer) {
 	repo, _ := os.Getwd()
 	gocache, err := os.MkdirTemp("/var/tmp", "whyslow-bench-gocache-")
 	if err != nil {
-		fmt.Fprintf(w, "| build | failed: %v | | |\n", err)
+		fmt.Fprintf(w, "| build | failed: %v | | | |\n", err)
 		return
 	}
 	defer os.RemoveAll(gocache)
@@ -55,7 +55,7 @@ func timedRows(w io.Writer) {
 		{"word-pop: median /popularity request (Flask, 1000 temp files each)", []string{"sh", filepath.Join(repo, "bench", "wordpop.sh")}, nil, true},
 		{"parallel build: go build -a of a net/http program, -p 2, cold cache", []string{goBin, "build", "-a", "-p", "2", "-o", os.DevNull, hello}, []string{"GOCACHE=" + filepath.Join(gocache, "cache")}, false},
 	}
-	fmt.Fprintf(w, "\n| work | untraced s | traced s (default level) | ratio |\n|---|---:|---:|---:|\n")
+	fmt.Fprintf(w, "\n| work | untraced s | traced s (default level) | ratio | pairs' range |\n|---|---:|---:|---:|---:|\n")
 	for _, wk := range works {
 		measure := func(prefix ...string) (float64, error) {
 			os.RemoveAll(filepath.Join(gocache, "cache"))
@@ -81,34 +81,34 @@ func timedRows(w io.Writer) {
 		for i := 0; i < *pairs && !failed; i++ {
 			a, err := measure("env")
 			if err != nil {
-				fmt.Fprintf(w, "| %s | failed: %v | | |\n", wk.name, err)
+				fmt.Fprintf(w, "| %s | failed: %v | | | |\n", wk.name, err)
 				failed = true
 				break
 			}
 			b, err := measure(*whyslow, "run", "--linger=0", "--")
 			if err != nil {
-				fmt.Fprintf(w, "| %s | failed: %v | | |\n", wk.name, err)
+				fmt.Fprintf(w, "| %s | failed: %v | | | |\n", wk.name, err)
 				failed = true
 				break
 			}
 			base, traced, ratios = append(base, a), append(traced, b), append(ratios, a/b)
 		}
 		if !failed {
-			fmt.Fprintf(w, "| %s | %.3f | %.3f | %.3f |\n", wk.name, median(base), median(traced), median(ratios))
+			fmt.Fprintf(w, "| %s | %.3f | %.3f | %.3f | %s |\n", wk.name, median(base), median(traced), median(ratios), spread(ratios))
 		}
 	}
 }
 
 func sqlite(w io.Writer) {
-	fmt.Fprintf(w, "\n### Realistic work\n\nA SQLite commit loop (autocommit inserts, each an fsync) on %s, 3 s per run, %d A B pairs; the ratio is the median of traced/untraced commits per second. Goal: ≥ 0.99 at the default level.\n\n| tool | untraced commits/s | traced commits/s | ratio |\n|---|---:|---:|---:|\n", "/var/tmp", *pairs)
+	fmt.Fprintf(w, "\n### Realistic work\n\nA SQLite commit loop (autocommit inserts, each an fsync) on %s, 3 s per run, %d A B pairs; the ratio is the median of traced/untraced commits per second. Goal: ≥ 0.99 at the default level.\n\n| tool | untraced commits/s | traced commits/s | ratio | pairs' range |\n|---|---:|---:|---:|---:|\n", "/var/tmp", *pairs)
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		fmt.Fprintf(w, "| sqlite | failed: %v | | |\n", err)
+		fmt.Fprintf(w, "| sqlite | failed: %v | | | |\n", err)
 		return
 	}
 	dir, err := os.MkdirTemp("/var/tmp", "whyslow-bench-sqlite-")
 	if err != nil {
-		fmt.Fprintf(w, "| sqlite | failed: %v | | |\n", err)
+		fmt.Fprintf(w, "| sqlite | failed: %v | | | |\n", err)
 		return
 	}
 	defer os.RemoveAll(dir)
@@ -136,16 +136,16 @@ func sqlite(w io.Writer) {
 		for i := 0; i < *pairs; i++ {
 			a, err := rate("env")
 			if err != nil {
-				fmt.Fprintf(w, "| %s | failed: %v | | |\n", t.name, err)
+				fmt.Fprintf(w, "| %s | failed: %v | | | |\n", t.name, err)
 				return
 			}
 			b, err := rate(t.argv...)
 			if err != nil {
-				fmt.Fprintf(w, "| %s | failed: %v | | |\n", t.name, err)
+				fmt.Fprintf(w, "| %s | failed: %v | | | |\n", t.name, err)
 				return
 			}
 			base, traced, ratios = append(base, a), append(traced, b), append(ratios, b/a)
 		}
-		fmt.Fprintf(w, "| %s | %.0f | %.0f | %.3f |\n", t.name, median(base), median(traced), median(ratios))
+		fmt.Fprintf(w, "| %s | %.0f | %.0f | %.3f | %s |\n", t.name, median(base), median(traced), median(ratios), spread(ratios))
 	}
 }
