@@ -14,9 +14,9 @@ const trafficSQL = `CASE WHEN fkind IN ('file','blockdev') THEN 'file' WHEN fkin
 const readSQL = `(class = 'read' OR name IN ('recvfrom','recvmsg'))`
 const writeSQL = `(class = 'write' OR name IN ('sendto','sendmsg'))`
 
-// byteClasses are the syscall classes whose return value is bytes moved (the
-// io view's bytes column), for `class IN (...)`.
-var byteClasses = event.ByteClassesSQL()
+// byteSyscalls are the syscalls whose return value is bytes moved (the io
+// view's bytes column), for `name IN (...)`: not accept or connect.
+var byteSyscalls = event.ByteSyscallsSQL()
 
 // dirtierSQL names, per file, the process that dirtied most of its pages:
 // the one a write-back of the file is charged to, not the flusher thread.
