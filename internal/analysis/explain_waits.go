@@ -96,7 +96,7 @@ func (s *Source) targetIO(pids []uint32) error {
 	q = `CREATE OR REPLACE TEMP TABLE target_io AS
 	  WITH named AS (
 	    SELECT c.tid, c.dev, c.ino, c.gen, k.name AS fkind, n.name, n.class,
-	           CASE WHEN n.class IN (` + byteClasses + `) THEN c.ret_bytes ELSE 0 END AS bytes, c.ops, c.wait_ns
+	           CASE WHEN n.name IN (` + byteSyscalls + `) THEN c.ret_bytes ELSE 0 END AS bytes, c.ops, c.wait_ns
 	    FROM target_calls c LEFT JOIN syscall_names n USING (nr) LEFT JOIN kinds k ON k.kind = c.fkind
 	    UNION ALL
 	    SELECT tid, dev, ino, gen, fkind, name, class, bytes, count, total_ns FROM syscall_totals WHERE ` + in + `)

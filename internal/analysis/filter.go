@@ -44,7 +44,7 @@ var ioCols = cols{ts: "ts", end: "end_ts", pid: "pid", tid: "tid", comm: "comm",
 // ten million numeric rows and naming the hundred kept is far cheaper than
 // naming ten million and sorting them.
 var rawCols = cols{ts: "ts", end: "(ts + dur)", pid: "pid", tid: "tid", dur: "dur",
-	size:     "(CASE WHEN ret > 0 AND nr IN (SELECT nr FROM syscall_names WHERE class IN (" + byteClasses + ")) THEN ret ELSE 0 END)",
+	size:     "(CASE WHEN ret > 0 AND nr IN (SELECT nr FROM syscall_names WHERE name IN (" + byteSyscalls + ")) THEN ret ELSE 0 END)",
 	commByID: true, pathByID: true}
 
 func (f Filter) where(c cols) (string, []any) {

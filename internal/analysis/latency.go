@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/whyslow/whyslow/internal/event"
 )
 
 // ClassStats is iolatencystats for one syscall class.
@@ -431,7 +433,7 @@ func queryOps(s *Source, f Filter, q string, args []any) ([]Op, error) {
 			return nil, err
 		}
 		o.FD, o.Ret = fd.Int32, ret.Int64
-		if (o.Class == "read" || o.Class == "write" || o.Class == "net" || o.Class == "xfer") && o.Ret >= 0 {
+		if event.SyscallMovesBytes(o.Syscall) && o.Ret >= 0 {
 			size := o.Ret
 			o.Size = &size
 		}

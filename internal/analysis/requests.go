@@ -233,8 +233,8 @@ func cutRequests(calls []socketCall) []*request {
 			st = &connState{}
 			conns[c.conn] = st
 		}
-		in := c.ret > 0 && (c.class == "read" || c.name == "recvfrom" || c.name == "recvmsg")
-		outb := c.ret > 0 && (c.class == "write" || c.name == "sendto" || c.name == "sendmsg" || c.name == "sendfile")
+		in := c.ret > 0 && reads.has(c.class, c.name)
+		outb := c.ret > 0 && writes.has(c.class, c.name)
 		switch {
 		case c.name == "accept" || c.name == "accept4":
 			st.decided, st.server = true, true
@@ -263,7 +263,7 @@ func cutRequests(calls []socketCall) []*request {
 			st.cur.end = c.ts + c.dur
 			st.cur.TID, st.cur.Comm = c.tid, c.comm
 			st.cur.BytesOut += uint64(c.ret)
-		case c.name == "close" || (c.ret == 0 && (c.class == "read" || c.name == "recvfrom")):
+		case c.name == "close" || (c.ret == 0 && reads.has(c.class, c.name)):
 			finish(st)
 		}
 	}

@@ -1,6 +1,12 @@
 package analysis
 
-import "testing"
+import (
+	"database/sql"
+	"testing"
+
+	_ "github.com/duckdb/duckdb-go/v2" // the "duckdb" database/sql driver
+	"github.com/whyslow/whyslow/internal/event"
+)
 
 func TestHTTPLabel(t *testing.T) {
 	for in, want := range map[string]string{
@@ -61,5 +67,52 @@ func TestCutRequests(t *testing.T) {
 	}
 	if q := quantiles([]float64{5, 1, 3, 2, 4}); q.P50 != 3 || q.Max != 5 || q.P90 != 5 {
 		t.Errorf("quantiles %+v", q)
+	}
+}
+
+// TestRequestsSplitReadsFromWritesAsSQL: requests tell a call that brings a
+// request's bytes in from one that sends the answer out exactly as readSQL
+// and writeSQL do for usage and explain, for every syscall whyslow names.
+func TestRequestsSplitReadsFromWritesAsSQL(t *testing.T) {
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn := connKey{pid: 1, ino: 10}
+	for _, nc := range event.SyscallNames() {
+		name, class := nc[0], nc[1]
+		var sqlRead, sqlWrite bool
+		if err := db.QueryRow("SELECT "+readSQL+", "+writeSQL+" FROM (SELECT ?::VARCHAR AS class, ?::VARCHAR AS name)",
+			class, name).Scan(&sqlRead, &sqlWrite); err != nil {
+			t.Fatal(err)
+		}
+		// A read: the call alone on a connection, then an answer, cuts a
+		// request whose bytes in are the call's.
+		got := cutRequests([]socketCall{
+			{conn: conn, ts: 1, dur: 1, name: name, class: class, ret: 100},
+			{conn: conn, ts: 5, dur: 1, name: "write", class: "write", ret: 1},
+		})
+		read := len(got) == 1 && got[0].BytesIn == 100
+		// A write: after a request came in, the call answers it.
+		got = cutRequests([]socketCall{
+			{conn: conn, ts: 1, dur: 1, name: "read", class: "read", ret: 1},
+			{conn: conn, ts: 5, dur: 1, name: name, class: class, ret: 50},
+		})
+		write := len(got) == 1 && got[0].BytesOut == 50
+		if read != sqlRead || write != sqlWrite {
+			t.Errorf("%s (%s): requests read %v write %v, SQL read %v write %v", name, class, read, write, sqlRead, sqlWrite)
+		}
+		// A read of 0 bytes is the end of the connection: the request
+		// still unanswered is not one (nor after a close, or a connect that
+		// makes the connection a client's).
+		got = cutRequests([]socketCall{
+			{conn: conn, ts: 1, dur: 1, name: "read", class: "read", ret: 1},
+			{conn: conn, ts: 3, dur: 1, name: name, class: class, ret: 0},
+			{conn: conn, ts: 5, dur: 1, name: "write", class: "write", ret: 1},
+		})
+		if eof := len(got) == 0; eof != (sqlRead || name == "close" || name == "connect") {
+			t.Errorf("%s (%s) returning 0: requests see the end %v, SQL read %v", name, class, eof, sqlRead)
+		}
 	}
 }

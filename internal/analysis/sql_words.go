@@ -1,6 +1,11 @@
 package analysis
 
-import "github.com/whyslow/whyslow/internal/event"
+import (
+	"slices"
+	"strings"
+
+	"github.com/whyslow/whyslow/internal/event"
+)
 
 // SQL fragments more than one analysis uses, written once here.
 
@@ -9,14 +14,39 @@ import "github.com/whyslow/whyslow/internal/event"
 const trafficSQL = `CASE WHEN fkind IN ('file','blockdev') THEN 'file' WHEN fkind = 'socket' THEN 'net'
 	WHEN fkind IN ('pipe','unix') THEN 'ipc' ELSE 'other' END`
 
-// readSQL and writeSQL tell reads from writes among calls that move bytes
-// (rows with class and name): a recv is a read, a send a write.
-const readSQL = `(class = 'read' OR name IN ('recvfrom','recvmsg'))`
-const writeSQL = `(class = 'write' OR name IN ('sendto','sendmsg'))`
+// direction tells reads from writes among calls that move bytes: a class,
+// and the net calls that go the same way (a recv is a read, a send a write).
+// sendfile, splice and copy_file_range are neither: the file a row names is
+// the one they read from, the bytes go to another.
+type direction struct {
+	class string
+	net   []string
+}
 
-// byteClasses are the syscall classes whose return value is bytes moved (the
-// io view's bytes column), for `class IN (...)`.
-var byteClasses = event.ByteClassesSQL()
+var (
+	reads  = direction{"read", []string{"recvfrom", "recvmsg"}}
+	writes = direction{"write", []string{"sendto", "sendmsg"}}
+)
+
+// readSQL and writeSQL are reads and writes in SQL, for rows with class and
+// name; requests ask reads.has and writes.has.
+var (
+	readSQL  = reads.sql()
+	writeSQL = writes.sql()
+)
+
+func (d direction) sql() string {
+	return "(class = '" + d.class + "' OR name IN ('" + strings.Join(d.net, "','") + "'))"
+}
+
+// has reports whether a call of class named name goes this way.
+func (d direction) has(class, name string) bool {
+	return class == d.class || slices.Contains(d.net, name)
+}
+
+// byteSyscalls are the syscalls whose return value is bytes moved (the io
+// view's bytes column), for `name IN (...)`: not accept or connect.
+var byteSyscalls = event.ByteSyscallsSQL()
 
 // dirtierSQL names, per file, the process that dirtied most of its pages:
 // the one a write-back of the file is charged to, not the flusher thread.

@@ -180,7 +180,7 @@ func (s *Source) usageCalls(f Filter) error {
 	    FROM syscall_raw WHERE ` + where + ` GROUP BY ALL),
 	  named AS (
 	    SELECT c.pid, c.ts, cm.comm, n.name, n.class, c.fd, c.dev, c.ino, c.gen, k.name AS fkind,
-	           CASE WHEN n.class IN (` + byteClasses + `) THEN c.ret_bytes ELSE 0 END AS bytes
+	           CASE WHEN n.name IN (` + byteSyscalls + `) THEN c.ret_bytes ELSE 0 END AS bytes
 	    FROM c LEFT JOIN comms cm USING (comm_id) LEFT JOIN syscall_names n USING (nr) LEFT JOIN kinds k ON k.kind = c.fkind
 	    UNION ALL
 	    SELECT pid, ts, comm, name, class, NULL, dev, ino, gen, fkind, bytes FROM syscall_totals WHERE ` + twhere + `)

@@ -40,19 +40,16 @@ func (e *Engine) drain(final bool) []event.Event {
 	var tid uint32
 	var cv whyslowCpuVal
 	cit := cpu.Iterate()
-	if e.cpuSeen == nil {
-		e.cpuSeen = make(map[uint32]uint64)
-	}
 	for cit.Next(&tid, &cv) {
 		total := cv.OncpuNs
 		if cv.OnSince != 0 && now > cv.OnSince {
 			total += now - cv.OnSince // running right now
 		}
-		if d := total - e.cpuSeen[tid]; total > e.cpuSeen[tid] && d > 0 {
+		if d := e.cpuSeen.report(tid, total); d > 0 {
 			out = append(out, &event.CPUTime{Header: event.Header{Time: now, PID: cv.Pid, TID: tid, Comm: dec.comm(cv.Comm)}, OnCPU: d})
-			e.cpuSeen[tid] = total
 		}
 	}
+	e.cpuSeen.endRound(cit.Err() == nil)
 
 	if final {
 		out = append(out, e.stillWaiting(now)...)

@@ -87,8 +87,8 @@ type Engine struct {
 	flavour  string
 	missing  []string // tracepoints that could not be attached
 	resolver *resolver
-	cpuSeen  map[uint32]uint64 // on-CPU ns already reported, per thread
-	existing existing          // threads found waiting at attach
+	cpuSeen  cpuAccount // on-CPU ns already reported, per thread
+	existing existing   // threads found waiting at attach
 	// targetDirtied: a drain saw pages the target dirtied.
 	targetDirtied atomic.Bool
 }

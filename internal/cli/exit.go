@@ -63,7 +63,7 @@ func codeOf(err error) int {
 	switch {
 	case errors.Is(err, store.ErrExists):
 		return ExitUsage
-	case errors.Is(err, store.ErrNotRecording):
+	case errors.Is(err, store.ErrNotRecording), errors.Is(err, store.ErrUnreadable):
 		return ExitBadFile
 	case errors.Is(err, target.ErrNotFound):
 		return ExitNotFound

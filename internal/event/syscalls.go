@@ -1,6 +1,9 @@
 package event
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Class groups syscalls the way the analyses report them. The numbers match
 // CLS_* in bpf/syscalls.h.
@@ -30,21 +33,40 @@ func (c Class) String() string {
 	return "none"
 }
 
-// MovesBytes reports whether a call of the class returns the bytes it moved
-// (its return value counts as I/O in the io view and the analyses).
+// MovesBytes reports whether calls of the class may return the bytes they
+// moved; SyscallMovesBytes says which of them do.
 func (c Class) MovesBytes() bool {
 	return c == ClassRead || c == ClassWrite || c == ClassNet || c == ClassXfer
 }
 
-// ByteClassesSQL is the SQL list of the classes that move bytes, for
-// `class IN (...)`: our own fixed words, never input.
-func ByteClassesSQL() string {
-	var q []string
-	for c := ClassRead; int(c) < len(classNames); c++ {
-		if c.MovesBytes() {
-			q = append(q, "'"+c.String()+"'")
+// connects are the net calls that make a connection and move no bytes:
+// accept and accept4 return a new fd, connect 0.
+var connects = map[string]bool{"accept": true, "accept4": true, "connect": true}
+
+// SyscallMovesBytes reports whether the traced syscall named name returns,
+// when positive, the bytes it moved: a call of a class that moves bytes, but
+// not one that makes a connection. Every byte count of syscalls (the io view,
+// the analyses, syscall_totals) comes from these calls only.
+func SyscallMovesBytes(name string) bool { return byteSyscalls[name] }
+
+var byteSyscalls = func() map[string]bool {
+	m := map[string]bool{}
+	for _, s := range syscalls {
+		if s.class.MovesBytes() && !connects[s.name] {
+			m[s.name] = true
 		}
 	}
+	return m
+}()
+
+// ByteSyscallsSQL is the SQL list of the syscalls that move bytes, by name
+// (SyscallMovesBytes), for `name IN (...)`: our own fixed words, never input.
+func ByteSyscallsSQL() string {
+	var q []string
+	for name := range byteSyscalls {
+		q = append(q, "'"+name+"'")
+	}
+	slices.Sort(q)
 	return strings.Join(q, ",")
 }
 

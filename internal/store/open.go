@@ -16,6 +16,11 @@ import (
 // ErrNotRecording is a file that is not a whyslow recording (or is damaged).
 var ErrNotRecording = errors.New("not a whyslow recording")
 
+// ErrUnreadable is a DuckDB file that DuckDB itself refuses to open: locked
+// by a running recorder, written by a newer DuckDB, damaged. The error
+// carries DuckDB's reason.
+var ErrUnreadable = errors.New("DuckDB cannot open it")
+
 // Recording is an open recording: read-only when opened, or the database a
 // Writer has just finished (Writer.Finish).
 type Recording struct {
@@ -72,13 +77,17 @@ func open(path, dir string) (*Recording, error) {
 	}
 	connector, err := duckdb.NewConnector(dsn, init)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, ErrNotRecording)
+		return nil, unreadable(path, err)
 	}
 	db := sql.OpenDB(connector)
 	r := &Recording{DB: db}
 	if err := r.readMeta(); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("%s: %w", path, ErrNotRecording)
+		var de *duckdb.Error
+		if errors.As(err, &de) && (de.Type == duckdb.ErrorTypeCatalog || de.Type == duckdb.ErrorTypeBinder) {
+			return nil, fmt.Errorf("%s: %w", path, ErrNotRecording) // no meta table, or not ours
+		}
+		return nil, unreadable(path, err)
 	}
 	meta := r.Meta
 	if meta["format"] != "whyslow-recording" {
@@ -96,6 +105,17 @@ func open(path, dir string) (*Recording, error) {
 		return nil, fmt.Errorf("%s: %w", path, ErrNotRecording)
 	}
 	return r, nil
+}
+
+// unreadable is DuckDB's refusal to open path as one line: its reason's
+// first line, without the driver's prefix or DuckDB's advice that follows.
+func unreadable(path string, err error) error {
+	msg := err.Error()
+	if _, after, ok := strings.Cut(msg, "could not connect to database: "); ok {
+		msg = after
+	}
+	msg, _, _ = strings.Cut(msg, "\n")
+	return fmt.Errorf("%s: %w: %s", path, ErrUnreadable, strings.TrimSpace(msg))
 }
 
 func (r *Recording) readMeta() error {

@@ -1,7 +1,16 @@
 package store_test
 
 import (
+	"bufio"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/whyslow/whyslow/internal/store"
@@ -44,4 +53,114 @@ func TestOpenLocksEveryConnection(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// holdEnv names the recording TestHelperHoldRecording holds open for writing.
+const holdEnv = "WHYSLOW_TEST_HOLD_RECORDING"
+
+// TestHelperHoldRecording is not a test: run by TestOpenSaysWhyDuckDBRefused
+// in a process of its own, it records into a file and keeps it open (and
+// locked, as a running recorder does) until its stdin closes.
+func TestHelperHoldRecording(t *testing.T) {
+	path := os.Getenv(holdEnv)
+	if path == "" {
+		t.Skip("a helper process, run by TestOpenSaysWhyDuckDBRefused")
+	}
+	w, err := store.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("holding")
+	io.Copy(io.Discard, os.Stdin)
+	w.Close(nil)
+}
+
+// TestOpenSaysWhyDuckDBRefused: a DuckDB file that DuckDB will not open is
+// not "not a whyslow recording": the one-line error gives DuckDB's reason
+// (its first line, no advice, no stack). Files that are not recordings keep
+// ErrNotRecording.
+func TestOpenSaysWhyDuckDBRefused(t *testing.T) {
+	dir := t.TempDir()
+	refused := func(t *testing.T, path, reason string) {
+		t.Helper()
+		_, err := store.Open(path)
+		if err == nil {
+			t.Fatal("opened")
+		}
+		if errors.Is(err, store.ErrNotRecording) || !errors.Is(err, store.ErrUnreadable) {
+			t.Errorf("%v: want ErrUnreadable, not ErrNotRecording", err)
+		}
+		if msg := err.Error(); !strings.Contains(msg, reason) || strings.Contains(msg, "\n") || strings.Contains(msg, "database/sql") {
+			t.Errorf("%q: want one line with DuckDB's reason %q", msg, reason)
+		}
+	}
+
+	t.Run("locked by a recorder", func(t *testing.T) {
+		path := filepath.Join(dir, "locked.db")
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperHoldRecording$", "-test.count=1")
+		cmd.Env = append(os.Environ(), holdEnv+"="+path)
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer cmd.Wait()
+		defer stdin.Close()
+		if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "holding\n" {
+			t.Fatalf("helper: %q, %v", line, err)
+		}
+		refused(t, path, "lock")
+	})
+
+	t.Run("newer DuckDB", func(t *testing.T) {
+		path := storetest.Stories[1].Record(t)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		setStorageVersion(b, 9999)
+		newer := filepath.Join(dir, "newer.db")
+		if err := os.WriteFile(newer, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		refused(t, newer, "version number 9999")
+	})
+
+	t.Run("not recordings", func(t *testing.T) {
+		text := filepath.Join(dir, "text")
+		os.WriteFile(text, []byte("hello, this is not a database at all\n"), 0o644)
+		other := filepath.Join(dir, "other.db")
+		db, err := sql.Open("duckdb", other)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec("CREATE TABLE t (a INTEGER)"); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		for _, path := range []string{text, other, dir} {
+			if _, err := store.Open(path); !errors.Is(err, store.ErrNotRecording) {
+				t.Errorf("%s: %v, want ErrNotRecording", path, err)
+			}
+		}
+	})
+}
+
+// setStorageVersion writes a DuckDB file's storage version into its main
+// header (after the 8-byte checksum and "DUCK") and recomputes the header
+// block's checksum, as DuckDB does (storage/checksum.cpp): 5381 XOR each
+// 8-byte word of the 4088 bytes after it times a constant.
+func setStorageVersion(b []byte, v uint64) {
+	binary.LittleEndian.PutUint64(b[12:20], v)
+	var sum uint64 = 5381
+	for i := 8; i < 4096; i += 8 {
+		sum ^= binary.LittleEndian.Uint64(b[i:i+8]) * 0xbf58476d1ce4e5b9
+	}
+	binary.LittleEndian.PutUint64(b[0:8], sum)
 }

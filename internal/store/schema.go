@@ -73,7 +73,7 @@ var views = []string{
 	// io: every I/O syscall, streamed or aggregated, one row each (count > 1 for aggregates).
 	`CREATE OR REPLACE VIEW io AS
 	 SELECT s.ts, s.ts + s.dur AS end_ts, s.dur, s.pid, s.tid, s.comm, s.name, s.class, s.fd, s.ret,
-	        CASE WHEN s.ret > 0 AND s.class IN (` + event.ByteClassesSQL() + `) THEN s.ret ELSE 0 END AS bytes, 1::UBIGINT AS count, s.dur AS total_ns,
+	        CASE WHEN s.ret > 0 AND s.name IN (` + event.ByteSyscallsSQL() + `) THEN s.ret ELSE 0 END AS bytes, 1::UBIGINT AS count, s.dur AS total_ns,
 	        s.dev, s.ino, s.gen, s.fkind, f.path, f.peer, true AS exact
 	 FROM syscalls s LEFT JOIN file_names f USING (dev, ino, gen)
 	 UNION ALL

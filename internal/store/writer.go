@@ -278,9 +278,12 @@ func (w *Writer) append(ev event.Event) error {
 			e.FD, e.Ret, e.Req, e.Blocked, e.File.Dev, e.File.Ino, e.File.Gen, uint8(e.File.Kind),
 			e.FD2, e.File2.Dev, e.File2.Ino, e.File2.Gen, e.Flags)
 	case *event.SyscallTotals:
-		c := event.SyscallClass(e.Nr)
-		return w.row("syscall_totals", e.Time, e.Last, e.PID, e.TID, w.comm(&e.Header), event.SyscallName(int32(e.Nr)), c.String(),
-			e.File.Dev, e.File.Ino, e.File.Gen, e.File.Kind.String(), e.Count, e.Bytes, e.TotalNS, e.MaxNS, e.Errors, e.Slots)
+		c, name, bytes := event.SyscallClass(e.Nr), event.SyscallName(int32(e.Nr)), e.Bytes
+		if !event.SyscallMovesBytes(name) {
+			bytes = 0 // the kernel sums every positive return: accept's are fds, not bytes
+		}
+		return w.row("syscall_totals", e.Time, e.Last, e.PID, e.TID, w.comm(&e.Header), name, c.String(),
+			e.File.Dev, e.File.Ino, e.File.Gen, e.File.Kind.String(), e.Count, bytes, e.TotalNS, e.MaxNS, e.Errors, e.Slots)
 	case *event.File:
 		return w.row("files", e.Time, e.Ref.Dev, e.Ref.Ino, e.Ref.Gen, e.Ref.Kind.String(), e.Path, e.Deleted, e.Truncated, e.Size,
 			addr(e.Local.String(), e.Local.IsValid()), addr(e.Peer.String(), e.Peer.IsValid() && e.Peer.Port() != 0))

@@ -1,0 +1,49 @@
+package capture
+
+import "testing"
+
+// TestCPUAccount: each drain reports what a thread's on-CPU total grew by,
+// and the account forgets the threads gone from the kernel's cpu map, so a
+// long exporter or top does not keep every thread that ever ran.
+func TestCPUAccount(t *testing.T) {
+	var a cpuAccount
+	// a busy machine: a thousand short-lived threads, then one left
+	for tid := uint32(1); tid <= 1000; tid++ {
+		if d := a.report(tid, 100); d != 100 {
+			t.Fatalf("first sight of %d: %d ns, want 100", tid, d)
+		}
+	}
+	a.endRound(true)
+	for round := 0; round < 3; round++ {
+		a.report(1, uint64(200+round))
+		a.endRound(true)
+	}
+	if len(a.seen) != 1 {
+		t.Errorf("%d threads kept, want 1 (the others left the map)", len(a.seen))
+	}
+	// as before: the growth only, nothing when the total did not grow
+	if d := a.report(1, 202); d != 0 {
+		t.Errorf("no growth: %d ns", d)
+	}
+	if d := a.report(1, 250); d != 48 {
+		t.Errorf("growth: %d ns, want 48", d)
+	}
+	if d := a.report(1, 240); d != 0 {
+		t.Errorf("a smaller total: %d ns", d)
+	}
+	if d := a.report(1, 260); d != 10 {
+		t.Errorf("after a smaller total: %d ns, want 10 (from the highest reported)", d)
+	}
+	a.endRound(true)
+	// a tid back in the map after it left is a new thread: all of it counts
+	if d := a.report(7, 30); d != 30 {
+		t.Errorf("tid 7 again: %d ns, want 30", d)
+	}
+	a.endRound(true)
+	// a pass cut short forgets nothing: a thread it missed is still reported
+	a.report(1, 300)
+	a.endRound(false)
+	if d := a.report(7, 35); d != 5 {
+		t.Errorf("after an incomplete pass: %d ns, want 5", d)
+	}
+}
