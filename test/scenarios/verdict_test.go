@@ -84,6 +84,7 @@ type explanation struct {
 		Activity string  `json:"activity"`
 		Share    float64 `json:"share"`
 		Summary  string  `json:"summary"`
+		Path     string  `json:"path"`
 	} `json:"blame"`
 	BlameOmitted int    `json:"blame_omitted"`
 	LostEvents   uint64 `json:"lost_events"`
