@@ -127,10 +127,11 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 	bool dead = (prev_state & 0x80) || pv->exit_state;
 	if (prev_tid && dead) {
 		struct offstart *o = bpf_map_lookup_elem(&offcpu_start, &prev_tid);
-		if (o && o->other && bpf_map_delete_elem(&offcpu_start, &prev_tid) == 0)
-			__sync_fetch_and_add(&other_syncs_open, -1);
-		else if (o)
-			bpf_map_delete_elem(&offcpu_start, &prev_tid);
+		if (o) {
+			bool other = o->other;
+			if (bpf_map_delete_elem(&offcpu_start, &prev_tid) == 0 && other)
+				__sync_fetch_and_add(&other_syncs_open, -1);
+		}
 		bpf_map_delete_elem(&wakers, &prev_tid);
 	}
 	if (prev_target && !dead) {

@@ -129,6 +129,11 @@ func Create(o Options) (d *Disk, err error) {
 	}
 	st.DevNum = strings.TrimSpace(string(devnum))
 	d.DevNum = st.DevNum
+	// What the machine dirtied before the disk existed (a binary just built,
+	// say) goes to disk now: under the small dirty limits below it would
+	// throttle the first writer at once, and its writeback would share the
+	// disk under the loop file with the scenario's own.
+	syscall.Sync()
 	limits := map[string]uint64{
 		"blkio.throttle.read_bps_device": o.ReadBPS, "blkio.throttle.write_bps_device": o.WriteBPS,
 		"blkio.throttle.read_iops_device": o.ReadIOPS, "blkio.throttle.write_iops_device": o.WriteIOPS,
