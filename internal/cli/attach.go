@@ -74,7 +74,7 @@ func runAttach(o attachOptions) error {
 		// over the whole window.
 		err = requestsTo(src, path, o.jsonPath)
 	} else {
-		err = explainTo(src, uint32(o.pid), o.jsonPath)
+		_, err = explainTo(src, uint32(o.pid), o.jsonPath)
 	}
 	if cerr := done(); err == nil {
 		err = cerr

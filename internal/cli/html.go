@@ -49,11 +49,12 @@ func htmlTo(path string, pid uint32, out string) error {
 		return err
 	}
 	defer done()
-	return htmlFrom(src, path, pid, out)
+	return htmlFrom(src, path, pid, nil, out)
 }
 
-// htmlFrom writes the HTML report of an open recording.
-func htmlFrom(src *analysis.Source, path string, pid uint32, out string) error {
+// htmlFrom writes the HTML report of an open recording; x is the target's
+// explanation when the caller has it already (run --html), else nil.
+func htmlFrom(src *analysis.Source, path string, pid uint32, x *analysis.Explanation, out string) error {
 	if pid == 0 {
 		p, _ := strconv.Atoi(src.Meta["target_pid"])
 		if p <= 0 {
@@ -61,7 +62,7 @@ func htmlFrom(src *analysis.Source, path string, pid uint32, out string) error {
 		}
 		pid = uint32(p)
 	}
-	r, err := htmlReport(src, path, pid)
+	r, err := htmlReport(src, path, pid, x)
 	if err != nil {
 		return err
 	}
@@ -76,10 +77,12 @@ func htmlFrom(src *analysis.Source, path string, pid uint32, out string) error {
 	return closeOut()
 }
 
-func htmlReport(src *analysis.Source, path string, pid uint32) (*htmlreport.Report, error) {
-	x, err := analysis.Explain(src, pid)
-	if err != nil {
-		return nil, fmt.Errorf("explaining: %w", err)
+func htmlReport(src *analysis.Source, path string, pid uint32, x *analysis.Explanation) (*htmlreport.Report, error) {
+	var err error
+	if x == nil {
+		if x, err = analysis.Explain(src, pid); err != nil {
+			return nil, fmt.Errorf("explaining: %w", err)
+		}
 	}
 	r := &htmlreport.Report{Recording: path, Meta: src.Meta, Explanation: x}
 	if r.Timeline, err = analysis.ThreadTimeline(src, x, htmlThreads); err != nil {

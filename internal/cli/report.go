@@ -164,22 +164,23 @@ func newExplain() *cobra.Command {
 	return cmd
 }
 
-// explainTo prints the explanation of a finished run to stderr, and JSON to a file.
-func explainTo(src *analysis.Source, pid uint32, jsonPath string) error {
+// explainTo prints the explanation of a finished run to stderr, and JSON to
+// a file, and returns it (run --html draws its page from the same one).
+func explainTo(src *analysis.Source, pid uint32, jsonPath string) (*analysis.Explanation, error) {
 	x, err := analysis.Explain(src, pid)
 	if err != nil {
-		return fmt.Errorf("explaining: %w", err)
+		return nil, fmt.Errorf("explaining: %w", err)
 	}
 	output.Explanation(os.Stderr, x)
 	if jsonPath != "" {
 		f, err := os.Create(jsonPath)
 		if err != nil {
-			return fmt.Errorf("writing JSON: %w", err)
+			return x, fmt.Errorf("writing JSON: %w", err)
 		}
 		defer f.Close()
-		return output.ExplanationJSON(f, x)
+		return x, output.ExplanationJSON(f, x)
 	}
-	return nil
+	return x, nil
 }
 
 func writeJSON(w io.Writer, v any) error { return output.JSON(w, v) }

@@ -85,11 +85,12 @@ func runRun(o runOptions, argv []string) error {
 		report(err)
 		return childExit(res.ExitCode)
 	}
-	if err := explainTo(src, uint32(res.TargetPID), o.jsonPath); err != nil {
+	x, err := explainTo(src, uint32(res.TargetPID), o.jsonPath)
+	if err != nil {
 		report(err)
 	}
 	if o.htmlPath != "" {
-		if err := htmlFrom(src, path, uint32(res.TargetPID), o.htmlPath); err != nil {
+		if err := htmlFrom(src, path, uint32(res.TargetPID), x, o.htmlPath); err != nil {
 			report(err)
 		}
 	}
