@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -16,10 +17,28 @@ import (
 // ErrNotRecording is a file that is not a whyslow recording (or is damaged).
 var ErrNotRecording = errors.New("not a whyslow recording")
 
-// ErrUnreadable is a DuckDB file that DuckDB itself refuses to open: locked
-// by a running recorder, written by a newer DuckDB, damaged. The error
-// carries DuckDB's reason.
+// ErrUnreadable is a recording that cannot be read: the user may not read
+// the file, or DuckDB itself refuses to open it (locked by a running
+// recorder, written by a newer DuckDB, damaged). The error carries the
+// reason: the system's, or DuckDB's.
 var ErrUnreadable = errors.New("DuckDB cannot open it")
+
+// deniedError is a recording the user may not read: ErrUnreadable, worded
+// by the system ("open x.db: permission denied"). Still fs.ErrPermission,
+// but a bad file, not a missing privilege to capture.
+type deniedError struct{ err error }
+
+func (e *deniedError) Error() string   { return e.err.Error() }
+func (e *deniedError) Unwrap() []error { return []error{ErrUnreadable, e.err} }
+
+// fileErr is a failure to stat or open the recording's file itself.
+func fileErr(err error) error {
+	err = fmt.Errorf("opening recording: %w", err)
+	if errors.Is(err, fs.ErrPermission) {
+		return &deniedError{err}
+	}
+	return err
+}
 
 // Recording is an open recording: read-only when opened, or the database a
 // Writer has just finished (Writer.Finish).
@@ -46,7 +65,7 @@ func OpenWritingTo(path, dir string) (*Recording, error) {
 func open(path, dir string) (*Recording, error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, fmt.Errorf("opening recording: %w", err)
+		return nil, fileErr(err)
 	}
 	if st.IsDir() {
 		return nil, fmt.Errorf("%s is a directory: %w", path, ErrNotRecording)
@@ -138,7 +157,7 @@ func (r *Recording) readMeta() error {
 func checkMagic(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("opening recording: %w", err)
+		return fileErr(err)
 	}
 	defer f.Close()
 	head := make([]byte, 16)

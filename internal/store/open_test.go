@@ -164,3 +164,42 @@ func setStorageVersion(b []byte, v uint64) {
 	}
 	binary.LittleEndian.PutUint64(b[0:8], sum)
 }
+
+const deniedEnv = "WHYSLOW_TEST_DENIED"
+
+// TestOpenDeniedIsUnreadable: a recording the user may not read is
+// ErrUnreadable (exit 3, docs/exit-codes.md), not a missing privilege to
+// capture (exit 4), in one line that says why. Root reads any file: as root
+// the check runs again in a process of its own, still uid 0 but without
+// CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH, to which a mode 000 file is
+// closed.
+func TestOpenDeniedIsUnreadable(t *testing.T) {
+	path := os.Getenv(deniedEnv)
+	if path == "" {
+		path = filepath.Join(t.TempDir(), "denied.db")
+		if err := os.WriteFile(path, nil, 0); err != nil {
+			t.Fatal(err)
+		}
+		if os.Geteuid() == 0 {
+			setpriv, err := exec.LookPath("setpriv")
+			if err != nil {
+				t.Fatal("setpriv (util-linux) is needed to drop root's file capabilities")
+			}
+			caps := "-dac_override,-dac_read_search"
+			cmd := exec.Command(setpriv, "--bounding-set="+caps, "--inh-caps="+caps, "--",
+				os.Args[0], "-test.run=^TestOpenDeniedIsUnreadable$", "-test.count=1", "-test.v")
+			cmd.Env = append(os.Environ(), deniedEnv+"="+path)
+			if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "--- PASS: TestOpenDeniedIsUnreadable") {
+				t.Errorf("without root's file capabilities: %v\n%s", err, out)
+			}
+			return
+		}
+	}
+	_, err := store.Open(path)
+	if !errors.Is(err, store.ErrUnreadable) || errors.Is(err, store.ErrNotRecording) {
+		t.Errorf("%v: want ErrUnreadable", err)
+	}
+	if msg := fmt.Sprint(err); !strings.Contains(msg, "permission denied") || strings.Contains(msg, "\n") {
+		t.Errorf("%q: want one line saying permission denied", msg)
+	}
+}

@@ -284,6 +284,31 @@ func TestBadRecordings(t *testing.T) {
 	if _, errs, code := whyslow(t, "report", "usage", filepath.Join(dir, "missing.db")); code != 3 || strings.Count(errs, "\n") != 1 {
 		t.Errorf("missing file: exit %d, %q", code, errs)
 	}
+	// A recording the user may not read: exit 3 too, not 4 (a missing
+	// privilege to capture), from every command that opens one.
+	open, err := os.MkdirTemp("", "whyslow-denied-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(open)
+	os.Chmod(open, 0o755) // the user below reaches the file, and only the file is closed
+	denied := filepath.Join(open, "denied.db")
+	if err := os.WriteFile(denied, data, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"report", "usage", denied}, {"sql", denied, "SELECT 1"},
+		{"export", "parquet", denied, "-o", filepath.Join(open, "pq")}, {"report", "html", denied, "-o", filepath.Join(open, "r.html")}} {
+		cmd := exec.Command("setpriv", append([]string{"--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
+			filepath.Join(bin, "whyslow")}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if cmd.ProcessState == nil {
+			t.Fatalf("setpriv: %v", err)
+		}
+		code := cmd.ProcessState.ExitCode()
+		if code != 3 || strings.Count(string(out), "\n") != 1 || !strings.Contains(string(out), "permission denied") {
+			t.Errorf("%v, unreadable: exit %d, %q; want exit 3 and one line saying permission denied", args, code, out)
+		}
+	}
 	if _, _, code := whyslow(t, "record", "-o", good, "--", "true"); code != 1 && code != 2 {
 		t.Errorf("recording over an existing file must refuse, got exit %d", code)
 	} else if st, _ := os.Stat(good); st.Size() != int64(len(data)) {
