@@ -203,8 +203,11 @@ static __always_inline void note_request(struct inflight *in, __u32 pid, long re
 	if (ret <= 0 || !is_socket(&in->f))
 		return;
 	__u32 cls = syscall_class(in->nr);
+	/* The split of analysis.reads/writes (internal/analysis/sql_words.go):
+	 * sendfile, splice and copy_file_range are neither, their f is the file
+	 * they read from, so a sendfile is no answer on a connection. */
 	bool read = cls == CLS_READ || in->nr == NR_recvfrom || in->nr == NR_recvmsg;
-	bool write = cls == CLS_WRITE || in->nr == NR_sendto || in->nr == NR_sendmsg || in->nr == NR_sendfile;
+	bool write = cls == CLS_WRITE || in->nr == NR_sendto || in->nr == NR_sendmsg;
 	if (!read && !write)
 		return;
 	struct conn_key k = { .pid = pid, .dev = in->f.dev, .ino = in->f.ino };

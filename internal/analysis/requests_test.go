@@ -2,6 +2,10 @@ package analysis
 
 import (
 	"database/sql"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
 	"testing"
 
 	_ "github.com/duckdb/duckdb-go/v2" // the "duckdb" database/sql driver
@@ -113,6 +117,37 @@ func TestRequestsSplitReadsFromWritesAsSQL(t *testing.T) {
 		})
 		if eof := len(got) == 0; eof != (sqlRead || name == "close" || name == "connect") {
 			t.Errorf("%s (%s) returning 0: requests see the end %v, SQL read %v", name, class, eof, sqlRead)
+		}
+	}
+}
+
+// The kernel's per-connection direction (note_request in bpf/syscall.bpf.h,
+// which takes a request's first bytes at the first read after a write) splits
+// calls as reads and writes do: the same classes, the same net calls, and
+// neither sendfile, splice nor copy_file_range.
+func TestRequestDirectionMatchesBPF(t *testing.T) {
+	src, err := os.ReadFile("../../bpf/syscall.bpf.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []direction{reads, writes} {
+		m := regexp.MustCompile(`bool ` + d.class + ` = ([^;]*);`).FindStringSubmatch(string(src))
+		if m == nil {
+			t.Fatalf("no `bool %s = ...;` in note_request: has it moved?", d.class)
+		}
+		var class string
+		var net []string
+		for _, w := range regexp.MustCompile(`(CLS|NR)_(\w+)`).FindAllStringSubmatch(m[1], -1) {
+			if w[1] == "CLS" {
+				class = strings.ToLower(w[2])
+			} else {
+				net = append(net, w[2])
+			}
+		}
+		slices.Sort(net)
+		want := slices.Sorted(slices.Values(d.net))
+		if class != d.class || !slices.Equal(net, want) {
+			t.Errorf("BPF %ss are class %q and %v, Go class %q and %v", d.class, class, net, d.class, want)
 		}
 	}
 }
