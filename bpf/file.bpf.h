@@ -57,27 +57,55 @@ static __always_inline struct file *fd_file(struct task_struct *task_p, int fd)
 	return f;
 }
 
-/* Per-CPU scratch for a file_event: too big for the stack, built here and copied out. */
+/* Per-CPU scratch for a file_event: too big for the stack, built here and
+ * copied out. One slot per describe under way on the CPU: a program the
+ * timer interrupt runs (the CPU sampler) can describe a file in the middle
+ * of another program's describe on the same CPU. Sharing one slot, it
+ * overwrote the event being built, which went out under its file: an
+ * io_uring operation's file, marked seen, was never described (its ring's
+ * anon inode got its path). As the kernel's bpf_trace_nest_level. */
+#define SCRATCH_SLOTS 3   /* a task, a softirq, a hardirq */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SCRATCH_SLOTS);
+	__type(key, __u32);
+	__type(value, struct file_event);
+} file_scratch SEC(".maps");
+
+/* Describes under way on this CPU: the slot of the next one. An interrupt's
+ * describe ends before the one it interrupted resumes, so a plain count is
+ * enough. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct file_event);
-} file_scratch SEC(".maps");
+	__type(value, __u32);
+} file_nest SEC(".maps");
+
+/* Tests only (describeHold in Go): hold each describe in a target's task
+ * context open this long, so that the timer tick lands inside it. Zero
+ * prunes the code at load. */
+const volatile __u64 describe_hold_ns = 0;
+
+static long hold_step(__u32 i, __u64 *until)
+{
+	return bpf_ktime_get_ns() >= *until;
+}
 
 struct walk_ctx {
 	struct dentry *d;
 	struct mount *mnt;
 	__u32 depth;
 	__u32 flags;
+	__u32 slot;   /* of file_scratch */
 };
 
 /* One step of the walk from leaf to root, crossing mounts when the mount is
  * known. A bpf_loop callback, so the verifier checks it once. */
 static long walk_step(__u32 i, struct walk_ctx *c)
 {
-	__u32 zero = 0;
-	struct file_event *e = bpf_map_lookup_elem(&file_scratch, &zero);
+	__u32 slot = c->slot;
+	struct file_event *e = bpf_map_lookup_elem(&file_scratch, &slot);
 	if (!e)
 		return 1;
 	/* locals, not c->...: CO-RE must not relocate through struct walk_ctx */
@@ -139,12 +167,19 @@ static __always_inline void describe_inline(struct file *file, struct inode *ino
 	__u8 *old = bpf_map_lookup_elem(&seen, &k);
 	if (old && *old >= state)
 		return;
-	bpf_map_update_elem(&seen, &k, &state, BPF_ANY);
-
 	__u32 zero = 0;
-	struct file_event *e = bpf_map_lookup_elem(&file_scratch, &zero);
+	__u32 *nest = bpf_map_lookup_elem(&file_nest, &zero);
+	if (!nest)
+		return;
+	__u32 slot = *nest;
+	if (slot >= SCRATCH_SLOTS)
+		return;   /* left unseen: described at its next sight */
+	struct file_event *e = bpf_map_lookup_elem(&file_scratch, &slot);
 	if (!e)
 		return;
+	*(volatile __u32 *)nest = slot + 1;
+	bpf_map_update_elem(&seen, &k, &state, BPF_ANY);
+
 	fill_hdr(&e->h, EV_FILE);
 	e->f = *r;
 	e->flags = 0;
@@ -159,8 +194,12 @@ static __always_inline void describe_inline(struct file *file, struct inode *ino
 	if (r->kind == FK_SOCK_INET && file)
 		sock_addrs(e, file);
 	e->depth = 0;
+	if (describe_hold_ns && slot == 0 && is_target(bpf_get_current_pid_tgid() >> 32)) {
+		__u64 until = bpf_ktime_get_ns() + describe_hold_ns;
+		bpf_loop(1 << 23, hold_step, &until, 0);
+	}
 	if (dentry) {
-		struct walk_ctx c = { .d = dentry };
+		struct walk_ctx c = { .d = dentry, .slot = slot };
 		if (mnt)
 			c.mnt = (void *)mnt - bpf_core_field_offset(struct mount, mnt);
 		else
@@ -173,6 +212,7 @@ static __always_inline void describe_inline(struct file *file, struct inode *ino
 		count_lost(LOST_FILE);
 		bpf_map_delete_elem(&seen, &k);
 	}
+	*(volatile __u32 *)nest = slot;
 }
 
 /* describe as a global function: the verifier checks it once, not at each

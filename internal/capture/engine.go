@@ -74,6 +74,9 @@ type Options struct {
 	// to an unlinked file there, decoded behind it: the ring is drained at
 	// the speed of a copy, not of the store (Full uses it).
 	SpoolDir string
+	// describeHold, tests only: each description of a target's file is held
+	// open this long, so that the timer tick's sampler runs inside it.
+	describeHold time.Duration
 }
 
 // Engine is a loaded and attached set of programs.
@@ -199,6 +202,7 @@ func open(opts Options, flavour string, kernel chan *btf.Spec, types *btf.Cache)
 		{vars.Payload, opts.Requests && opts.Payload},
 		{vars.SyscallHooks, opts.Hooks()},
 		{vars.AllStacks, opts.Level == Full},
+		{vars.DescribeHoldNs, uint64(opts.describeHold)},
 	} {
 		if err := v.spec.Set(v.value); err != nil {
 			return nil, fmt.Errorf("setting %s: %w", v.spec.Name, err)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/whyslow/whyslow/internal/event"
 )
@@ -133,6 +134,42 @@ func TestFioIOUring(t *testing.T) {
 	}
 	if ops < 1024 {
 		t.Fatalf("io_uring operations naming %s: %d, want at least 1024", file, ops)
+	}
+}
+
+// TestNestedDescribes: the timer tick's sampler can describe a file in the
+// middle of another program's describe on the same CPU: io_uring's submit
+// describes the operation's file, and the tick, landing inside it, the ring
+// the thread waits on. Each description must go out whole and under its own
+// file. With one scratch buffer per CPU the tick's overwrote the other:
+// fio.dat went out as the ring's anon inode and, marked seen, was never
+// described again (TestPathOnSlowDisk/io_uring_O_DIRECT_writes failed 1 run
+// in 17). Each describe is held open long enough for ticks to
+// land inside it, so that what was rare happens every time.
+func TestNestedDescribes(t *testing.T) {
+	fio, err := exec.LookPath("fio")
+	if err != nil {
+		t.Fatal("fio is needed (apt install fio; make deps does it)")
+	}
+	file := filepath.Join(t.TempDir(), "nested.dat")
+	c := runCaptured(t, Options{describeHold: 20 * time.Millisecond}, fio, "--name=nested", "--ioengine=io_uring",
+		"--rw=write", "--bs=64k", "--size=1m", "--filename="+file, "--iodepth=2", "--output=/dev/null")
+	ops := 0
+	for _, u := range eventsOf[*event.Uring](c) {
+		if u.File.Kind == event.KindRegular {
+			ops++
+			if got := c.path(u.File); got != file {
+				t.Fatalf("an io_uring write's file %+v is described as %q, want %s", u.File, got, file)
+			}
+		}
+	}
+	if ops == 0 {
+		t.Fatal("no io_uring write on a regular file seen")
+	}
+	for _, f := range eventsOf[*event.File](c) {
+		if f.Ref.Kind == event.KindAnon && strings.HasPrefix(f.Path, "/") {
+			t.Errorf("anon inode %+v described with a path, another file's: %s", f.Ref, f.Path)
+		}
 	}
 }
 

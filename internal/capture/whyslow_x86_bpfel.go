@@ -333,6 +333,7 @@ const (
 	whyslowMapCpu                     = "cpu"
 	whyslowMapDirty                   = "dirty"
 	whyslowMapEvents                  = "events"
+	whyslowMapFileNest                = "file_nest"
 	whyslowMapFileScratch             = "file_scratch"
 	whyslowMapLost                    = "lost"
 	whyslowMapMeta                    = "meta"
@@ -387,6 +388,7 @@ const (
 	whyslowProgRawWritebackDirtyFolio = "raw_writeback_dirty_folio"
 	whyslowVarAllStacks               = "all_stacks"
 	whyslowVarByRequest               = "by_request"
+	whyslowVarDescribeHoldNs          = "describe_hold_ns"
 	whyslowVarFull                    = "full"
 	whyslowVarOtherSyncsOpen          = "other_syncs_open"
 	whyslowVarPayload                 = "payload"
@@ -507,6 +509,7 @@ type whyslowMapSpecs struct {
 	Cpu            *ebpf.MapSpec `ebpf:"cpu"`
 	Dirty          *ebpf.MapSpec `ebpf:"dirty"`
 	Events         *ebpf.MapSpec `ebpf:"events"`
+	FileNest       *ebpf.MapSpec `ebpf:"file_nest"`
 	FileScratch    *ebpf.MapSpec `ebpf:"file_scratch"`
 	Lost           *ebpf.MapSpec `ebpf:"lost"`
 	Meta           *ebpf.MapSpec `ebpf:"meta"`
@@ -529,6 +532,7 @@ type whyslowMapSpecs struct {
 type whyslowVariableSpecs struct {
 	AllStacks            *ebpf.VariableSpec `ebpf:"all_stacks"`
 	ByRequest            *ebpf.VariableSpec `ebpf:"by_request"`
+	DescribeHoldNs       *ebpf.VariableSpec `ebpf:"describe_hold_ns"`
 	Full                 *ebpf.VariableSpec `ebpf:"full"`
 	OtherSyncsOpen       *ebpf.VariableSpec `ebpf:"other_syncs_open"`
 	Payload              *ebpf.VariableSpec `ebpf:"payload"`
@@ -583,6 +587,7 @@ type whyslowMaps struct {
 	Cpu            *ebpf.Map `ebpf:"cpu"`
 	Dirty          *ebpf.Map `ebpf:"dirty"`
 	Events         *ebpf.Map `ebpf:"events"`
+	FileNest       *ebpf.Map `ebpf:"file_nest"`
 	FileScratch    *ebpf.Map `ebpf:"file_scratch"`
 	Lost           *ebpf.Map `ebpf:"lost"`
 	Meta           *ebpf.Map `ebpf:"meta"`
@@ -606,6 +611,7 @@ func (m *whyslowMaps) Close() error {
 		m.Cpu,
 		m.Dirty,
 		m.Events,
+		m.FileNest,
 		m.FileScratch,
 		m.Lost,
 		m.Meta,
@@ -629,6 +635,7 @@ func (m *whyslowMaps) Close() error {
 type whyslowVariables struct {
 	AllStacks            *ebpf.Variable `ebpf:"all_stacks"`
 	ByRequest            *ebpf.Variable `ebpf:"by_request"`
+	DescribeHoldNs       *ebpf.Variable `ebpf:"describe_hold_ns"`
 	Full                 *ebpf.Variable `ebpf:"full"`
 	OtherSyncsOpen       *ebpf.Variable `ebpf:"other_syncs_open"`
 	Payload              *ebpf.Variable `ebpf:"payload"`
