@@ -109,8 +109,12 @@ static __always_inline int on_rq_complete(struct request *rq, int error, unsigne
 	e->h._pad = 0;
 	e->h.cgroup = 0;
 	__builtin_memcpy(e->h.comm, info->comm, sizeof(e->h.comm));
+	/* A request inserted and never issued (seen: a 0-byte sync write, most
+	 * likely an empty flush served by one already in flight) counts its
+	 * wait at the device: an issue time of 0 made the disk view's queue
+	 * time overflow. */
 	e->insert_ts = info->insert_ts ? info->insert_ts : info->issue_ts;
-	e->issue_ts = info->issue_ts;
+	e->issue_ts = info->issue_ts ? info->issue_ts : info->insert_ts;
 	e->sector = BPF_CORE_READ(rq, __sector);
 	e->bytes = nr_bytes;
 	e->dev = rq_dev(rq);
