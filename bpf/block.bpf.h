@@ -37,7 +37,7 @@ static __always_inline void rq_file(struct request *rq, struct file_ref *r)
 		}
 	}
 	if (syscall_hooks) {
-		struct inflight *in = current_inflight();
+		struct inflight *in = current_call();
 		if (in)
 			*r = in->f;
 		return;
@@ -126,7 +126,7 @@ static __always_inline int on_rq_complete(struct request *rq, int error, unsigne
 		e->rflags |= BLKF_FUA;
 	e->error = error;
 	e->f = info->f;
-	bpf_ringbuf_submit(e, wake_flags(&events));
+	bpf_ringbuf_submit(e, wake_events());
 	bpf_map_delete_elem(&requests, &key);
 	return 0;
 }

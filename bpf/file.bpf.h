@@ -169,7 +169,7 @@ static __always_inline void describe_inline(struct file *file, struct inode *ino
 		e->depth = c.depth;
 		e->flags |= c.flags;
 	}
-	if (bpf_ringbuf_output(&meta, e, sizeof(*e), wake_flags(&meta))) {
+	if (bpf_ringbuf_output(&meta, e, sizeof(*e), wake_meta())) {
 		count_lost(LOST_FILE);
 		bpf_map_delete_elem(&seen, &k);
 	}

@@ -64,7 +64,7 @@ static __always_inline int on_balance_dirty_pages(unsigned long dirtied, unsigne
 	e->period_ns = (__u64)period * 1000000000ull / hz;
 	e->dirtied = dirtied;
 	e->bdi_dev = BPF_CORE_READ(wb, bdi, dev, devt);
-	bpf_ringbuf_submit(e, wake_flags(&meta));
+	bpf_ringbuf_submit(e, wake_meta());
 	return 0;
 }
 
@@ -95,7 +95,7 @@ static __always_inline int on_wb_inode(struct inode *inode, struct writeback_con
 	inode_only_ref(inode, &e->f);
 	e->pages = nr_to_write - left;
 	e->dur = start ? e->h.ts - start : 0;
-	bpf_ringbuf_submit(e, wake_flags(&meta));
+	bpf_ringbuf_submit(e, wake_meta());
 	return 0;
 }
 
