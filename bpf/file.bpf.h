@@ -223,7 +223,7 @@ static __always_inline void fd_ref(int fd, struct file_ref *r)
 static __always_inline void inode_only_ref(struct inode *inode, struct file_ref *r)
 {
 	inode_ref(inode, NULL, r);
-	struct hlist_node *first = BPF_CORE_READ(inode, i_dentry.first);
+	struct hlist_node *first = CAST(struct inode, inode)->i_dentry.first;
 	struct dentry *d = NULL;
 	if (first)
 		d = (void *)first - bpf_core_field_offset(struct dentry, d_u.d_alias);
