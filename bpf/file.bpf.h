@@ -45,16 +45,18 @@ static __always_inline void inode_ref(struct inode *inode_p, struct file *file, 
 
 static __always_inline struct file *fd_file(struct task_struct *task_p, int fd)
 {
-	struct file *f = NULL;
 	if (fd < 0)
 		return NULL;
 	struct task_struct *task = CAST(struct task_struct, task_p);
 	struct fdtable *fdt = task->files->fdt;
 	if ((unsigned int)fd >= fdt->max_fds)
 		return NULL;
-	/* a variable index into the array: one probe read */
-	bpf_probe_read_kernel(&f, sizeof(f), (void *)((unsigned long)fdt->fd + (unsigned long)fd * sizeof(f)));
-	return f;
+	/* A variable index into the array, which the verifier refuses through a
+	 * typed pointer: the slot's address is cast to a struct whose first
+	 * member is a pointer (llist_node), and read with a plain, fault-safe
+	 * load instead of a probe read call. */
+	struct llist_node *slot = CAST(struct llist_node, (unsigned long)fdt->fd + (unsigned long)fd * sizeof(struct file *));
+	return (struct file *)slot->next;
 }
 
 /* Per-CPU scratch for a file_event: too big for the stack, built here and copied out. */
