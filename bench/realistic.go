@@ -52,7 +52,7 @@ func timedRows(w io.Writer) {
 		print bool // the program prints its own seconds
 	}
 	works := []work{
-		{"word-pop: median /popularity request (Flask, 1000 temp files each)", []string{"sh", filepath.Join(repo, "bench", "wordpop.sh")}, nil, true},
+		{"word-pop: median /popularity request (Flask, 1000 temp files each, on tmpfs)", []string{"sh", filepath.Join(repo, "bench", "wordpop.sh")}, nil, true},
 		{"parallel build: go build -a of a net/http program, -p 2, cold cache", []string{goBin, "build", "-a", "-p", "2", "-o", os.DevNull, hello}, []string{"GOCACHE=" + filepath.Join(gocache, "cache")}, false},
 	}
 	fmt.Fprintf(w, "\n| work | untraced s | traced s (default level) | ratio | pairs' range |\n|---|---:|---:|---:|---:|\n")

@@ -7,29 +7,33 @@
 
 /* ---- block I/O ---- */
 
-static __always_inline __u32 rq_dev(struct request *rq)
+static __always_inline __u32 rq_dev(struct request *rq_p)
 {
-	struct block_device *part = BPF_CORE_READ(rq, part);
+	struct request *rq = CAST(struct request, rq_p);
+	struct block_device *part = rq->part;
 	if (part)
-		return BPF_CORE_READ(part, bd_dev);
-	struct gendisk *disk = BPF_CORE_READ(rq, q, disk);
-	return (BPF_CORE_READ(disk, major) << 20) | BPF_CORE_READ(disk, first_minor);
+		return part->bd_dev;
+	struct gendisk *disk = rq->q->disk;
+	return (disk->major << 20) | disk->first_minor;
 }
 
 /* The file whose data a request carries: the page cache page's owner when it
  * lives on this device (or is the device's own metadata); otherwise (O_DIRECT
  * from user pages, anonymous or shmem) the file of the submitter's syscall. */
-static __always_inline void rq_file(struct request *rq, struct file_ref *r)
+static __always_inline void rq_file(struct request *rq_p, struct file_ref *r)
 {
-	struct page *page = BPF_CORE_READ(rq, bio, bi_io_vec, bv_page);
+	struct request *rq = CAST(struct request, rq_p);
+	struct bio *bio = rq->bio;
+	struct page *page = bio ? bio->bi_io_vec->bv_page : NULL;
 	if (page) {
+		/* read as a number: an anonymous page's mapping has its low bit set */
 		struct address_space *mapping = BPF_CORE_READ(page, mapping);
 		if (mapping && !((unsigned long)mapping & 1)) {
-			struct inode *host = BPF_CORE_READ(mapping, host);
+			struct inode *host = CAST(struct address_space, mapping)->host;
 			if (host) {
 				struct file_ref pr = {};
 				inode_ref(host, NULL, &pr);
-				if (pr.kind == FK_BLK || pr.dev == rq_dev(rq)) {
+				if (pr.kind == FK_BLK || pr.dev == rq_dev(rq_p)) {
 					inode_only_ref(host, r);
 					return;
 				}
@@ -37,7 +41,7 @@ static __always_inline void rq_file(struct request *rq, struct file_ref *r)
 		}
 	}
 	if (syscall_hooks) {
-		struct inflight *in = current_inflight();
+		struct inflight *in = current_call();
 		if (in)
 			*r = in->f;
 		return;
@@ -115,10 +119,11 @@ static __always_inline int on_rq_complete(struct request *rq, int error, unsigne
 	 * time overflow. */
 	e->insert_ts = info->insert_ts ? info->insert_ts : info->issue_ts;
 	e->issue_ts = info->issue_ts ? info->issue_ts : info->insert_ts;
-	e->sector = BPF_CORE_READ(rq, __sector);
+	struct request *rqc = CAST(struct request, rq);
+	e->sector = rqc->__sector;
 	e->bytes = nr_bytes;
 	e->dev = rq_dev(rq);
-	__u32 flags = BPF_CORE_READ(rq, cmd_flags);
+	__u32 flags = rqc->cmd_flags;
 	e->cmd_flags = flags;
 	e->op = flags & 0xff;
 	e->rflags = 0;
@@ -130,7 +135,7 @@ static __always_inline int on_rq_complete(struct request *rq, int error, unsigne
 		e->rflags |= BLKF_FUA;
 	e->error = error;
 	e->f = info->f;
-	bpf_ringbuf_submit(e, wake_flags(&events));
+	bpf_ringbuf_submit(e, wake_events());
 	bpf_map_delete_elem(&requests, &key);
 	return 0;
 }

@@ -45,16 +45,18 @@ static __always_inline void inode_ref(struct inode *inode_p, struct file *file, 
 
 static __always_inline struct file *fd_file(struct task_struct *task_p, int fd)
 {
-	struct file *f = NULL;
 	if (fd < 0)
 		return NULL;
 	struct task_struct *task = CAST(struct task_struct, task_p);
 	struct fdtable *fdt = task->files->fdt;
 	if ((unsigned int)fd >= fdt->max_fds)
 		return NULL;
-	/* a variable index into the array: one probe read */
-	bpf_probe_read_kernel(&f, sizeof(f), (void *)((unsigned long)fdt->fd + (unsigned long)fd * sizeof(f)));
-	return f;
+	/* A variable index into the array, which the verifier refuses through a
+	 * typed pointer: the slot's address is cast to a struct whose first
+	 * member is a pointer (llist_node), and read with a plain, fault-safe
+	 * load instead of a probe read call. */
+	struct llist_node *slot = CAST(struct llist_node, (unsigned long)fdt->fd + (unsigned long)fd * sizeof(struct file *));
+	return (struct file *)slot->next;
 }
 
 /* Per-CPU scratch for a file_event: too big for the stack, built here and
@@ -208,7 +210,7 @@ static __always_inline void describe_inline(struct file *file, struct inode *ino
 		e->depth = c.depth;
 		e->flags |= c.flags;
 	}
-	if (bpf_ringbuf_output(&meta, e, sizeof(*e), wake_flags(&meta))) {
+	if (bpf_ringbuf_output(&meta, e, sizeof(*e), wake_meta())) {
 		count_lost(LOST_FILE);
 		bpf_map_delete_elem(&seen, &k);
 	}
@@ -263,7 +265,7 @@ static __always_inline void fd_ref(int fd, struct file_ref *r)
 static __always_inline void inode_only_ref(struct inode *inode, struct file_ref *r)
 {
 	inode_ref(inode, NULL, r);
-	struct hlist_node *first = BPF_CORE_READ(inode, i_dentry.first);
+	struct hlist_node *first = CAST(struct inode, inode)->i_dentry.first;
 	struct dentry *d = NULL;
 	if (first)
 		d = (void *)first - bpf_core_field_offset(struct dentry, d_u.d_alias);

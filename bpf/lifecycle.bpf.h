@@ -29,7 +29,7 @@ static __always_inline int on_fork(struct task_struct *parent, struct task_struc
 	fill_hdr(&e->h, EV_FORK);
 	e->child_pid = cpid;
 	e->child_tid = ctid;
-	bpf_ringbuf_submit(e, wake_flags(&meta));
+	bpf_ringbuf_submit(e, wake_meta());
 	return 0;
 }
 
@@ -57,7 +57,7 @@ static __always_inline int on_exec(struct task_struct *p, struct linux_binprm *b
 	e->args_len = 0;
 	if (bpf_probe_read_user(e->args, len, (void *)start) == 0)
 		e->args_len = len;
-	bpf_ringbuf_submit(e, wake_flags(&meta));
+	bpf_ringbuf_submit(e, wake_meta());
 	return 0;
 }
 
@@ -76,7 +76,7 @@ static __always_inline int on_exit(struct task_struct *p, bool group_dead)
 	fill_hdr(&e->h, EV_EXIT);
 	e->code = BPF_CORE_READ(p, exit_code);
 	e->group_dead = group_dead;
-	bpf_ringbuf_submit(e, wake_flags(&meta));
+	bpf_ringbuf_submit(e, wake_meta());
 	return 0;
 }
 

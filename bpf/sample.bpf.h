@@ -64,7 +64,7 @@ static __always_inline int on_tick(void *ctx)
 			}
 		}
 	}
-	if (bpf_ringbuf_output(&events, e, sizeof(*e), wake_flags(&events)))
+	if (bpf_ringbuf_output(&events, e, sizeof(*e), wake_events()))
 		count_lost(LOST_SAMPLE);
 	return 0;
 }

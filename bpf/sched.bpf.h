@@ -74,7 +74,7 @@ static __always_inline void emit_wait(struct task_struct *task, __u32 pid, __u32
 	e->_pad = 0;
 	e->f = s->f;
 	__builtin_memset(&e->f2, 0, sizeof(e->f2));
-	bpf_ringbuf_submit(e, wake_flags(&events));
+	bpf_ringbuf_submit(e, wake_events());
 }
 
 /* The kernel stack of a wait, or -1. Unwinding is most of a context
@@ -142,7 +142,7 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		s.syscall = -1;
 		s.stack_id = -1;
 		if (s.state != 'R') {
-			struct inflight *in = syscall_hooks ? current_inflight() : NULL; /* prev is current here */
+			struct inflight *in = syscall_hooks ? current_call() : NULL; /* prev is current here */
 			if (in) {
 				in->blocked = 1;
 				s.syscall = in->nr;
@@ -248,7 +248,7 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 			e->waker_tid = w->tid;
 			__builtin_memcpy(e->waker_comm, w->comm, sizeof(e->waker_comm));
 		}
-		bpf_ringbuf_submit(e, wake_flags(&events));
+		bpf_ringbuf_submit(e, wake_events());
 		bpf_map_delete_elem(&offcpu_start, &next_tid);
 	}
 	return 0;

@@ -67,48 +67,88 @@ static __always_inline bool syscall_args(long id, struct pt_regs *rg, struct inf
 	return true;
 }
 
+/* The call's arguments and files, read from the registers it saved (they
+ * hold the arguments for the whole call on x86_64) once per call: at its
+ * exit, or sooner when a wait or a block request inside it needs them. The
+ * entry hook only stamps the time: a call that neither waits nor does I/O
+ * is read once, at exit, and its file comes from the thread's one-file
+ * cache. A call on an fd another thread closes meanwhile may be taken for
+ * the file that fd names at exit. */
+static __always_inline void resolve_call(struct thread_state *ts, struct pt_regs *rg)
+{
+	if (ts->resolved)
+		return;
+	ts->resolved = 1;
+	struct inflight *in = &ts->in;
+	in->req = 0;
+	in->buf = 0;
+	in->flags = 0;
+	__builtin_memset(&in->f, 0, sizeof(in->f));
+	__builtin_memset(&in->f2, 0, sizeof(in->f2));
+	syscall_args(in->nr, rg, in);
+	__u32 cls = syscall_class(in->nr);
+	if (cls == CLS_UNLINK) {
+		/* the directory a relative name lives in: dirfd, or the cwd */
+		if (in->fd == AT_FDCWD) {
+			struct task_struct *task = (void *)bpf_get_current_task();
+			struct dentry *d = BPF_CORE_READ(task, fs, pwd.dentry);
+			struct inode *inode = BPF_CORE_READ(d, d_inode);
+			if (inode) {
+				inode_ref(inode, NULL, &in->f);
+				describe(NULL, inode, d, BPF_CORE_READ(task, fs, pwd.mnt), &in->f);
+			}
+		} else {
+			fd_ref(in->fd, &in->f);
+		}
+		return;
+	}
+	if (in->fd >= 0 && cls != CLS_OPEN)
+		fd_ref_cached(ts, in->fd, &in->f);
+	if (in->fd2 >= 0)
+		fd_ref(in->fd2, &in->f2);
+}
+
+/* The syscall the current thread is inside, if followed, with its
+ * arguments and files read. */
+static __always_inline struct inflight *current_call(void)
+{
+	struct thread_state *ts = thread_state(false);
+	if (!ts || !ts->active)
+		return NULL;
+	resolve_call(ts, CAST(struct pt_regs, bpf_task_pt_regs(bpf_get_current_task_btf())));
+	return &ts->in;
+}
+
 static __always_inline int on_sys_enter(struct pt_regs *regs, long id)
 {
 	__u32 cls = syscall_class(id);
 	if (!cls)
 		return 0;
-	__u64 pidtgid = bpf_get_current_pid_tgid();
-	__u32 tgid = pidtgid >> 32, tid = (__u32)pidtgid;
-	/* Syncs are traced for everyone: they are how other processes hurt the target. */
-	if (!is_target(tgid) && !(cls == CLS_SYNC && tgid != self_pid))
-		return 0;
-
-	struct thread_state *ts = thread_state(true);
-	if (!ts)
-		return 0;
-	struct inflight in = {};
-	in.ts = bpf_ktime_get_ns();
-	if (!syscall_args(id, CAST(struct pt_regs, regs), &in))
-		return 0;
-	if (cls == CLS_UNLINK) {
-		/* the directory a relative name lives in: dirfd, or the cwd */
-		if ((int)in.fd == AT_FDCWD) {
-			struct task_struct *task = (void *)bpf_get_current_task();
-			struct dentry *d = BPF_CORE_READ(task, fs, pwd.dentry);
-			struct inode *inode = BPF_CORE_READ(d, d_inode);
-			if (inode) {
-				inode_ref(inode, NULL, &in.f);
-				describe(NULL, inode, d, BPF_CORE_READ(task, fs, pwd.mnt), &in.f);
-			}
-		} else {
-			fd_ref(in.fd, &in.f);
-		}
-		ts->in = in;
-		ts->active = 1;
-		return 0;
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct thread_state *ts = target_state(tgid);
+	if (!ts) {
+		/* Syncs are traced for everyone: they are how other processes hurt the target. */
+		if (cls != CLS_SYNC || tgid == self_pid)
+			return 0;
+		ts = thread_state(true);
+		if (!ts)
+			return 0;
 	}
-	/* Files are identified at entry, while the fd still names them (close, fsync). */
-	if (in.fd >= 0 && cls != CLS_OPEN)
-		fd_ref_cached(ts, in.fd, &in.f);
-	if (in.fd2 >= 0)
-		fd_ref(in.fd2, &in.f2);
-	ts->in = in;
+	struct pt_regs *rg = CAST(struct pt_regs, regs);
+	if (id == NR_fcntl || id == NR_mmap) {
+		/* only record locks and file mappings are followed */
+		struct inflight probe = {};
+		if (!syscall_args(id, rg, &probe))
+			return 0;
+	}
+	ts->in.ts = bpf_ktime_get_ns();
+	ts->in.nr = id;
+	ts->in.blocked = 0;
+	ts->resolved = 0;
 	ts->active = 1;
+	/* a closed fd names nothing at exit */
+	if (cls == CLS_CLOSE)
+		resolve_call(ts, rg);
 	return 0;
 }
 
@@ -172,8 +212,7 @@ static __always_inline void emit_unlink(struct inflight *in, long ret, __u64 dur
 		count_lost(LOST_META);
 		return;
 	}
-	fill_hdr(&e->h, EV_UNLINK);
-	e->h.ts = in->ts;
+	fill_hdr_at(&e->h, EV_UNLINK, in->ts);
 	e->ret = ret;
 	e->dur = dur;
 	e->nr = in->nr;
@@ -181,7 +220,7 @@ static __always_inline void emit_unlink(struct inflight *in, long ret, __u64 dur
 	e->dir = in->f;
 	if (bpf_probe_read_user_str(e->name, sizeof(e->name), (void *)in->req) < 0)
 		e->name[0] = 0;
-	bpf_ringbuf_submit(e, wake_flags(&meta));
+	bpf_ringbuf_submit(e, wake_meta());
 }
 
 /* Per connection, what the target did last: 1 wrote, 2 read. A read after a
@@ -223,15 +262,14 @@ static __always_inline void note_request(struct inflight *in, __u32 pid, long re
 		count_lost(LOST_PAYLOAD);
 		return;
 	}
-	fill_hdr(&e->h, EV_PAYLOAD);
-	e->h.ts = in->ts;
+	fill_hdr_at(&e->h, EV_PAYLOAD, in->ts);
 	e->f = in->f;
 	__u32 n = ret > PAYLOAD_LEN ? PAYLOAD_LEN : ret;
 	e->len = 0;
 	e->_pad = 0;
 	if (n > 0 && n <= PAYLOAD_LEN && bpf_probe_read_user(e->data, n, (void *)in->buf) == 0)
 		e->len = n;
-	bpf_ringbuf_submit(e, wake_flags(&events));
+	bpf_ringbuf_submit(e, wake_events());
 }
 
 static __always_inline int on_sys_exit(struct pt_regs *regs, long ret)
@@ -242,8 +280,9 @@ static __always_inline int on_sys_exit(struct pt_regs *regs, long ret)
 	if (!ts || !ts->active)
 		return 0;
 	ts->active = 0;
-	struct inflight *in = &ts->in;
 	__u64 now = bpf_ktime_get_ns();
+	resolve_call(ts, CAST(struct pt_regs, regs));
+	struct inflight *in = &ts->in;
 	__u64 dur = now - in->ts;
 	__u32 cls = syscall_class(in->nr);
 
@@ -270,8 +309,7 @@ static __always_inline int on_sys_exit(struct pt_regs *regs, long ret)
 		count_lost(LOST_SYSCALL);
 		return 0;
 	}
-	fill_hdr(&e->h, EV_SYSCALL);
-	e->h.ts = in->ts;
+	fill_hdr_at(&e->h, EV_SYSCALL, in->ts);
 	e->dur = dur;
 	e->ret = ret;
 	e->req = in->req;
@@ -283,7 +321,7 @@ static __always_inline int on_sys_exit(struct pt_regs *regs, long ret)
 	e->_pad = 0;
 	e->f = in->f;
 	e->f2 = in->f2;
-	bpf_ringbuf_submit(e, wake_flags(&events));
+	bpf_ringbuf_submit(e, wake_events());
 	return 0;
 }
 

@@ -56,7 +56,7 @@ static __always_inline int on_uring_complete(void *req, struct io_uring_cqe *cqe
 	e->opcode = p->opcode;
 	e->fd = p->fd;
 	e->f = p->f;
-	bpf_ringbuf_submit(e, wake_flags(&events));
+	bpf_ringbuf_submit(e, wake_events());
 	bpf_map_delete_elem(&uring_inflight, &key);
 	return 0;
 }

@@ -61,13 +61,15 @@ extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
  * and a wakeup per event costs more than the event. Every ring, every event:
  * one wakeup per block completion cost an fsync-bound program (SQLite
  * commits) a fifth of its throughput, the reader taking the CPU its
- * wakeup was about to need. */
-static __always_inline __u64 wake_flags(void *rb)
-{
-	/* a quarter full: the reader has time to come before it overflows */
-	return bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA) > bpf_ringbuf_query(rb, BPF_RB_RING_SIZE) / 4 ?
-		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
-}
+ * wakeup was about to need. A quarter full gives the reader time to come
+ * before the ring overflows; the loader sets each ring's quarter with its
+ * size, which saves a query per event. */
+const volatile __u64 events_wake_at = 4 << 20;
+const volatile __u64 meta_wake_at = 1 << 20;
+#define wake_flags(rb, at) \
+	(bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA) > (at) ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP)
+#define wake_events() wake_flags(&events, events_wake_at)
+#define wake_meta() wake_flags(&meta, meta_wake_at)
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -89,7 +91,7 @@ struct {
 /* The target set: tgids followed through fork. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
+	__uint(max_entries, 1 << 20);
 	__type(key, __u32);
 	__type(value, __u8);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -114,7 +116,10 @@ struct inflight {
  * had), so repeated calls on one fd are not identified again. */
 struct thread_state {
 	struct inflight in;
-	__u32 active;
+	__u8 active;        /* in a followed syscall: in holds it */
+	__u8 resolved;      /* in's arguments and files are read (see resolve_call) */
+	__u8 target;        /* the thread's process is a target: known once, true for life */
+	__u8 _pad;
 	__s32 stack_id;     /* the last sync wait's stack, */
 	__u64 stack_ts;     /* when it was taken, */
 	__s64 stack_nr;     /* and in which syscall (see wait_stack) */
@@ -135,12 +140,6 @@ static __always_inline struct thread_state *thread_state(bool create)
 				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 }
 
-/* The syscall the current thread is inside, if traced. */
-static __always_inline struct inflight *current_inflight(void)
-{
-	struct thread_state *ts = thread_state(false);
-	return ts && ts->active ? &ts->in : NULL;
-}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -299,16 +298,39 @@ static __always_inline bool is_target(__u32 tgid)
 	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
 }
 
-static __always_inline void fill_hdr(struct hdr *h, __u8 kind)
+/* The current thread's state if its process is a target. The targets map
+ * only grows, so a yes is kept in the thread's storage: the map is searched
+ * once per thread, not at every call. */
+static __always_inline struct thread_state *target_state(__u32 tgid)
+{
+	struct thread_state *ts = thread_state(false);
+	if (ts && ts->target)
+		return ts;
+	if (!is_target(tgid))
+		return NULL;
+	if (!ts)
+		ts = thread_state(true);
+	if (ts)
+		ts->target = 1;
+	return ts;
+}
+
+/* The header of an event about the current thread, at ts. */
+static __always_inline void fill_hdr_at(struct hdr *h, __u8 kind, __u64 ts)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	h->ts = bpf_ktime_get_ns();
+	h->ts = ts;
 	h->pid = id >> 32;
 	h->tid = (__u32)id;
 	h->kind = kind;
 	h->cpu = bpf_get_smp_processor_id();
 	h->cgroup = bpf_get_current_cgroup_id();
 	bpf_get_current_comm(h->comm, sizeof(h->comm));
+}
+
+static __always_inline void fill_hdr(struct hdr *h, __u8 kind)
+{
+	fill_hdr_at(h, kind, bpf_ktime_get_ns());
 }
 
 /* The header of an event about a task that is not the current one (the one

@@ -11,7 +11,7 @@ static __always_inline int on_dirty_folio(struct folio *folio, struct address_sp
 {
 	if (!mapping)
 		return 0;
-	struct inode *host = BPF_CORE_READ(mapping, host);
+	struct inode *host = CAST(struct address_space, mapping)->host;
 	if (!host)
 		return 0;
 	__u64 id = bpf_get_current_pid_tgid();
@@ -21,11 +21,12 @@ static __always_inline int on_dirty_folio(struct folio *folio, struct address_sp
 	inode_only_ref(host, &r);
 	struct dirty_key k = { .pid = id >> 32, .tid = (__u32)id, .dev = r.dev, .gen = r.gen, .ino = r.ino };
 	__u64 pages = 1;
+	/* the first word, whether the kernel calls it unsigned long or memdesc_flags_t */
 	unsigned long fl = 0;
 	bpf_probe_read_kernel(&fl, sizeof(fl), folio);
 	if (fl & (1ul << bpf_core_enum_value(enum pageflags, PG_head))) {
 		if (bpf_core_field_exists(folio->_nr_pages))
-			pages = BPF_CORE_READ(folio, _nr_pages);
+			pages = CAST(struct folio, folio)->_nr_pages;
 	}
 	__u64 now = bpf_ktime_get_ns();
 	struct dirty_val *v = bpf_map_lookup_elem(&dirty, &k);
@@ -64,7 +65,7 @@ static __always_inline int on_balance_dirty_pages(unsigned long dirtied, unsigne
 	e->period_ns = (__u64)period * 1000000000ull / hz;
 	e->dirtied = dirtied;
 	e->bdi_dev = BPF_CORE_READ(wb, bdi, dev, devt);
-	bpf_ringbuf_submit(e, wake_flags(&meta));
+	bpf_ringbuf_submit(e, wake_meta());
 	return 0;
 }
 
@@ -95,7 +96,7 @@ static __always_inline int on_wb_inode(struct inode *inode, struct writeback_con
 	inode_only_ref(inode, &e->f);
 	e->pages = nr_to_write - left;
 	e->dur = start ? e->h.ts - start : 0;
-	bpf_ringbuf_submit(e, wake_flags(&meta));
+	bpf_ringbuf_submit(e, wake_meta());
 	return 0;
 }
 

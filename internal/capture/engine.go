@@ -218,6 +218,13 @@ func open(opts Options, flavour string, kernel chan *btf.Spec, types *btf.Cache)
 	if opts.MetaRingBytes > 0 {
 		mapSpecs.Meta.MaxEntries = uint32(opts.MetaRingBytes)
 	}
+	// The programs wake the reader when a ring is a quarter full.
+	if err := vars.EventsWakeAt.Set(uint64(mapSpecs.Events.MaxEntries / 4)); err != nil {
+		return nil, fmt.Errorf("setting events_wake_at: %w", err)
+	}
+	if err := vars.MetaWakeAt.Set(uint64(mapSpecs.Meta.MaxEntries / 4)); err != nil {
+		return nil, fmt.Errorf("setting meta_wake_at: %w", err)
+	}
 	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: kernelTypes}, Cache: types})
 	if err != nil {
 		var ve *ebpf.VerifierError

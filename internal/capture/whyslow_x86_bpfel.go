@@ -250,7 +250,10 @@ type whyslowThreadState struct {
 		F       whyslowFileRef
 		F2      whyslowFileRef
 	}
-	Active    uint32
+	Active    uint8
+	Resolved  uint8
+	Target    uint8
+	Pad       uint8
 	StackId   int32
 	StackTs   uint64
 	StackNr   int64
@@ -389,7 +392,9 @@ const (
 	whyslowVarAllStacks               = "all_stacks"
 	whyslowVarByRequest               = "by_request"
 	whyslowVarDescribeHoldNs          = "describe_hold_ns"
+	whyslowVarEventsWakeAt            = "events_wake_at"
 	whyslowVarFull                    = "full"
+	whyslowVarMetaWakeAt              = "meta_wake_at"
 	whyslowVarOtherSyncsOpen          = "other_syncs_open"
 	whyslowVarPayload                 = "payload"
 	whyslowVarSelfPid                 = "self_pid"
@@ -533,7 +538,9 @@ type whyslowVariableSpecs struct {
 	AllStacks            *ebpf.VariableSpec `ebpf:"all_stacks"`
 	ByRequest            *ebpf.VariableSpec `ebpf:"by_request"`
 	DescribeHoldNs       *ebpf.VariableSpec `ebpf:"describe_hold_ns"`
+	EventsWakeAt         *ebpf.VariableSpec `ebpf:"events_wake_at"`
 	Full                 *ebpf.VariableSpec `ebpf:"full"`
+	MetaWakeAt           *ebpf.VariableSpec `ebpf:"meta_wake_at"`
 	OtherSyncsOpen       *ebpf.VariableSpec `ebpf:"other_syncs_open"`
 	Payload              *ebpf.VariableSpec `ebpf:"payload"`
 	SelfPid              *ebpf.VariableSpec `ebpf:"self_pid"`
@@ -636,7 +643,9 @@ type whyslowVariables struct {
 	AllStacks            *ebpf.Variable `ebpf:"all_stacks"`
 	ByRequest            *ebpf.Variable `ebpf:"by_request"`
 	DescribeHoldNs       *ebpf.Variable `ebpf:"describe_hold_ns"`
+	EventsWakeAt         *ebpf.Variable `ebpf:"events_wake_at"`
 	Full                 *ebpf.Variable `ebpf:"full"`
+	MetaWakeAt           *ebpf.Variable `ebpf:"meta_wake_at"`
 	OtherSyncsOpen       *ebpf.Variable `ebpf:"other_syncs_open"`
 	Payload              *ebpf.Variable `ebpf:"payload"`
 	SelfPid              *ebpf.Variable `ebpf:"self_pid"`
