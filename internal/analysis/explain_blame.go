@@ -14,6 +14,9 @@ import (
 //
 // tids, when given, narrows the waits to those threads (a request's path).
 func (x *Explanation) blame(s *Source, pids, tids []uint32, win window) error {
+	if !s.hasRows("offcpu_raw") {
+		return nil // no wait, no one to blame for one
+	}
 	in := inList("pid", pids)
 	if len(tids) > 0 {
 		in += " AND " + inList("tid", tids)
