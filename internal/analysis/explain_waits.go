@@ -104,6 +104,9 @@ func (s *Source) targetIO(pids []uint32) (targetIO, error) {
 	if _, err := s.DB.Exec(q); err != nil {
 		return targetIO{}, fmt.Errorf("summing the target's calls: %w", err)
 	}
+	if inputs, err := s.ioInputs(in); err != nil || !inputs {
+		return targetIO{}, err
+	}
 	// target_io: the target's I/O, one shape for syscalls and io_uring
 	// operations: bytes each way, operations, and time waited on the file.
 	// An io_uring operation's time is not a thread's; the time the submitter
@@ -152,7 +155,7 @@ func (s *Source) targetIO(pids []uint32) (targetIO, error) {
 	         s.dev, s.ino, s.gen, n.name, 0, 0, 0, w.ns
 	  FROM samples s JOIN (` + sampleWeights(in) + `) w USING (tid) JOIN syscall_names n ON n.nr = s.syscall_nr
 	    LEFT JOIN file_names f USING (dev, ino, gen)
-	  WHERE s.` + in + ` AND NOT s.user AND (s.ino <> 0 OR s.path LIKE '/%')`
+	  WHERE s.` + in + ` AND ` + sampleOnFile
 	}
 	if _, err := s.DB.Exec(q); err != nil {
 		return targetIO{}, fmt.Errorf("collecting the target's I/O: %w", err)
@@ -162,6 +165,33 @@ func (s *Source) targetIO(pids []uint32) (targetIO, error) {
 		return targetIO{}, fmt.Errorf("collecting the target's I/O: %w", err)
 	}
 	return io, nil
+}
+
+// sampleOnFile: a CPU sample of the target in the kernel, on a file.
+const sampleOnFile = `NOT s.user AND (s.ino <> 0 OR s.path LIKE '/%')`
+
+// ioInputs says whether any of target_io's sources holds a row of the
+// target: when none does, target_io is not made (its query takes ~20 ms to
+// plan) and the steps that read it are skipped.
+func (s *Source) ioInputs(in string) (bool, error) {
+	for _, t := range []string{"syscall_raw", "syscall_totals", "uring", "unlink_raw"} {
+		if s.hasRows(t) {
+			return true, nil
+		}
+	}
+	if !s.WaitsOnly() {
+		return false, nil
+	}
+	if s.hasRows("dirtied") {
+		return true, nil
+	}
+	var inputs bool
+	err := s.DB.QueryRow(`SELECT EXISTS (SELECT 1 FROM block_raw WHERE ` + in + `)
+	  OR EXISTS (SELECT 1 FROM samples s WHERE s.` + in + ` AND ` + sampleOnFile + `)`).Scan(&inputs)
+	if err != nil {
+		return false, fmt.Errorf("collecting the target's I/O: %w", err)
+	}
+	return inputs, nil
 }
 
 // kernelCPU splits the target's time inside syscalls, less the time it was

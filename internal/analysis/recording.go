@@ -41,7 +41,8 @@ func NewSource(r *store.Recording) *Source {
 
 // skippable are the tables a step of an analysis is skipped on when they
 // are empty: what the step would find is then known without asking.
-var skippable = []string{"offcpu_raw", "uring", "dirtied", "forks", "existing", "samples", "block_raw"}
+var skippable = []string{"offcpu_raw", "syscall_raw", "syscall_totals", "uring", "unlink_raw", "dirtied", "forks", "existing",
+	"samples", "block_raw"}
 
 // hasRows says whether one of skippable's tables holds a row, asked once
 // for all of them. DuckDB takes milliseconds to plan a query over the views
