@@ -11,9 +11,23 @@ import (
 )
 
 // Kallsyms maps kernel text addresses to function names, sorted by address.
+// The names are one string that each symbol's start and end slice: a string
+// each was 120k allocations, a third of the parse and twice its memory.
 type Kallsyms struct {
-	Addrs []uint64
-	Names []string
+	addrs        []uint64
+	starts, ends []uint32 // symbol i's name is names[starts[i]:ends[i]]
+	names        string
+}
+
+// Len is the number of symbols.
+func (k *Kallsyms) Len() int { return len(k.addrs) }
+
+// Symbol is the i-th symbol by address.
+func (k *Kallsyms) Symbol(i int) (addr uint64, name string) {
+	if start, end := k.starts[i], k.ends[i]; start <= end && int(end) <= len(k.names) {
+		name = k.names[start:end]
+	}
+	return k.addrs[i], name
 }
 
 // Kallsyms reads /proc/kallsyms. Without CAP_SYSLOG every address reads as
@@ -29,14 +43,11 @@ func (fs FS) Kallsyms() (*Kallsyms, error) {
 
 // parseKallsyms keeps the text symbols (t, T, w, W) of a kallsyms listing.
 // It streams rather than taking the file's bytes: the kernel's table is
-// some 10 MB, and read whole it would be copied as it grew. The names of
-// some 120k symbols go into one string that Names slice: a string each
-// was 120k allocations, a third of the parse and twice its memory. On a
-// read error the symbols read before it are returned with it: a stack
-// named in part beats one not named at all.
+// some 10 MB, and read whole it would be copied as it grew. On a read error
+// the symbols read before it are returned with it: a stack named in part
+// beats one not named at all.
 func parseKallsyms(r io.Reader) (*Kallsyms, error) {
-	addrs := make([]uint64, 0, 1<<17)
-	ends := make([]uint32, 0, 1<<17) // where each name ends in blob
+	k := &Kallsyms{addrs: make([]uint64, 0, 1<<17), starts: make([]uint32, 0, 1<<17), ends: make([]uint32, 0, 1<<17)}
 	blob := make([]byte, 0, 3<<20)
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 1<<16), 1<<20)
@@ -64,19 +75,14 @@ func parseKallsyms(r io.Reader) (*Kallsyms, error) {
 				break
 			}
 		}
-		addrs = append(addrs, a)
+		k.addrs = append(k.addrs, a)
+		k.starts = append(k.starts, uint32(len(blob)))
 		blob = append(blob, name...)
-		ends = append(ends, uint32(len(blob)))
+		k.ends = append(k.ends, uint32(len(blob)))
 	}
-	names := unsafe.String(unsafe.SliceData(blob), len(blob)) // blob is not written again
-	k := &Kallsyms{Addrs: addrs, Names: make([]string, len(addrs))}
-	begin := uint32(0)
-	for i, end := range ends {
-		k.Names[i] = names[begin:end]
-		begin = end
-	}
-	if !sort.IsSorted(k) { // the kernel's own symbols come sorted; modules may not
-		sort.Stable(k)
+	k.names = unsafe.String(unsafe.SliceData(blob), len(blob)) // blob is not written again
+	if !sort.IsSorted(byAddr{k}) {                             // the kernel's own symbols come sorted; modules may not
+		sort.Stable(byAddr{k})
 	}
 	return k, sc.Err()
 }
@@ -103,20 +109,23 @@ func parseHex(b []byte) (uint64, bool) {
 	return v, true
 }
 
-// Len, Less and Swap sort the table by address.
-func (k *Kallsyms) Len() int           { return len(k.Addrs) }
-func (k *Kallsyms) Less(i, j int) bool { return k.Addrs[i] < k.Addrs[j] }
-func (k *Kallsyms) Swap(i, j int) {
-	k.Addrs[i], k.Addrs[j] = k.Addrs[j], k.Addrs[i]
-	k.Names[i], k.Names[j] = k.Names[j], k.Names[i]
+// byAddr sorts a table by address.
+type byAddr struct{ *Kallsyms }
+
+func (k byAddr) Less(i, j int) bool { return k.addrs[i] < k.addrs[j] }
+func (k byAddr) Swap(i, j int) {
+	k.addrs[i], k.addrs[j] = k.addrs[j], k.addrs[i]
+	k.starts[i], k.starts[j] = k.starts[j], k.starts[i]
+	k.ends[i], k.ends[j] = k.ends[j], k.ends[i]
 }
 
 // Name names the function an address falls in: the nearest symbol at or
 // below it, or the address in hex when it is below them all.
 func (k *Kallsyms) Name(ip uint64) string {
-	i := sort.Search(len(k.Addrs), func(i int) bool { return k.Addrs[i] > ip }) - 1
+	i := sort.Search(len(k.addrs), func(i int) bool { return k.addrs[i] > ip }) - 1
 	if i < 0 {
 		return "0x" + strconv.FormatUint(ip, 16)
 	}
-	return k.Names[i]
+	_, name := k.Symbol(i)
+	return name
 }
