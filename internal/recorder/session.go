@@ -34,6 +34,9 @@ type session struct {
 	targetDone chan struct{}
 	stopped    bool
 	startErr   error // starting the command, from open
+	// meta is closed once the start's metadata is written (metaErr).
+	meta    chan struct{}
+	metaErr error
 }
 
 // open creates the recording and loads the capture engine, both at once
@@ -83,10 +86,13 @@ func open(cfg Config) (*session, error) {
 	}
 	s.eng = eng
 	s.res = &Result{Started: time.Now(), ExitCode: -1}
-	if err := s.w.SetMeta(startMeta(cfg, eng, s.res.Started)); err != nil {
-		eng.Close()
-		return nil, s.abandon(err)
-	}
+	// The start's metadata is written while the target joins the capture:
+	// openGate waits for it, so it is in the file before the target runs.
+	s.meta = make(chan struct{})
+	go func() {
+		s.metaErr = s.w.SetMeta(startMeta(cfg, eng, s.res.Started))
+		close(s.meta)
+	}()
 	return s, nil
 }
 
@@ -94,6 +100,7 @@ func open(cfg Config) (*session, error) {
 // kills a command still held at its gate.
 func (s *session) abandon(err error) error {
 	s.killGated()
+	<-s.meta
 	s.w.Close(nil)
 	os.Remove(s.cfg.Path)
 	os.Remove(s.cfg.Path + ".wal")
@@ -158,6 +165,10 @@ func (s *session) startCapture() {
 // openGate lets the command run (its time starts now: its wait at the gate
 // is whyslow's start-up), or, attached, starts watching the pid.
 func (s *session) openGate(ctx context.Context) error {
+	<-s.meta
+	if s.metaErr != nil {
+		return s.metaErr
+	}
 	if s.gated == nil {
 		if s.res.TargetPID != 0 {
 			s.w.SetMeta(map[string]string{"target_start_mono": fmt.Sprint(monoOf(time.Now()))})
