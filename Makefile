@@ -4,7 +4,10 @@
 GO      ?= go
 BIN     := bin
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X github.com/whyslow/whyslow/internal/cli.Version=$(VERSION)
+# --exclude-libs: DuckDB's ~60k C++ symbols stay out of the dynamic symbol
+# table. Exported, they were 6.7 MB the loader read at every start (all of it
+# resident) and relocations it looked up by name.
+LDFLAGS := -X github.com/whyslow/whyslow/internal/cli.Version=$(VERSION) -extldflags=-Wl,--exclude-libs,ALL
 
 .PHONY: all deps build generate vmlinux check-generated check-sources check-mod test demo bench clean
 

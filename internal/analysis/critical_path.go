@@ -123,6 +123,16 @@ func (x *Explanation) criticalPath(s *Source, pid uint32, win window) error {
 }
 
 func (w *pathWalker) load(s *Source, win window) error {
+	if s.hasRows("offcpu_raw") {
+		if err := w.loadWaits(s, win); err != nil {
+			return err
+		}
+	}
+	return w.loadThreads(s, win)
+}
+
+// loadWaits reads the target's off-CPU intervals.
+func (w *pathWalker) loadWaits(s *Source, win window) error {
 	rows, err := s.DB.Query(`SELECT pid, tid, coalesce(comm, ''), start_ts, ts, runq_ns, reason, waker_pid, waker_tid,
 	    coalesce(waker_comm, ''), coalesce(object, ''), for_work FROM target_offcpu ORDER BY tid, start_ts`)
 	if err != nil {
@@ -150,12 +160,13 @@ func (w *pathWalker) load(s *Source, win window) error {
 		}
 		th.offs = append(th.offs, iv)
 	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	rows.Close()
-	// Threads that never went off CPU, births and deaths, names.
-	rows, err = s.DB.Query(`SELECT t.pid, t.tid, t.comm, f.ts, f.tid, e.ts FROM target_threads t
+	return rows.Err()
+}
+
+// loadThreads reads the target's threads, those that never went off CPU
+// too: births and deaths, names.
+func (w *pathWalker) loadThreads(s *Source, win window) error {
+	rows, err := s.DB.Query(`SELECT t.pid, t.tid, t.comm, f.ts, f.tid, e.ts FROM target_threads t
 	    LEFT JOIN (SELECT child_tid, min(ts) AS ts, arg_min(tid, ts) AS tid FROM forks GROUP BY child_tid) f ON f.child_tid = t.tid
 	    LEFT JOIN (SELECT tid, max(ts) AS ts FROM exits GROUP BY tid) e ON e.tid = t.tid`)
 	if err != nil {

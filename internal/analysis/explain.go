@@ -198,10 +198,11 @@ func Explain(s *Source, pid uint32) (*Explanation, error) {
 	if err := s.targetWaits(pids, win); err != nil {
 		return nil, err
 	}
-	if err := s.targetIO(pids); err != nil {
+	io, err := s.targetIO(pids)
+	if err != nil {
 		return nil, err
 	}
-	if err := x.threads(s, pids, win); err != nil {
+	if err := x.threads(s, pids, win, io); err != nil {
 		return nil, err
 	}
 	if u, err := strconv.ParseInt(s.Meta["target_user_ns"], 10, 64); err == nil {
@@ -214,13 +215,13 @@ func Explain(s *Source, pid uint32) (*Explanation, error) {
 	if err := x.kernelCPU(s, pids); err != nil {
 		return nil, err
 	}
-	if err := x.files(s, pids); err != nil {
+	if err := x.files(s, pids, io); err != nil {
 		return nil, err
 	}
 	if err := x.devices(s, pids, win); err != nil {
 		return nil, err
 	}
-	if err := x.network(s, pids); err != nil {
+	if err := x.network(s, io); err != nil {
 		return nil, err
 	}
 	if err := x.afterExit(s, pids); err != nil {
@@ -276,20 +277,7 @@ func idleSQL(targets string) string {
    OR (o.reason = 'child' AND o.waker_pid = 0 AND o.pid IN (SELECT ppid FROM existing UNION SELECT pid FROM forks)))`
 }
 
-func (x *Explanation) threads(s *Source, pids []uint32, win window) error {
-	// Intervals are clipped to the window; the run-queue part is the interval's tail.
-	q := `WITH clipped AS (
-	        SELECT o.*, greatest(least(o.ts, $e) - greatest(o.start_ts, $b), 0) AS off_c,
-	               greatest(least(o.ts, $e) - greatest(o.ts - o.runq_ns, $b), 0) AS runq_c
-	        FROM target_offcpu o)
-	      SELECT o.pid, o.tid, arg_max(o.comm, o.ts), o.reason, o.state,
-	        sum(o.off_c - least(o.runq_c, o.off_c)), sum(least(o.runq_c, o.off_c)), coalesce(` + idleSQL(inList("waker_pid", pids)) + `, false) AS idle
-	      FROM clipped o GROUP BY o.pid, o.tid, o.reason, o.state, idle`
-	rows, err := s.DB.Query(q, sql.Named("b", win.begin), sql.Named("e", win.end))
-	if err != nil {
-		return fmt.Errorf("accounting off-CPU time: %w", err)
-	}
-	defer rows.Close()
+func (x *Explanation) threads(s *Source, pids []uint32, win window, io targetIO) error {
 	byTID := map[uint32]*ThreadTime{}
 	get := func(pid, tid uint32, comm string) *ThreadTime {
 		t := byTID[tid]
@@ -302,28 +290,11 @@ func (x *Explanation) threads(s *Source, pids []uint32, win window) error {
 		}
 		return t
 	}
-	for rows.Next() {
-		var pid, tid uint32
-		var comm sql.NullString
-		var reason, state string
-		var off, runq float64
-		var idle bool
-		if err := rows.Scan(&pid, &tid, &comm, &reason, &state, &off, &runq, &idle); err != nil {
+	if s.hasRows("offcpu_raw") {
+		if err := threadsOffCPU(s, pids, win, get); err != nil {
 			return err
 		}
-		t := get(pid, tid, comm.String)
-		t.ByReason[string(event.ReasonRunqueue)] += runq / 1e9
-		if reason == string(event.ReasonRunqueue) {
-			t.ByReason[reason] += off / 1e9
-			continue
-		}
-		if idle {
-			t.IdleS += off / 1e9
-		} else {
-			t.ByReason[reason] += off / 1e9
-		}
 	}
-	rows.Close()
 
 	in := inList("pid", pids)
 	crow, err := s.DB.Query("SELECT pid, tid, arg_max(comm, ts), sum(oncpu_ns) FROM cputime WHERE " + in + " GROUP BY pid, tid")
@@ -342,19 +313,9 @@ func (x *Explanation) threads(s *Source, pids []uint32, win window) error {
 	}
 	crow.Close()
 
-	io, err := s.DB.Query(`SELECT tid, sum(rbytes), sum(wbytes) FROM target_io GROUP BY tid`)
-	if err != nil {
-		return fmt.Errorf("summing thread I/O: %w", err)
-	}
-	defer io.Close()
-	for io.Next() {
-		var tid uint32
-		var r, w sql.NullFloat64
-		if err := io.Scan(&tid, &r, &w); err != nil {
+	if io.rows {
+		if err := threadsIO(s, byTID); err != nil {
 			return err
-		}
-		if t := byTID[tid]; t != nil {
-			t.ReadBytes, t.WriteBytes = uint64(r.Float64), uint64(w.Float64)
 		}
 	}
 
@@ -371,21 +332,9 @@ func (x *Explanation) threads(s *Source, pids []uint32, win window) error {
 		}
 	}
 
-	top, err := s.DB.Query(`SELECT tid, arg_max(path, w), arg_max(r, w), arg_max(wr, w) FROM (
-	    SELECT tid, path, sum(wait_ns) AS w, sum(rbytes) AS r, sum(wbytes) AS wr
-	    FROM target_io WHERE fkind = 'file' AND path IS NOT NULL GROUP BY tid, path)
-	  GROUP BY tid`)
-	if err != nil {
-		return fmt.Errorf("finding threads' files: %w", err)
-	}
-	defer top.Close()
-	for top.Next() {
-		var tid uint32
-		var path string
-		var r, w float64
-		if top.Scan(&tid, &path, &r, &w) == nil && byTID[tid] != nil {
-			t := byTID[tid]
-			t.TopFile, t.TopFileReadBytes, t.TopFileWriteBytes = path, uint64(r), uint64(w)
+	if io.rows {
+		if err := threadsTopFile(s, byTID); err != nil {
+			return err
 		}
 	}
 
@@ -414,6 +363,87 @@ func (x *Explanation) threads(s *Source, pids []uint32, win window) error {
 	x.Time.ThreadS = x.Time.OnCPUS + x.Time.RunqueueS + x.Time.IdleS
 	for _, v := range x.Time.OffCPUS {
 		x.Time.ThreadS += v
+	}
+	return nil
+}
+
+// threadsOffCPU sums each thread's off-CPU time by reason, and its idle time.
+func threadsOffCPU(s *Source, pids []uint32, win window, get func(pid, tid uint32, comm string) *ThreadTime) error {
+	// Intervals are clipped to the window; the run-queue part is the interval's tail.
+	q := `WITH clipped AS (
+	        SELECT o.*, greatest(least(o.ts, $e) - greatest(o.start_ts, $b), 0) AS off_c,
+	               greatest(least(o.ts, $e) - greatest(o.ts - o.runq_ns, $b), 0) AS runq_c
+	        FROM target_offcpu o)
+	      SELECT o.pid, o.tid, arg_max(o.comm, o.ts), o.reason, o.state,
+	        sum(o.off_c - least(o.runq_c, o.off_c)), sum(least(o.runq_c, o.off_c)), coalesce(` + idleSQL(inList("waker_pid", pids)) + `, false) AS idle
+	      FROM clipped o GROUP BY o.pid, o.tid, o.reason, o.state, idle`
+	rows, err := s.DB.Query(q, sql.Named("b", win.begin), sql.Named("e", win.end))
+	if err != nil {
+		return fmt.Errorf("accounting off-CPU time: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var pid, tid uint32
+		var comm sql.NullString
+		var reason, state string
+		var off, runq float64
+		var idle bool
+		if err := rows.Scan(&pid, &tid, &comm, &reason, &state, &off, &runq, &idle); err != nil {
+			return err
+		}
+		t := get(pid, tid, comm.String)
+		t.ByReason[string(event.ReasonRunqueue)] += runq / 1e9
+		if reason == string(event.ReasonRunqueue) {
+			t.ByReason[reason] += off / 1e9
+			continue
+		}
+		if idle {
+			t.IdleS += off / 1e9
+		} else {
+			t.ByReason[reason] += off / 1e9
+		}
+	}
+	return rows.Err()
+}
+
+// threadsIO fills each thread's bytes read and written.
+func threadsIO(s *Source, byTID map[uint32]*ThreadTime) error {
+	io, err := s.DB.Query(`SELECT tid, sum(rbytes), sum(wbytes) FROM target_io GROUP BY tid`)
+	if err != nil {
+		return fmt.Errorf("summing thread I/O: %w", err)
+	}
+	defer io.Close()
+	for io.Next() {
+		var tid uint32
+		var r, w sql.NullFloat64
+		if err := io.Scan(&tid, &r, &w); err != nil {
+			return err
+		}
+		if t := byTID[tid]; t != nil {
+			t.ReadBytes, t.WriteBytes = uint64(r.Float64), uint64(w.Float64)
+		}
+	}
+	return nil
+}
+
+// threadsTopFile names the file each thread spent most time on in syscalls.
+func threadsTopFile(s *Source, byTID map[uint32]*ThreadTime) error {
+	top, err := s.DB.Query(`SELECT tid, arg_max(path, w), arg_max(r, w), arg_max(wr, w) FROM (
+	    SELECT tid, path, sum(wait_ns) AS w, sum(rbytes) AS r, sum(wbytes) AS wr
+	    FROM target_io WHERE fkind = 'file' AND path IS NOT NULL GROUP BY tid, path)
+	  GROUP BY tid`)
+	if err != nil {
+		return fmt.Errorf("finding threads' files: %w", err)
+	}
+	defer top.Close()
+	for top.Next() {
+		var tid uint32
+		var path string
+		var r, w float64
+		if top.Scan(&tid, &path, &r, &w) == nil && byTID[tid] != nil {
+			t := byTID[tid]
+			t.TopFile, t.TopFileReadBytes, t.TopFileWriteBytes = path, uint64(r), uint64(w)
+		}
 	}
 	return nil
 }

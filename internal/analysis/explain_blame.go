@@ -14,6 +14,19 @@ import (
 //
 // tids, when given, narrows the waits to those threads (a request's path).
 func (x *Explanation) blame(s *Source, pids, tids []uint32, win window) error {
+	if !s.hasRows("offcpu_raw") {
+		return nil // no wait, no one to blame for one
+	}
+	// target_offcpu holds every wait of the target (io_uring's turned into
+	// storage waits): most targets had none on storage.
+	var storage bool
+	if err := s.DB.QueryRow(`SELECT $1 OR EXISTS (SELECT 1 FROM target_offcpu WHERE reason IN (`+storageReasonsSQL+`))`,
+		s.everyStep).Scan(&storage); err != nil {
+		return fmt.Errorf("collecting the target's storage waits: %w", err)
+	}
+	if !storage {
+		return nil
+	}
 	in := inList("pid", pids)
 	if len(tids) > 0 {
 		in += " AND " + inList("tid", tids)

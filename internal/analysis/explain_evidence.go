@@ -8,7 +8,10 @@ import (
 )
 
 // files: per file the target touched, bytes, operations and time inside syscalls.
-func (x *Explanation) files(s *Source, pids []uint32) error {
+func (x *Explanation) files(s *Source, pids []uint32, io targetIO) error {
+	if !io.rows {
+		return nil
+	}
 	in := inList("i.pid", pids)
 	created := `SELECT DISTINCT dev, ino, gen FROM syscall_raw i
 	        WHERE ` + in + ` AND nr IN (SELECT nr FROM syscall_names WHERE class = 'open') AND (flags & 64) <> 0 AND ret >= 0
@@ -146,6 +149,16 @@ func generated(s string) bool {
 // issued), at the device (issued to complete), and before either, in a blkio
 // throttle that holds bios before they become requests, which await misses.
 func (x *Explanation) devices(s *Source, pids []uint32, win window) error {
+	// Most short commands saw no request: the query below takes ~10 ms to plan.
+	requests := s.everyStep
+	if !requests && s.hasRows("block_raw") {
+		if err := s.DB.QueryRow("SELECT EXISTS (SELECT 1 FROM block_raw WHERE ts BETWEEN ? AND ?)", win.begin, win.end).Scan(&requests); err != nil {
+			return fmt.Errorf("summing devices: %w", err)
+		}
+	}
+	if !requests {
+		return nil
+	}
 	in := inList("pid", pids)
 	q := `SELECT coalesce(device, 'dev ' || (dev >> 20) || ':' || (dev & 1048575)), dev,
 	        sum(CASE WHEN op = 'read' THEN bytes ELSE 0 END), sum(CASE WHEN op = 'write' THEN bytes ELSE 0 END),
@@ -213,7 +226,10 @@ func (d *DeviceUse) throttle(s *Source, dev uint32, pids []uint32, win window) e
 }
 
 // network: per peer, bytes each way and time inside socket syscalls.
-func (x *Explanation) network(s *Source, pids []uint32) error {
+func (x *Explanation) network(s *Source, io targetIO) error {
+	if !io.rows {
+		return nil
+	}
 	q := `SELECT peer, sum(rbytes), sum(wbytes), sum(wait_ns)
 	      FROM target_io WHERE fkind = 'socket' AND peer IS NOT NULL GROUP BY 1 ORDER BY 4 DESC, 1`
 	rows, err := s.DB.Query(q)
@@ -236,6 +252,9 @@ func (x *Explanation) network(s *Source, pids []uint32) error {
 // afterExit: writeback of inodes the target dirtied, after it exited.
 func (x *Explanation) afterExit(s *Source, pids []uint32) error {
 	fmt.Sscan(s.Meta["dirty_at_exit"], &x.AfterExit.DirtyAtExitBytes)
+	if !s.hasRows("dirtied") || !s.hasRows("block_raw") {
+		return nil
+	}
 	end := s.window().end
 	in := inList("d.pid", pids)
 	// Block writes of data the target dirtied, after it exited: the kernel

@@ -22,6 +22,7 @@ const pollSyscalls = `'poll','select','epoll_wait','epoll_pwait','epoll_pwait2',
 // these, so the rules live here once.
 func (s *Source) targetWaits(pids []uint32, win window) error {
 	in := inList("pid", pids)
+	offCPU := s.hasRows("offcpu_raw")
 	q := `CREATE OR REPLACE TEMP TABLE target_offcpu AS
 	  WITH o AS (SELECT * FROM offcpu WHERE ` + in + ` AND ts > $b AND start_ts < $e),
 	  calls AS (
@@ -40,7 +41,11 @@ func (s *Source) targetWaits(pids []uint32, win window) error {
 	         coalesce(o.syscall IN ('accept','accept4')
 	           OR (o.syscall IN (` + pollSyscalls + `) AND o.tid NOT IN (SELECT tid FROM socket_movers)), false) AS for_work
 	  FROM o ASOF LEFT JOIN calls c ON c.tid = o.tid AND c.ts <= o.start_ts`
-	if _, err := s.DB.Exec(q, sql.Named("b", win.begin), sql.Named("e", win.end)); err != nil {
+	args := []any{sql.Named("b", win.begin), sql.Named("e", win.end)}
+	if !offCPU {
+		q, args = emptyTargetOffCPU, nil
+	}
+	if _, err := s.DB.Exec(q, args...); err != nil {
 		return fmt.Errorf("collecting the target's waits: %w", err)
 	}
 	// target_threads: each target thread's latest name, from the small
@@ -52,6 +57,9 @@ func (s *Source) targetWaits(pids []uint32, win window) error {
 	  WHERE comm IS NOT NULL AND comm <> '' GROUP BY pid, tid`
 	if _, err := s.DB.Exec(q); err != nil {
 		return fmt.Errorf("naming the target's threads: %w", err)
+	}
+	if !offCPU || !s.hasRows("uring") {
+		return nil
 	}
 	// io_uring: the submitter waits in io_uring_enter for completions; the
 	// operations in flight then say what it waited for.
@@ -71,9 +79,20 @@ func (s *Source) targetWaits(pids []uint32, win window) error {
 	return nil
 }
 
+// emptyTargetOffCPU makes target_offcpu for a target that never went off
+// CPU: the shape targetWaits' query gives it, without the query (16 ms to
+// plan). A test keeps the two shapes the same.
+const emptyTargetOffCPU = `CREATE OR REPLACE TEMP TABLE target_offcpu (ts UBIGINT, start_ts UBIGINT, off_ns UBIGINT,
+	  runq_ns UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, state VARCHAR, reason VARCHAR, stack_id INTEGER,
+	  syscall VARCHAR, waker_pid UINTEGER, waker_tid UINTEGER, waker_comm VARCHAR, object VARCHAR, for_work BOOLEAN)`
+
+// targetIO says what target_io holds: the steps that read it are skipped
+// when it is empty.
+type targetIO struct{ rows bool }
+
 // targetIO makes target_calls and target_io, after targetWaits: the target's
 // I/O, one shape for syscalls and io_uring. Explain reads them; requests do not.
-func (s *Source) targetIO(pids []uint32) error {
+func (s *Source) targetIO(pids []uint32) (targetIO, error) {
 	in := inList("pid", pids)
 	// target_calls: the target's streamed calls summed per thread, file and
 	// syscall, on the numeric table: one pass over what can be millions of
@@ -83,7 +102,10 @@ func (s *Source) targetIO(pids []uint32) error {
 	         count(*) AS ops, sum(dur) AS wait_ns
 	  FROM syscall_raw WHERE ` + in + ` GROUP BY ALL`
 	if _, err := s.DB.Exec(q); err != nil {
-		return fmt.Errorf("summing the target's calls: %w", err)
+		return targetIO{}, fmt.Errorf("summing the target's calls: %w", err)
+	}
+	if inputs, err := s.ioInputs(in); err != nil || !inputs {
+		return targetIO{}, err
 	}
 	// target_io: the target's I/O, one shape for syscalls and io_uring
 	// operations: bytes each way, operations, and time waited on the file.
@@ -133,12 +155,43 @@ func (s *Source) targetIO(pids []uint32) error {
 	         s.dev, s.ino, s.gen, n.name, 0, 0, 0, w.ns
 	  FROM samples s JOIN (` + sampleWeights(in) + `) w USING (tid) JOIN syscall_names n ON n.nr = s.syscall_nr
 	    LEFT JOIN file_names f USING (dev, ino, gen)
-	  WHERE s.` + in + ` AND NOT s.user AND (s.ino <> 0 OR s.path LIKE '/%')`
+	  WHERE s.` + in + ` AND ` + sampleOnFile
 	}
 	if _, err := s.DB.Exec(q); err != nil {
-		return fmt.Errorf("collecting the target's I/O: %w", err)
+		return targetIO{}, fmt.Errorf("collecting the target's I/O: %w", err)
 	}
-	return nil
+	io := targetIO{rows: s.everyStep}
+	if err := s.DB.QueryRow("SELECT $1 OR EXISTS (SELECT 1 FROM target_io)", io.rows).Scan(&io.rows); err != nil {
+		return targetIO{}, fmt.Errorf("collecting the target's I/O: %w", err)
+	}
+	return io, nil
+}
+
+// sampleOnFile: a CPU sample of the target in the kernel, on a file.
+const sampleOnFile = `NOT s.user AND (s.ino <> 0 OR s.path LIKE '/%')`
+
+// ioInputs says whether any of target_io's sources holds a row of the
+// target: when none does, target_io is not made (its query takes ~20 ms to
+// plan) and the steps that read it are skipped.
+func (s *Source) ioInputs(in string) (bool, error) {
+	for _, t := range []string{"syscall_raw", "syscall_totals", "uring", "unlink_raw"} {
+		if s.hasRows(t) {
+			return true, nil
+		}
+	}
+	if !s.WaitsOnly() {
+		return false, nil
+	}
+	if s.hasRows("dirtied") {
+		return true, nil
+	}
+	var inputs bool
+	err := s.DB.QueryRow(`SELECT EXISTS (SELECT 1 FROM block_raw WHERE ` + in + `)
+	  OR EXISTS (SELECT 1 FROM samples s WHERE s.` + in + ` AND ` + sampleOnFile + `)`).Scan(&inputs)
+	if err != nil {
+		return false, fmt.Errorf("collecting the target's I/O: %w", err)
+	}
+	return inputs, nil
 }
 
 // kernelCPU splits the target's time inside syscalls, less the time it was
@@ -193,6 +246,9 @@ func sampleWeights(in string) string {
 // part of the CPU time by syscall class comes from the timer samples: each
 // sample inside a syscall counts its thread's CPU time per sample.
 func (x *Explanation) sampledKernelCPU(s *Source, in string) error {
+	if !s.hasRows("samples") {
+		return nil
+	}
 	q := `SELECT n.class, sum(w.ns) FROM samples s JOIN (` + sampleWeights(in) + `) w USING (tid)
 	      JOIN syscall_names n ON n.nr = s.syscall_nr
 	      WHERE s.` + in + ` AND NOT s.user AND n.class IS NOT NULL AND n.class <> 'none' GROUP BY n.class`

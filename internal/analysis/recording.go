@@ -2,7 +2,9 @@ package analysis
 
 import (
 	"database/sql"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/whyslow/whyslow/internal/store"
 )
@@ -13,6 +15,11 @@ type Source struct {
 	Meta  map[string]string
 	Clock Clock
 	Lost  map[string]uint64
+	// filled says which of skippable's tables hold rows (hasRows).
+	filled map[string]bool
+	// everyStep runs the steps that would be skipped on empty input (tests
+	// check that skipping them changes no answer).
+	everyStep bool
 }
 
 // NewSource wraps an open recording.
@@ -30,6 +37,46 @@ func NewSource(r *store.Recording) *Source {
 		}
 	}
 	return s
+}
+
+// skippable are the tables a step of an analysis is skipped on when they
+// are empty: what the step would find is then known without asking.
+var skippable = []string{"offcpu_raw", "syscall_raw", "syscall_totals", "uring", "unlink_raw", "dirtied", "forks", "existing",
+	"samples", "block_raw"}
+
+// hasRows says whether one of skippable's tables holds a row, asked once
+// for all of them. DuckDB takes milliseconds to plan a query over the views
+// even when its tables are empty: that was most of the time an explanation
+// of a short command took.
+func (s *Source) hasRows(table string) bool {
+	if s.everyStep {
+		return true
+	}
+	if s.filled == nil {
+		s.filled = map[string]bool{}
+		parts := make([]string, len(skippable))
+		for i, t := range skippable {
+			parts[i] = "SELECT '" + t + "' FROM (SELECT 1 FROM " + t + " LIMIT 1)"
+		}
+		rows, err := s.DB.Query(strings.Join(parts, " UNION ALL "))
+		if err == nil {
+			defer rows.Close()
+			for rows.Next() {
+				var t string
+				if rows.Scan(&t) == nil {
+					s.filled[t] = true
+				}
+			}
+			err = rows.Err()
+		}
+		if err != nil { // unknown: every step runs
+			for _, t := range skippable {
+				s.filled[t] = true
+			}
+		}
+	}
+	filled, known := s.filled[table]
+	return filled || !known && !slices.Contains(skippable, table)
 }
 
 // Full reports whether the recording streamed every I/O syscall.

@@ -9,6 +9,9 @@ import (
 // targetSet is a process and every descendant: those the recording saw it
 // fork, and those that existed when capture began (attach).
 func (s *Source) targetSet(pid uint32) ([]uint32, error) {
+	if !s.hasRows("forks") && !s.hasRows("existing") {
+		return []uint32{pid}, nil
+	}
 	rows, err := s.DB.Query(`SELECT pid, child_pid FROM forks WHERE child_pid <> pid
 	  UNION SELECT DISTINCT ppid, pid FROM existing WHERE ppid <> pid`)
 	if err != nil {

@@ -10,11 +10,11 @@ func TestKallsymsNamesSchedule(t *testing.T) {
 	requirePrivileges(t) // addresses in /proc/kallsyms are zero without CAP_SYSLOG
 	start := time.Now()
 	k := loadKallsyms()
-	t.Logf("%d symbols in %v", len(k.Addrs), time.Since(start))
+	t.Logf("%d symbols in %v", k.Len(), time.Since(start))
 	found := false
-	for i, n := range k.Names {
-		if n == "schedule" {
-			found = k.Name(k.Addrs[i]+1) == "schedule"
+	for i := range k.Len() {
+		if a, n := k.Symbol(i); n == "schedule" {
+			found = k.Name(a+1) == "schedule"
 		}
 	}
 	if !found {

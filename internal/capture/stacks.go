@@ -77,7 +77,7 @@ var (
 // early, so that the table is ready by the first stack to name.
 func loadKallsyms() *sysinfo.Kallsyms {
 	kallsymsOnce.Do(func() {
-		k, _ := sysinfo.Host.Kallsyms()
+		k, _ := sysinfo.Host.CachedKallsyms(sysinfo.KallsymsCache)
 		if k == nil { // unreadable: stacks show addresses
 			k = &sysinfo.Kallsyms{}
 		}

@@ -33,11 +33,16 @@ type session struct {
 	stopStatus func()
 	targetDone chan struct{}
 	stopped    bool
+	startErr   error // starting the command, from open
+	// meta is closed once the start's metadata is written (metaErr).
+	meta    chan struct{}
+	metaErr error
 }
 
 // open creates the recording and loads the capture engine, both at once
-// (the verifier and DuckDB's create take tens of milliseconds each). On
-// error nothing is left behind.
+// (the verifier and DuckDB's create take tens of milliseconds each), and
+// meanwhile starts the command behind its gate (its shell's start is
+// whyslow's start-up too). On error nothing is left behind.
 func open(cfg Config) (*session, error) {
 	s := &session{cfg: cfg, opts: cfg.Capture, targetDone: make(chan struct{})}
 	s.opts.SystemWide = len(cfg.Command) == 0 && cfg.PID == 0
@@ -55,8 +60,19 @@ func open(cfg Config) (*session, error) {
 		s.w, werr = store.Create(cfg.Path)
 		close(created)
 	}()
+	gated := make(chan struct{})
+	go func() {
+		if len(cfg.Command) > 0 {
+			s.gated, s.startErr = target.Start(cfg.Command)
+		}
+		close(gated)
+	}()
 	eng, err := capture.Open(s.opts)
 	<-created
+	<-gated
+	if err != nil || werr != nil {
+		s.killGated()
+	}
 	if err != nil {
 		if werr == nil {
 			s.w.Close(nil)
@@ -70,39 +86,46 @@ func open(cfg Config) (*session, error) {
 	}
 	s.eng = eng
 	s.res = &Result{Started: time.Now(), ExitCode: -1}
-	if err := s.w.SetMeta(startMeta(cfg, eng, s.res.Started)); err != nil {
-		eng.Close()
-		return nil, s.abandon(err)
-	}
+	// The start's metadata is written while the target joins the capture:
+	// openGate waits for it, so it is in the file before the target runs.
+	s.meta = make(chan struct{})
+	go func() {
+		s.metaErr = s.w.SetMeta(startMeta(cfg, eng, s.res.Started))
+		close(s.meta)
+	}()
 	return s, nil
 }
 
 // abandon closes and removes a recording the target never ran in, and
 // kills a command still held at its gate.
 func (s *session) abandon(err error) error {
-	if s.gated != nil {
-		s.gated.Cmd.Process.Kill()
-		s.gated.Wait()
-	}
+	s.killGated()
+	<-s.meta
 	s.w.Close(nil)
 	os.Remove(s.cfg.Path)
 	os.Remove(s.cfg.Path + ".wal")
 	return err
 }
 
-// startTarget starts the command behind its gate, or puts the pid, its
-// threads and the descendants it already has (with the waits they are in)
+// killGated kills a command still held at its gate.
+func (s *session) killGated() {
+	if s.gated != nil {
+		s.gated.Cmd.Process.Kill()
+		s.gated.Wait()
+	}
+}
+
+// startTarget puts the command started behind its gate, or the pid, its
+// threads and the descendants it already has (with the waits they are in),
 // in the target set.
 func (s *session) startTarget() error {
 	switch {
 	case len(s.cfg.Command) > 0:
-		g, err := target.Start(s.cfg.Command)
-		if err != nil {
-			return err
+		if s.startErr != nil {
+			return s.startErr
 		}
-		s.gated = g
-		s.res.TargetPID = g.PID()
-		return s.eng.AddTarget(uint32(g.PID()))
+		s.res.TargetPID = s.gated.PID()
+		return s.eng.AddTarget(uint32(s.gated.PID()))
 	case s.cfg.PID != 0:
 		s.res.TargetPID = s.cfg.PID
 		for _, pid := range append([]int{s.cfg.PID}, sysinfo.Host.Descendants(s.cfg.PID)...) {
@@ -142,6 +165,10 @@ func (s *session) startCapture() {
 // openGate lets the command run (its time starts now: its wait at the gate
 // is whyslow's start-up), or, attached, starts watching the pid.
 func (s *session) openGate(ctx context.Context) error {
+	<-s.meta
+	if s.metaErr != nil {
+		return s.metaErr
+	}
 	if s.gated == nil {
 		if s.res.TargetPID != 0 {
 			s.w.SetMeta(map[string]string{"target_start_mono": fmt.Sprint(monoOf(time.Now()))})

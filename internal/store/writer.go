@@ -33,6 +33,10 @@ type Writer struct {
 	mu        sync.Mutex
 	err       error
 	failed    chan struct{} // closed at the first write error
+	// metaKeys are the keys meta holds: a new one is inserted, a known one
+	// replaced (an upsert took DuckDB 3 ms to plan, an insert under 1).
+	metaKeys map[string]bool
+	metaMu   sync.Mutex
 }
 
 // ErrExists is a recording path that is already taken.
@@ -79,13 +83,12 @@ func (w *Writer) init() error {
 	for _, v := range views {
 		ddl.WriteString(v + ";\n")
 	}
+	fmt.Fprintf(&ddl, "INSERT INTO meta VALUES ('schema_version', '%d'), ('format', 'whyslow-recording');\n", SchemaVersion)
 	ddl.WriteString("COMMIT;\n")
 	if _, err := w.db.Exec(ddl.String()); err != nil {
 		return fmt.Errorf("creating the recording's tables: %w", err)
 	}
-	if err := w.SetMeta(map[string]string{"schema_version": fmt.Sprint(SchemaVersion), "format": "whyslow-recording"}); err != nil {
-		return err
-	}
+	w.metaKeys = map[string]bool{"schema_version": true, "format": true}
 	conn, err := w.connector.Connect(context.Background())
 	if err != nil {
 		return fmt.Errorf("connecting to recording: %w", err)
@@ -155,18 +158,26 @@ func (w *Writer) SetMeta(kv map[string]string) error {
 	if len(kv) == 0 {
 		return nil
 	}
+	w.metaMu.Lock()
+	defer w.metaMu.Unlock()
+	verb := "INSERT"
 	var q strings.Builder
-	q.WriteString("INSERT OR REPLACE INTO meta VALUES ")
 	args := make([]any, 0, 2*len(kv))
 	for k, v := range kv {
+		if w.metaKeys[k] {
+			verb = "INSERT OR REPLACE"
+		}
 		if len(args) > 0 {
 			q.WriteString(", ")
 		}
 		q.WriteString("(?, ?)")
 		args = append(args, k, v)
 	}
-	if _, err := w.db.Exec(q.String(), args...); err != nil {
+	if _, err := w.db.Exec(verb+" INTO meta VALUES "+q.String(), args...); err != nil {
 		return fmt.Errorf("writing metadata: %w", err)
+	}
+	for k := range kv {
+		w.metaKeys[k] = true
 	}
 	return nil
 }
@@ -392,6 +403,11 @@ func (w *Writer) Finish(lost map[string]uint64, temporary bool) (*Recording, err
 		return nil, err
 	}
 	lockdown := "SET enable_external_access = false; SET lock_configuration = true"
+	if w.rows < rowGroupRows {
+		// No table can be scanned in parallel, and a second thread only
+		// costs: the explanation of a short command took 25% less CPU.
+		lockdown = "SET threads = 1; " + lockdown
+	}
 	if temporary {
 		lockdown = "PRAGMA disable_checkpoint_on_shutdown; " + lockdown
 	}
@@ -412,6 +428,9 @@ func (w *Writer) Finish(lost map[string]uint64, temporary bool) (*Recording, err
 	return r, nil
 }
 
+// rowGroupRows is DuckDB's row group size: its unit of parallel scans.
+const rowGroupRows = 122880
+
 // finish writes what only the end knows (lost counts, devices, interfaces)
 // and closes the appenders.
 func (w *Writer) finish(lost map[string]uint64) []error {
@@ -431,9 +450,17 @@ func (w *Writer) finish(lost map[string]uint64) []error {
 			errs = append(errs, err)
 		}
 	}
+	// The tables' last rows in one transaction: a commit each was a sync
+	// of the WAL each, a dozen at the end of every recording.
+	tx := w.conn != nil && w.exec("BEGIN TRANSACTION") == nil
 	for name, a := range w.app {
 		if err := a.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("closing appender %s: %w", name, err))
+		}
+	}
+	if tx {
+		if err := w.exec("COMMIT"); err != nil {
+			errs = append(errs, fmt.Errorf("committing the last rows: %w", err))
 		}
 	}
 	w.app = map[string]*appender{}
@@ -442,6 +469,12 @@ func (w *Writer) finish(lost map[string]uint64) []error {
 		w.conn = nil
 	}
 	return errs
+}
+
+// exec runs a statement on the appenders' connection.
+func (w *Writer) exec(q string) error {
+	_, err := w.conn.(driver.ExecerContext).ExecContext(context.Background(), q, nil)
+	return err
 }
 
 // closeDB closes the database, checkpointed (its rows moved from the WAL

@@ -3,18 +3,31 @@ package sysinfo
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"io"
 	"os"
-	"slices"
 	"sort"
 	"strconv"
+	"unsafe"
 )
 
 // Kallsyms maps kernel text addresses to function names, sorted by address.
+// The names are one string that each symbol's start and end slice: a string
+// each was 120k allocations, a third of the parse and twice its memory.
 type Kallsyms struct {
-	Addrs []uint64
-	Names []string
+	addrs        []uint64
+	starts, ends []uint32 // symbol i's name is names[starts[i]:ends[i]]
+	names        string
+}
+
+// Len is the number of symbols.
+func (k *Kallsyms) Len() int { return len(k.addrs) }
+
+// Symbol is the i-th symbol by address.
+func (k *Kallsyms) Symbol(i int) (addr uint64, name string) {
+	if start, end := k.starts[i], k.ends[i]; start <= end && int(end) <= len(k.names) {
+		name = k.names[start:end]
+	}
+	return k.addrs[i], name
 }
 
 // Kallsyms reads /proc/kallsyms. Without CAP_SYSLOG every address reads as
@@ -34,11 +47,8 @@ func (fs FS) Kallsyms() (*Kallsyms, error) {
 // the symbols read before it are returned with it: a stack named in part
 // beats one not named at all.
 func parseKallsyms(r io.Reader) (*Kallsyms, error) {
-	type sym struct {
-		a uint64
-		n string
-	}
-	all := make([]sym, 0, 1<<17)
+	k := &Kallsyms{addrs: make([]uint64, 0, 1<<17), starts: make([]uint32, 0, 1<<17), ends: make([]uint32, 0, 1<<17)}
+	blob := make([]byte, 0, 3<<20)
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 1<<16), 1<<20)
 	for sc.Scan() {
@@ -54,33 +64,68 @@ func parseKallsyms(r io.Reader) (*Kallsyms, error) {
 		default:
 			continue
 		}
-		a, err := strconv.ParseUint(string(line[:sp]), 16, 64)
-		if err != nil || a == 0 {
+		a, ok := parseHex(line[:sp])
+		if !ok || a == 0 {
 			continue
 		}
 		name := line[sp+3:]
-		if end := bytes.IndexAny(name, " \t"); end >= 0 {
-			name = name[:end]
+		for i, c := range name { // bytes.IndexAny was a quarter of the parse
+			if c == '\t' || c == ' ' {
+				name = name[:i]
+				break
+			}
 		}
-		all = append(all, sym{a, string(name)})
+		k.addrs = append(k.addrs, a)
+		k.starts = append(k.starts, uint32(len(blob)))
+		blob = append(blob, name...)
+		k.ends = append(k.ends, uint32(len(blob)))
 	}
-	byAddr := func(x, y sym) int { return cmp.Compare(x.a, y.a) }
-	if !slices.IsSortedFunc(all, byAddr) { // the kernel's own symbols come sorted
-		slices.SortFunc(all, byAddr)
-	}
-	k := &Kallsyms{Addrs: make([]uint64, len(all)), Names: make([]string, len(all))}
-	for i, s := range all {
-		k.Addrs[i], k.Names[i] = s.a, s.n
+	k.names = unsafe.String(unsafe.SliceData(blob), len(blob)) // blob is not written again
+	if !sort.IsSorted(byAddr{k}) {                             // the kernel's own symbols come sorted; modules may not
+		sort.Stable(byAddr{k})
 	}
 	return k, sc.Err()
+}
+
+// parseHex reads an address written in hex, as kallsyms writes it.
+func parseHex(b []byte) (uint64, bool) {
+	if len(b) == 0 || len(b) > 16 {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range b {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		v = v<<4 | uint64(c)
+	}
+	return v, true
+}
+
+// byAddr sorts a table by address.
+type byAddr struct{ *Kallsyms }
+
+func (k byAddr) Less(i, j int) bool { return k.addrs[i] < k.addrs[j] }
+func (k byAddr) Swap(i, j int) {
+	k.addrs[i], k.addrs[j] = k.addrs[j], k.addrs[i]
+	k.starts[i], k.starts[j] = k.starts[j], k.starts[i]
+	k.ends[i], k.ends[j] = k.ends[j], k.ends[i]
 }
 
 // Name names the function an address falls in: the nearest symbol at or
 // below it, or the address in hex when it is below them all.
 func (k *Kallsyms) Name(ip uint64) string {
-	i := sort.Search(len(k.Addrs), func(i int) bool { return k.Addrs[i] > ip }) - 1
+	i := sort.Search(len(k.addrs), func(i int) bool { return k.addrs[i] > ip }) - 1
 	if i < 0 {
 		return "0x" + strconv.FormatUint(ip, 16)
 	}
-	return k.Names[i]
+	_, name := k.Symbol(i)
+	return name
 }

@@ -26,8 +26,9 @@ func TestParseKallsyms(t *testing.T) {
 		{"empty", "", []uint64{}, []string{}},
 	} {
 		k, err := parseKallsyms(strings.NewReader(tc.in))
-		if err != nil || !reflect.DeepEqual(k.Addrs, tc.addrs) || !reflect.DeepEqual(k.Names, tc.names) {
-			t.Errorf("%s: parseKallsyms = %x %v, %v; want %x %v", tc.name, k.Addrs, k.Names, err, tc.addrs, tc.names)
+		addrs, names := symbols(k)
+		if err != nil || !reflect.DeepEqual(addrs, tc.addrs) || !reflect.DeepEqual(names, tc.names) {
+			t.Errorf("%s: parseKallsyms = %x %v, %v; want %x %v", tc.name, addrs, names, err, tc.addrs, tc.names)
 		}
 	}
 }
@@ -37,8 +38,8 @@ func TestKallsyms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(k.Addrs) != 9 {
-		t.Errorf("%d text symbols, want 9: %v", len(k.Addrs), k.Names)
+	if _, names := symbols(k); len(names) != 9 {
+		t.Errorf("%d text symbols, want 9: %v", len(names), names)
 	}
 	for _, tc := range []struct {
 		ip   uint64
@@ -60,4 +61,14 @@ func TestKallsyms(t *testing.T) {
 	if _, err := (FS{Root: t.TempDir()}).Kallsyms(); err == nil {
 		t.Error("no /proc/kallsyms: want an error")
 	}
+}
+
+// symbols lists a table's addresses and names, in its order.
+func symbols(k *Kallsyms) (addrs []uint64, names []string) {
+	addrs, names = []uint64{}, []string{}
+	for i := range k.Len() {
+		a, n := k.Symbol(i)
+		addrs, names = append(addrs, a), append(names, n)
+	}
+	return addrs, names
 }

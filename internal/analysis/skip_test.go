@@ -1,0 +1,117 @@
+package analysis
+
+import (
+	"encoding/json"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/whyslow/whyslow/internal/event"
+	"github.com/whyslow/whyslow/internal/store"
+	"github.com/whyslow/whyslow/internal/store/storetest"
+)
+
+// shortCommand is `whyslow run -- true` as the default level records it: an
+// exec, a CPU sample in it, its CPU time and exit, and another process's
+// disk request while it ran. It never went off CPU.
+func shortCommand(t *testing.T) string {
+	r := storetest.New(t, "short-command", map[string]string{"level": "waits", "scope": "command", "command": "true",
+		"target_pid": "100", "target_start_mono": strconv.FormatUint(storetest.At(1), 10),
+		"target_end_mono": strconv.FormatUint(storetest.At(5), 10), "duration_ns": strconv.FormatUint(storetest.MS(6), 10),
+		"exit_code": "0", "dirty_at_exit": "4096"})
+	tr := storetest.Thread{PID: 100, TID: 100, Comm: "true"}
+	other := storetest.Thread{PID: 200, TID: 200, Comm: "jbd2/vda-8"}
+	nvme := uint32(259 << 20)
+	r.Device(storetest.Device{Dev: nvme, Name: "nvme0n1"})
+	r.Add(&event.Exec{Header: tr.At(1), PPID: 1, Filename: "/usr/bin/true", Args: []string{"true"}},
+		&event.Sample{Header: tr.At(2), Syscall: 59, FD: -1, StackID: -1},
+		storetest.Block(other, 3, 0.1, 0.5, nvme, event.BlockOp(1), 4096, 8, event.FileRef{Dev: nvme, Ino: 77, Kind: event.KindRegular}),
+		&event.CPUTime{Header: tr.At(4), OnCPU: storetest.MS(1)},
+		&event.Exit{Header: tr.At(4.5), GroupDead: true})
+	return r.Close()
+}
+
+// TestSkippedStepsChangeNothing: the steps Explain skips on empty input
+// would have found nothing, on every story and on a short command's
+// recording (where most steps are skipped).
+func TestSkippedStepsChangeNothing(t *testing.T) {
+	paths := map[string]string{"short-command": shortCommand(t)}
+	for _, st := range storetest.Stories {
+		paths[st.Name] = st.Record(t)
+	}
+	for name, path := range paths {
+		var got [2]string
+		for i, every := range []bool{false, true} {
+			rec, err := store.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := NewSource(rec)
+			s.everyStep = every
+			pid, _ := strconv.Atoi(s.Meta["target_pid"])
+			x, err := Explain(s, uint32(pid))
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			b, _ := json.Marshal(x)
+			got[i] = roundFloats(string(b))
+			rec.Close()
+		}
+		if got[0] != got[1] {
+			t.Errorf("%s: skipping steps changed the explanation:\n%s\nwith every step:\n%s", name, got[0], got[1])
+		}
+	}
+}
+
+var longFloat = regexp.MustCompile(`-?[0-9]+\.[0-9]{10,}(e[-+][0-9]+)?`)
+
+// roundFloats rounds JSON numbers to 9 significant digits: sums of floats
+// differ in their last digits with the order they were added in (maps,
+// parallel aggregates).
+func roundFloats(s string) string {
+	return longFloat.ReplaceAllStringFunc(s, func(f string) string {
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			return f
+		}
+		return strconv.FormatFloat(v, 'g', 9, 64)
+	})
+}
+
+// TestEmptyTargetOffCPUShape: the table made for a target that never went
+// off CPU has the shape targetWaits' query gives it.
+func TestEmptyTargetOffCPUShape(t *testing.T) {
+	rec, err := store.Open(storetest.Stories[0].Record(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	rec.DB.SetMaxOpenConns(1) // temporary tables are the connection's
+	s := NewSource(rec)
+	shape := func() string {
+		rows, err := s.DB.Query("SELECT column_name, column_type FROM (DESCRIBE target_offcpu)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var out string
+		for rows.Next() {
+			var name, typ string
+			if err := rows.Scan(&name, &typ); err != nil {
+				t.Fatal(err)
+			}
+			out += name + " " + typ + ", "
+		}
+		return out
+	}
+	if err := s.targetWaits([]uint32{1000}, s.window()); err != nil {
+		t.Fatal(err)
+	}
+	want := shape()
+	if _, err := s.DB.Exec(emptyTargetOffCPU); err != nil {
+		t.Fatal(err)
+	}
+	if got := shape(); got != want {
+		t.Errorf("emptyTargetOffCPU makes\n%s\nthe query makes\n%s", got, want)
+	}
+}
