@@ -113,7 +113,6 @@ static __always_inline __s32 wait_stack(void *ctx, __u32 state, long nr, __u64 n
 static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct *prev,
 				     struct task_struct *next, unsigned int prev_state)
 {
-	__u64 now = bpf_ktime_get_ns();
 	struct task_struct *pv = CAST(struct task_struct, prev), *nx = CAST(struct task_struct, next);
 	__u32 prev_tgid = pv->tgid, prev_tid = pv->pid;
 	__u32 next_tgid = nx->tgid, next_tid = nx->pid;
@@ -122,6 +121,9 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 	 * every context switch of the machine. */
 	bool prev_target = prev_tid && is_target(prev_tgid);
 	bool next_target = next_tid && is_target(next_tgid);
+	/* The clock is read only where something is timed: most switches of a
+	 * busy machine are between other tasks, with no wait of theirs open. */
+	__u64 now = prev_target || next_target || other_syncs_open ? bpf_ktime_get_ns() : 0;
 
 	/* A dying task's last switch is no wait: it never runs again. */
 	bool dead = (prev_state & 0x80) || pv->exit_state;
@@ -163,6 +165,8 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		long nr = regs->orig_ax;
 		if (syscall_class(nr) == CLS_SYNC) {
 			struct offstart s = {};
+			if (!now)
+				now = bpf_ktime_get_ns();
 			s.ts = now;
 			s.pid = prev_tgid;
 			s.syscall = nr;
@@ -185,6 +189,8 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 			return 0;
 		struct offstart *o = bpf_map_lookup_elem(&offcpu_start, &next_tid);
 		if (o && o->other) {
+			if (!now)   /* opened on another CPU since it was read above */
+				now = bpf_ktime_get_ns();
 			emit_wait(nx, next_tgid, next_tid, o, now);
 			if (bpf_map_delete_elem(&offcpu_start, &next_tid) == 0)
 				__sync_fetch_and_add(&other_syncs_open, -1);
