@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"github.com/cilium/ebpf"
 	"github.com/whyslow/whyslow/internal/event"
 	"golang.org/x/sys/unix"
 )
@@ -13,8 +12,7 @@ func (e *Engine) drain(final bool) []event.Event {
 	var out []event.Event
 	dec := newDecoder()
 
-	var av whyslowAggVal
-	drainMap(e.maps.Agg, &av, func(k whyslowAggKey) {
+	readMap(e.maps.Agg, true, func(k *whyslowAggKey, av *whyslowAggVal) {
 		out = append(out, &event.SyscallTotals{
 			Header: event.Header{Time: av.FirstTs, PID: k.Pid, TID: k.Tid, Comm: dec.comm(av.Comm)},
 			Last:   av.LastTs, Nr: k.Nr,
@@ -23,9 +21,8 @@ func (e *Engine) drain(final bool) []event.Event {
 			Slots: append([]uint64(nil), av.Slots[:]...),
 		})
 	})
-	var dv whyslowDirtyVal
-	drainMap(e.maps.Dirty, &dv, func(k whyslowDirtyKey) {
-		if e.isTarget(k.Pid) {
+	readMap(e.maps.Dirty, true, func(k *whyslowDirtyKey, dv *whyslowDirtyVal) {
+		if !e.targetDirtied.Load() && e.isTarget(k.Pid) {
 			e.targetDirtied.Store(true)
 		}
 		out = append(out, &event.Dirtied{
@@ -36,32 +33,25 @@ func (e *Engine) drain(final bool) []event.Event {
 	})
 
 	now := monotonicNow()
-	cpu := e.maps.Cpu
-	var tid uint32
-	var cv whyslowCpuVal
-	cit := cpu.Iterate()
-	for cit.Next(&tid, &cv) {
+	complete := readMap(e.maps.Cpu, false, func(tid *uint32, cv *whyslowCpuVal) {
 		total := cv.OncpuNs
 		if cv.OnSince != 0 && now > cv.OnSince {
 			total += now - cv.OnSince // running right now
 		}
-		if d := e.cpuSeen.report(tid, total); d > 0 {
-			out = append(out, &event.CPUTime{Header: event.Header{Time: now, PID: cv.Pid, TID: tid, Comm: dec.comm(cv.Comm)}, OnCPU: d})
+		if d := e.cpuSeen.report(*tid, total); d > 0 {
+			out = append(out, &event.CPUTime{Header: event.Header{Time: now, PID: cv.Pid, TID: *tid, Comm: dec.comm(cv.Comm)}, OnCPU: d})
 		}
-	}
-	e.cpuSeen.endRound(cit.Err() == nil)
+	})
+	e.cpuSeen.endRound(complete)
 
 	if final {
 		out = append(out, e.stillWaiting(now)...)
-		var os whyslowOffstart
-		oit := e.maps.OffcpuStart.Iterate()
-		for oit.Next(&tid, &os) {
-			if now <= os.Ts {
-				continue
+		readMap(e.maps.OffcpuStart, false, func(tid *uint32, os *whyslowOffstart) {
+			if now > os.Ts {
+				out = append(out, &event.OffCPU{Header: event.Header{Time: now, PID: os.Pid, TID: *tid},
+					Off: now - os.Ts, State: byte(os.State), StackID: os.StackId, Syscall: os.Syscall})
 			}
-			out = append(out, &event.OffCPU{Header: event.Header{Time: now, PID: os.Pid, TID: tid},
-				Off: now - os.Ts, State: byte(os.State), StackID: os.StackId, Syscall: os.Syscall})
-		}
+		})
 	}
 	return out
 }
@@ -70,23 +60,6 @@ func monotonicNow() uint64 {
 	var ts unix.Timespec
 	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
 	return uint64(ts.Nano())
-}
-
-// drainMap takes every entry out of a hash map: keys first, then each one
-// atomically looked up and deleted, so a count added meanwhile is not lost
-// between reading and deleting. got sees each key with *val filled.
-func drainMap[K any, V any](m *ebpf.Map, val *V, got func(K)) {
-	var k K
-	var keys []K
-	it := m.Iterate()
-	for it.Next(&k, val) {
-		keys = append(keys, k)
-	}
-	for _, k := range keys {
-		if m.LookupAndDelete(&k, val) == nil {
-			got(k)
-		}
-	}
 }
 
 func (e *Engine) isTarget(pid uint32) bool {
