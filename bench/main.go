@@ -450,7 +450,11 @@ Profiles: ` + "`bpftool prog show`" + ` with ` + "`kernel.bpf_stats_enabled=1`" 
   loss is latency added to each switch and completion on the commit's critical path more than
   CPU time, and discarding every event in user space changes nothing. Next: keep the target's
   wait in task storage instead of a hash map (one update, lookup and delete fewer per wait), and
-  aggregate other processes' block requests in the kernel.
+  aggregate other processes' block requests in the kernel. The parallel build is the other way
+  round: over a ~30 s ` + "`go build -a -p 2`" + ` the BPF programs ran 0.6–0.8 s in all and whyslow's own
+  process 2.2–3.4 s of CPU, on the CPUs the build wanted (perf: DuckDB's row appends ~40% of it,
+  the Go runtime's sysmon ~12%, GC ~10%, the every-second drain 6%: two or three bpf() calls per
+  entry of maps with thousands of target threads, now read in batches).
 - **Writes** also run ` + "`writeback_dirty_folio`" + ` for each page newly dirtied (hash update with an
   atomic add): the randwrite rows show what that costs.
 - **Full capture.** The busy ring drains into an unlinked spool file (a copy per record) and a
@@ -485,24 +489,27 @@ Profiles: ` + "`bpftool prog show`" + ` with ` + "`kernel.bpf_stats_enabled=1`" 
   pointers cross it in memory, read as numbers), and the default level loads no syscall handler.
   Readers wake at once on stop (ring buffer ` + "`Flush`" + `), links detach in parallel (each waits for an
   RCU grace period), the kernel's BTF loads while the object parses, and one ` + "`btf.Cache`" + ` serves
-  CO-RE, tp_btf targets and kfuncs (the loader decoded the kernel's BTF a second time: ~30 ms of
-  CPU, ~20 MiB). ` + "`run`" + ` and ` + "`attach`" + ` explain on the recording the writer just finished, locked down
-  as ` + "`Open`" + ` locks it, instead of closing, checkpointing and reopening it; a temporary recording is
-  never checkpointed. Side by side with the previous commit's binary (alternating runs, medians):
-  0.39 → 0.26 s and 136 → 94 MiB in one round, 0.45 → 0.33 s and 119 → 102 MiB in a later one,
-  when this VM ran slower. Left, phase by phase on a quiet machine: ~15 ms process start, 15–50 ms parsing the
-  object (sharing the CPUs with DuckDB creating the file and the kernel's BTF decoding), 100–130
-  ms creating maps, loading the object's BTF and verifying ~10k instructions, ~5 ms attaching,
-  ~12 ms finishing the recording, 60–70 ms explaining (~40 queries over views; the target's waits
-  and I/O tables are ~45 ms of it), ~5 ms closing. Loading the programs in two halves at once
-  gained nothing (the other CPU is busy creating the recording then), and explain's steps share
-  temporary tables that only one connection sees.
-- **Memory.** A short ` + "`run`" + ` peaks at ~94 MiB: ~35 MiB of the binary's pages are resident before
-  ` + "`main`" + ` (DuckDB is linked in, and its C++ static initialisers run at exec), DuckDB's code adds ~20
-  MiB once used, the rings ~10 MiB (the default level's events ring is 4 MiB, mapped twice; 16 MiB
-  with ` + "`--syscalls`" + ` and ` + "`--full`" + `), and ~30 MiB is anonymous (Go heap, mostly the kernel's BTF
-  while loading; DuckDB). Under 60 MiB needs DuckDB out of the process that loads the programs.
-  At full rate, of ~330 MiB: 41 MiB the binary, 40 MiB the two rings, ~40 MiB Go heap, the rest
-  DuckDB's allocations, which exceed its 128 MB ` + "`memory_limit`" + ` (checkpointing every 2 s, a lower
-  limit or allocator flush threshold changed little). The spool keeps the backlog on disk.
+  CO-RE, tp_btf targets and kfuncs. ` + "`run`" + ` and ` + "`attach`" + ` explain on the recording the writer just
+  finished instead of reopening it. This round (medians of 15 alternating runs, both binaries
+  written the same way): the kernel's symbols are kept per boot in ` + "`/run/whyslow/kallsyms`" + ` and
+  mapped (reading ` + "`/proc/kallsyms`" + ` cost the kernel ~50 ms of CPU at every start); explain skips
+  the steps whose input is empty, as one query tells (DuckDB spends milliseconds planning each
+  query over the views even on empty tables: 89 → 14 ms on ` + "`true`" + `); a recording smaller than
+  a row group is analysed with one thread; the command's gate shell starts while the programs
+  load; the last rows and the metadata go in one transaction with plain inserts. ` + "`run -- true`" + `:
+  370 → 210 ms and CPU 380 → 220 ms. Left, phase by phase: ~8 ms to ` + "`main`" + `, ~28 ms parsing the
+  object, ~99 ms creating maps (~27 ms, mostly preallocated hashes) and verifying
+  (` + "`sched_switch`" + ` ~30 ms of it), ~11 ms attaching and running ` + "`true`" + `, ~11 ms finishing the
+  recording, ~14 ms explaining. Verifying programs in parallel gained nothing: two CPU-bound
+  threads on this VM each run ~1.5× slower than one.
+- **Memory.** ` + "`run -- true`" + ` peaks at ~79 MiB (was ~100). DuckDB's static initialisers cost
+  nothing measurable: at ` + "`main`" + ` the process holds ~25–49 MiB of the binary's file pages (on this
+  kernel a page fault maps a whole large page-cache folio of the file, so the same binary scores
+  up to 12 MiB apart depending on how its file was written), then the two rings ~16 MiB (each 4 MiB
+  ring is mapped twice), the Go heap ~11 MiB and DuckDB ~10 MiB. ` + "`make build`" + ` keeps DuckDB's
+  ~60k C++ symbols out of the dynamic symbol table, which the loader read in full (−6.7 MiB).
+  Under 60 MiB needs DuckDB out of the process that loads the programs, or smaller rings at the
+  default level (which would lose events in bursts). At full rate, of ~330 MiB: 41 MiB the
+  binary, 40 MiB the two rings, ~40 MiB Go heap, the rest DuckDB's allocations, which exceed its
+  128 MB ` + "`memory_limit`" + `. The spool keeps the backlog on disk.
 `
