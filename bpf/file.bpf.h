@@ -297,4 +297,18 @@ static __always_inline void fd_ref_cached(struct thread_state *ts, int fd, struc
 	ts->last_ref = *r;
 }
 
+/* The file of fd in the current thread, through its cache, as a global
+ * function: the verifier checks the fd table walk and the file's identity
+ * once per program, not at each place a wait or a sample reads the file of
+ * the call it is in (twice in sched_switch). */
+__noinline int fd_ref_current(int fd, struct file_ref *r)
+{
+	if (!r)
+		return 0;
+	struct thread_state *ts = thread_state(true);
+	if (ts)
+		fd_ref_cached(ts, fd, r);
+	return 0;
+}
+
 #endif

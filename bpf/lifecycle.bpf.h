@@ -15,7 +15,8 @@ static __always_inline int on_fork(struct task_struct *parent, struct task_struc
 		return 0;
 	if (!system_wide && cpid == ctid && bpf_map_lookup_elem(&targets, &ptgid)) {
 		__u8 one = 1;
-		bpf_map_update_elem(&targets, &cpid, &one, BPF_ANY);
+		if (bpf_map_update_elem(&targets, &cpid, &one, BPF_ANY))
+			count_lost(LOST_META);
 	}
 	/* Threads are reported for targets only; processes for everyone, so that
 	 * short-lived ones (sync, find) have a name and a parent. */

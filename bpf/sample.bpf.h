@@ -57,11 +57,8 @@ static __always_inline int on_tick(void *ctx)
 			unsigned long p = path_arg(nr, regs);
 			if (p)
 				bpf_probe_read_user_str(e->path, sizeof(e->path), (void *)p);
-			else if (in.fd >= 0) {
-				struct thread_state *ts = thread_state(true);
-				if (ts)
-					fd_ref_cached(ts, in.fd, &e->f);
-			}
+			else if (in.fd >= 0)
+				fd_ref_current(in.fd, &e->f);
 		}
 	}
 	if (bpf_ringbuf_output(&events, e, sizeof(*e), wake_events()))

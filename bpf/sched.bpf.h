@@ -29,26 +29,28 @@ static __always_inline __u32 state_char(bool preempt, unsigned int state)
 	return '?';
 }
 
-/* The syscall a thread is switched out in, read from its saved registers
- * (default level: no entry hook). Unlinks are left out: their name is only
- * worth reading at entry. */
-static __always_inline void wait_syscall(struct offstart *s, struct pt_regs *regs)
+/* The syscall the current thread is switched out in, read from its saved
+ * registers (default level: no entry hook). Unlinks are left out: their name
+ * is only worth reading at entry. A global function: the verifier checks it
+ * once, not at each of the two places sched_switch reads a wait's call. */
+__noinline int wait_syscall(struct offstart *s)
 {
+	if (!s)
+		return 0;
 	__u32 cls = syscall_class(s->syscall);
 	if (!cls || cls == CLS_UNLINK)
-		return;
+		return 0;
+	struct pt_regs *regs = CAST(struct pt_regs, bpf_task_pt_regs(bpf_get_current_task_btf()));
 	struct inflight in = {};
 	if (!syscall_args(s->syscall, regs, &in))
-		return;
+		return 0;
 	s->cls = cls;
 	s->fd = in.fd;
 	s->req = in.req;
 	s->flags = in.flags;
-	if (in.fd >= 0 && cls != CLS_OPEN) {
-		struct thread_state *ts = thread_state(true);
-		if (ts)
-			fd_ref_cached(ts, in.fd, &s->f);
-	}
+	if (in.fd >= 0 && cls != CLS_OPEN)
+		fd_ref_current(in.fd, &s->f);
+	return 0;
 }
 
 /* Another process's wait inside a sync call, as a syscalls row covering the
@@ -153,7 +155,7 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 				struct pt_regs *regs = CAST(struct pt_regs, bpf_task_pt_regs(bpf_get_current_task_btf()));
 				s.syscall = regs->orig_ax;
 				if (!syscall_hooks)
-					wait_syscall(&s, regs);
+					wait_syscall(&s);
 			}
 			s.stack_id = wait_stack(ctx, s.state, s.syscall, now);
 		}
@@ -171,7 +173,7 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 			s.pid = prev_tgid;
 			s.syscall = nr;
 			s.other = 1;
-			wait_syscall(&s, regs);
+			wait_syscall(&s);
 			__sync_fetch_and_add(&other_syncs_open, 1);
 			if (bpf_map_update_elem(&offcpu_start, &prev_tid, &s, BPF_ANY))
 				__sync_fetch_and_add(&other_syncs_open, -1);

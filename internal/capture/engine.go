@@ -212,6 +212,11 @@ func open(opts Options, flavour string, kernel chan *btf.Spec, types *btf.Cache)
 	if err := spec.Assign(&mapSpecs); err != nil {
 		return nil, fmt.Errorf("finding maps in the BPF spec: %w", err)
 	}
+	if opts.SystemWide {
+		// Every process is a target: the target set is never read, and its
+		// buckets, allocated at creation, would cost milliseconds.
+		mapSpecs.Targets.MaxEntries = 1
+	}
 	if opts.EventsRingBytes > 0 {
 		mapSpecs.Events.MaxEntries = uint32(opts.EventsRingBytes)
 	}
