@@ -19,7 +19,8 @@ static __always_inline __u32 rq_dev(struct request *rq_p)
 
 /* The file whose data a request carries: the page cache page's owner when it
  * lives on this device (or is the device's own metadata); otherwise (O_DIRECT
- * from user pages, anonymous or shmem) the file of the submitter's syscall. */
+ * from user pages, anonymous or shmem) the file of the io_uring operation
+ * being issued, or of the submitter's syscall. */
 static __always_inline void rq_file(struct request *rq_p, struct file_ref *r)
 {
 	struct request *rq = CAST(struct request, rq_p);
@@ -40,23 +41,42 @@ static __always_inline void rq_file(struct request *rq_p, struct file_ref *r)
 			}
 		}
 	}
-	if (syscall_hooks) {
-		struct inflight *in = current_call();
-		if (in)
-			*r = in->f;
-		return;
-	}
-	/* No entry hook: the file of the call the issuer is in (O_DIRECT). */
 	struct task_struct *task = bpf_get_current_task_btf();
 	if (!task->mm)
 		return;   /* a kernel thread: no syscall */
+	/* io_uring: the operation's file. Its issuer's syscall names the ring
+	 * (io_uring_enter's fd), or none: an io thread's registers are a copy
+	 * of its creator's. */
+	struct thread_state *ts = thread_state(false);
+	struct io_kiocb *req = uring_issuing(task, ts);
+	if (req) {
+		if (!ts)
+			ts = thread_state(true);
+		if (ts)
+			file_ref_cached(ts, CAST(struct io_kiocb, uring_rq_op(rq_p, req))->file, r);
+		return;
+	}
+	if (task->flags & PF_IO_WORKER)
+		return;
 	struct pt_regs *regs = CAST(struct pt_regs, bpf_task_pt_regs(task));
+	if (syscall_hooks) {
+		/* current_call(), with the thread's state at hand */
+		if (ts && ts->active) {
+			resolve_call(ts, regs);
+			if (ts->in.nr != NR_io_uring_enter)
+				*r = ts->in.f;
+		}
+		return;
+	}
+	/* No entry hook: the file of the call the issuer is in (O_DIRECT). */
 	long nr = regs->orig_ax;
 	__u32 cls = syscall_class(nr);
 	struct inflight in = {};
-	if (!cls || cls == CLS_OPEN || cls == CLS_UNLINK || !syscall_args(nr, regs, &in) || in.fd < 0)
+	if (!cls || cls == CLS_OPEN || cls == CLS_UNLINK || nr == NR_io_uring_enter ||
+	    !syscall_args(nr, regs, &in) || in.fd < 0)
 		return;
-	struct thread_state *ts = thread_state(true);
+	if (!ts)
+		ts = thread_state(true);
 	if (ts)
 		fd_ref_cached(ts, in.fd, r);
 }

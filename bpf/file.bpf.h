@@ -274,12 +274,11 @@ static __always_inline void inode_only_ref(struct inode *inode, struct file_ref 
 
 /* ---- the last file per thread ---- */
 
-/* fd_ref through the thread's one-file cache. A hit needs the same struct
- * file, the same inode, and the same inode number and generation, so a freed
- * and reused struct is never mistaken for the file it replaced. */
-static __always_inline void fd_ref_cached(struct thread_state *ts, int fd, struct file_ref *r)
+/* file_ref_of through the thread's one-file cache. A hit needs the same
+ * struct file, the same inode, and the same inode number and generation, so
+ * a freed and reused struct is never mistaken for the file it replaced. */
+static __always_inline void file_ref_cached(struct thread_state *ts, struct file *file, struct file_ref *r)
 {
-	struct file *file = fd_file((void *)bpf_get_current_task(), fd);
 	if (!file)
 		return;
 	struct inode *inode = CAST(struct file, file)->f_inode;
@@ -295,6 +294,11 @@ static __always_inline void fd_ref_cached(struct thread_state *ts, int fd, struc
 	ts->last_file = (__u64)file;
 	ts->last_inode = (__u64)inode;
 	ts->last_ref = *r;
+}
+
+static __always_inline void fd_ref_cached(struct thread_state *ts, int fd, struct file_ref *r)
+{
+	file_ref_cached(ts, fd_file((void *)bpf_get_current_task(), fd), r);
 }
 
 /* The file of fd in the current thread, through its cache, as a global

@@ -6,8 +6,95 @@
 
 /* ---- io_uring ---- */
 
+#define PF_IO_WORKER 0x00000010   /* an io_uring thread: io-wq worker or SQPOLL */
+#define IOSQE_FIXED_FILE 1        /* the sqe's fd is an index into the ring's registered files */
+
+/* PREEMPT_RT's mutex is an rt_mutex */
+struct mutex___rt {
+	struct rt_mutex_base rtmutex;
+};
+
+/* Whether task holds the ring's lock (the owner word of a mutex is its
+ * owner task with flags in the low bits). */
+static __always_inline bool ring_locked_by(struct io_ring_ctx *ctx_p, struct task_struct *task)
+{
+	struct io_ring_ctx *ctx = CAST(struct io_ring_ctx, ctx_p);
+	unsigned long owner;
+	if (bpf_core_field_exists(struct mutex, owner))
+		owner = ctx->uring_lock.owner.counter;
+	else if (bpf_core_field_exists(struct mutex___rt, rtmutex))
+		owner = (unsigned long)BPF_CORE_READ((struct mutex___rt *)&ctx->uring_lock, rtmutex.owner);
+	else
+		return false;
+	return (owner & ~7UL) == (unsigned long)task;
+}
+
+/* The io_uring operation the current thread is issuing, if any: the file of
+ * a block request made inside it (O_DIRECT: user pages, no page cache to
+ * name the file), which the thread's syscall cannot tell. The thread is in
+ * io_uring_enter, whose fd is the ring, or is an io thread in no syscall.
+ * - An io-wq worker (iou-wrk-*) issues its current work.
+ * - A submitter (in io_uring_enter, running its task work, or the SQPOLL
+ *   thread iou-sqp-*) issues under the ring's lock, and flushes the block
+ *   plug batching the requests before letting it go: its operation is the
+ *   one it submitted last, while it holds that ring's lock. Once the lock is
+ *   let go nothing more is charged to it.
+ * Within one hold, a plug batches the requests of every operation submitted
+ * (they reach the block tracepoints together, when it is flushed), and task
+ * work may issue an operation submitted earlier (a link): the request then
+ * names its own, where it can (uring_rq_op).
+ * One task storage read and a few plain loads; the lock test only for
+ * threads that ever submitted. */
+static __always_inline struct io_kiocb *uring_issuing(struct task_struct *task, struct thread_state *ts)
+{
+	if (bpf_core_field_exists(task->worker_private) && (task->flags & PF_IO_WORKER) && task->worker_private) {
+		struct io_worker *w = CAST(struct io_worker, task->worker_private);
+		struct io_wq_work *work = w->cur_work;
+		if (!work)
+			return NULL;
+		return (void *)work - bpf_core_field_offset(struct io_kiocb, work);
+	}
+	if (!ts || !ts->uring_req)
+		return NULL;
+	struct io_kiocb *req = CAST(struct io_kiocb, ts->uring_req);
+	if (!ring_locked_by(req->ctx, task))
+		return NULL;
+	return (struct io_kiocb *)ts->uring_req;
+}
+
+/* The operation a request's data belongs to, when the request tells: an
+ * iomap direct I/O (ext4, xfs) hangs its struct iomap_dio on each bio, whose
+ * first word is the kiocb, which io_uring keeps in the operation itself.
+ * That operation is taken only if it is one of the ring of req (the
+ * operation being issued): a bio of another kind, whose bi_private is
+ * something else, leads nowhere near it. Otherwise req. */
+static __always_inline struct io_kiocb *uring_rq_op(struct request *rq, struct io_kiocb *req)
+{
+	if (!bpf_core_type_exists(struct iomap_dio))
+		return req;
+	struct bio *bio = CAST(struct request, rq)->bio;
+	if (!bio)
+		return req;
+	void *priv = CAST(struct bio, bio)->bi_private;
+	if (!priv)
+		return req;
+	struct kiocb *iocb = CAST(struct iomap_dio, priv)->iocb;
+	if (!iocb)
+		return req;
+	struct io_kiocb *op = (void *)iocb - bpf_core_field_offset(struct io_kiocb, cmd) -
+			      bpf_core_field_offset(struct io_rw, kiocb);
+	if (CAST(struct io_kiocb, op)->ctx != CAST(struct io_kiocb, req)->ctx)
+		return req;
+	return op;
+}
+
 static __always_inline int on_uring_submit(struct io_kiocb *req)
 {
+	/* Every submitter's, target or not: block requests of other processes
+	 * are named too (uring_issuing). */
+	struct thread_state *ts = thread_state(true);
+	if (ts)
+		ts->uring_req = (__u64)req;
 	__u64 id = bpf_get_current_pid_tgid();
 	if (!is_target(id >> 32))
 		return 0;
@@ -19,10 +106,12 @@ static __always_inline int on_uring_submit(struct io_kiocb *req)
 	p.user_data = BPF_CORE_READ(req, cqe.user_data);
 	p.fd = BPF_CORE_READ(req, cqe.fd);
 	bpf_get_current_comm(p.comm, sizeof(p.comm));
+	/* The file is mostly taken at issue, after this: named from the fd
+	 * here, at completion for a registered file (an index, not an fd). */
 	struct file *f = BPF_CORE_READ(req, file);
 	if (f)
 		file_ref_of(f, &p.f);
-	else
+	else if (!(BPF_CORE_READ(req, flags) & IOSQE_FIXED_FILE))
 		fd_ref(p.fd, &p.f);
 	__u64 key = (__u64)req;
 	bpf_map_update_elem(&uring_inflight, &key, &p, BPF_ANY);
@@ -56,6 +145,8 @@ static __always_inline int on_uring_complete(void *req, struct io_uring_cqe *cqe
 	e->opcode = p->opcode;
 	e->fd = p->fd;
 	e->f = p->f;
+	if (!p->f.dev && !p->f.ino)
+		file_ref_of(BPF_CORE_READ((struct io_kiocb *)req, file), &e->f);
 	bpf_ringbuf_submit(e, wake_events());
 	bpf_map_delete_elem(&uring_inflight, &key);
 	return 0;

@@ -116,9 +116,10 @@ struct inflight {
 	struct file_ref f2;
 };
 
-/* Per-thread state in task local storage: the syscall in flight, and the
+/* Per-thread state in task local storage: the syscall in flight, the
  * thread's last file (struct file and inode pointers with the identity they
- * had), so repeated calls on one fd are not identified again. */
+ * had), so repeated calls on one fd are not identified again, and the last
+ * io_uring operation it submitted. */
 struct thread_state {
 	struct inflight in;
 	__u8 active;        /* in a followed syscall: in holds it */
@@ -131,6 +132,7 @@ struct thread_state {
 	__u64 last_file;
 	__u64 last_inode;
 	struct file_ref last_ref;
+	__u64 uring_req;    /* the io_uring operation (io_kiocb) it submitted last (see uring_issuing) */
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -359,9 +361,9 @@ static __always_inline void fill_hdr_of(struct hdr *h, __u8 kind, __u64 ts, stru
 #include "sched.bpf.h"
 #include "sample.bpf.h"
 #include "lifecycle.bpf.h"
+#include "uring.bpf.h"
 #include "block.bpf.h"
 #include "writeback.bpf.h"
-#include "uring.bpf.h"
 
 /* ---- entry points: tp_btf and raw_tp twins ---- */
 

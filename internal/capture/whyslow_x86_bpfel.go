@@ -260,6 +260,7 @@ type whyslowThreadState struct {
 	LastFile  uint64
 	LastInode uint64
 	LastRef   whyslowFileRef
+	UringReq  uint64
 }
 
 type whyslowThrottleEvent struct {
