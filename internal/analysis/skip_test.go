@@ -2,7 +2,6 @@ package analysis
 
 import (
 	"encoding/json"
-	"regexp"
 	"strconv"
 	"testing"
 
@@ -54,28 +53,13 @@ func TestSkippedStepsChangeNothing(t *testing.T) {
 				t.Fatalf("%s: %v", name, err)
 			}
 			b, _ := json.Marshal(x)
-			got[i] = roundFloats(string(b))
+			got[i] = storetest.RoundFloats(string(b))
 			rec.Close()
 		}
 		if got[0] != got[1] {
 			t.Errorf("%s: skipping steps changed the explanation:\n%s\nwith every step:\n%s", name, got[0], got[1])
 		}
 	}
-}
-
-var longFloat = regexp.MustCompile(`-?[0-9]+\.[0-9]{10,}(e[-+][0-9]+)?`)
-
-// roundFloats rounds JSON numbers to 9 significant digits: sums of floats
-// differ in their last digits with the order they were added in (maps,
-// parallel aggregates).
-func roundFloats(s string) string {
-	return longFloat.ReplaceAllStringFunc(s, func(f string) string {
-		v, err := strconv.ParseFloat(f, 64)
-		if err != nil {
-			return f
-		}
-		return strconv.FormatFloat(v, 'g', 9, 64)
-	})
 }
 
 // TestEmptyTargetOffCPUShape: the table made for a target that never went

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -32,22 +31,7 @@ func runReport(t *testing.T, rec string, args ...string) (string, error) {
 	root.SetErr(&out)
 	root.SetArgs(append([]string{"report"}, args...))
 	err := root.Execute()
-	return roundFloats(strings.ReplaceAll(out.String(), rec, "REC")), err
-}
-
-var longFloat = regexp.MustCompile(`-?[0-9]+\.[0-9]{10,}(e[-+][0-9]+)?`)
-
-// roundFloats rounds JSON numbers to 9 significant digits: sums of floats
-// differ in their last digit with the order they were added in (maps,
-// parallel aggregates), and no output shows them to that precision.
-func roundFloats(s string) string {
-	return longFloat.ReplaceAllStringFunc(s, func(f string) string {
-		v, err := strconv.ParseFloat(f, 64)
-		if err != nil {
-			return f
-		}
-		return strconv.FormatFloat(v, 'g', 9, 64)
-	})
+	return storetest.RoundFloats(strings.ReplaceAll(out.String(), rec, "REC")), err
 }
 
 // golden compares got with testdata/golden/name, or rewrites it with -update.
