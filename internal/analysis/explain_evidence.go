@@ -163,6 +163,9 @@ func (x *Explanation) devices(s *Source, pids []uint32, win window) error {
 	// also joins every file's latest name (an aggregate over files), the
 	// comms and the op names, which cost most of this query's time. Op
 	// codes as in the block view: 0 read, 1 write, 3 discard, 9 write-zeroes.
+	// A request never issued (an empty flush served by one in flight) has
+	// issue time 0 in recordings made before the kernel side gave it its
+	// insert time: it waited at the device, not in the queue.
 	in := inList("pid", pids)
 	q := `SELECT coalesce(device, 'dev ' || (dev >> 20) || ':' || (dev & 1048575)), dev,
 	        sum(CASE WHEN op = 0 THEN bytes ELSE 0 END), sum(CASE WHEN op = 1 THEN bytes ELSE 0 END),
@@ -171,9 +174,10 @@ func (x *Explanation) devices(s *Source, pids []uint32, win window) error {
 	        sum(CASE WHEN lower THEN bytes ELSE 0 END),
 	        sum(CASE WHEN ` + in + ` OR (fdev, ino, gen) IN (SELECT dev, ino, gen FROM dirtied WHERE ` + in + `) THEN bytes ELSE 0 END)
 	      FROM (SELECT b.pid, b.dev, b.bytes, b.op, b.fdev, b.ino, b.gen, d.name AS device,
-	              (b.ts - b.issue_ts) AS service_ns, (b.issue_ts - b.insert_ts) AS queue_ns, (b.ts - b.insert_ts) AS total_ns,
+	              (b.ts - b.issued) AS service_ns, (b.issued - b.insert_ts) AS queue_ns, (b.ts - b.insert_ts) AS total_ns,
 	              coalesce(d.lower, false) OR (b.fdev, b.ino) IN (SELECT backing_dev, backing_ino FROM devices WHERE backing_ino > 0) AS lower
-	            FROM block_raw b LEFT JOIN devices d USING (dev) WHERE b.ts BETWEEN ? AND ?)
+	            FROM (SELECT *, coalesce(nullif(issue_ts, 0), insert_ts) AS issued FROM block_raw) b
+	            LEFT JOIN devices d USING (dev) WHERE b.ts BETWEEN ? AND ?)
 	      GROUP BY 1, 2 ORDER BY sum(bytes) DESC, 1`
 	rows, err := s.DB.Query(q, win.begin, win.end)
 	if err != nil {

@@ -99,3 +99,35 @@ func TestEmptyTargetOffCPUShape(t *testing.T) {
 		t.Errorf("emptyTargetOffCPU makes\n%s\nthe query makes\n%s", got, want)
 	}
 }
+
+// A disk request completed without ever being issued, as recordings made
+// before the kernel side gave it its insert time hold it (issue time 0),
+// is explained as waiting at the device: its queue time overflowed.
+func TestNeverIssuedRequest(t *testing.T) {
+	r := storetest.New(t, "never-issued", map[string]string{"level": "waits", "scope": "command", "command": "true",
+		"target_pid": "100", "target_start_mono": strconv.FormatUint(storetest.At(1), 10),
+		"target_end_mono": strconv.FormatUint(storetest.At(5), 10), "duration_ns": strconv.FormatUint(storetest.MS(6), 10),
+		"exit_code": "0"})
+	tr := storetest.Thread{PID: 100, TID: 100, Comm: "true"}
+	other := storetest.Thread{PID: 200, TID: 200, Comm: "sync"}
+	nvme := uint32(259 << 20)
+	r.Device(storetest.Device{Dev: nvme, Name: "nvme0n1"})
+	flush := storetest.Block(other, 3, 0, 2, nvme, event.BlockOp(1), 0, 0, event.FileRef{})
+	flush.IssueTime = 0
+	r.Add(&event.Exec{Header: tr.At(1), PPID: 1, Filename: "/usr/bin/true", Args: []string{"true"}},
+		flush,
+		&event.CPUTime{Header: tr.At(4), OnCPU: storetest.MS(1)},
+		&event.Exit{Header: tr.At(4.5), GroupDead: true})
+	rec, err := store.Open(r.Close())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	x, err := Explain(NewSource(rec), 100)
+	if err != nil {
+		t.Fatalf("explain: %v", err)
+	}
+	if len(x.Devices) != 1 || x.Devices[0].QueueMS != 0 || x.Devices[0].ServiceMS < 1.9 || x.Devices[0].ServiceMS > 2.1 {
+		t.Errorf("devices: %+v, want one with 0 ms queued and 2 ms at the device", x.Devices)
+	}
+}
