@@ -81,35 +81,42 @@ static __always_inline void rq_file(struct request *rq_p, struct file_ref *r)
 		fd_ref_cached(ts, in.fd, r);
 }
 
-static __always_inline struct rqinfo *rq_track(struct request *rq)
+/* Notes a request's insert or issue time, tracking it from the first of the
+ * two seen (a request issued directly is never inserted). */
+static __always_inline void rq_track(struct request *rq, bool issue)
 {
 	__u64 key = (__u64)rq;
+	__u64 now = bpf_ktime_get_ns();
 	struct rqinfo *info = bpf_map_lookup_elem(&requests, &key);
-	if (info)
-		return info;
+	if (info) {
+		if (issue)
+			info->issue_ts = now;
+		else if (!info->insert_ts)
+			info->insert_ts = now;
+		return;
+	}
 	struct rqinfo fresh = {};
+	if (issue)
+		fresh.issue_ts = now;
+	else
+		fresh.insert_ts = now;
 	__u64 id = bpf_get_current_pid_tgid();
 	fresh.pid = id >> 32;
 	fresh.tid = (__u32)id;
 	bpf_get_current_comm(fresh.comm, sizeof(fresh.comm));
 	rq_file(rq, &fresh.f);
 	bpf_map_update_elem(&requests, &key, &fresh, BPF_ANY);
-	return bpf_map_lookup_elem(&requests, &key);
 }
 
 static __always_inline int on_rq_insert(struct request *rq)
 {
-	struct rqinfo *info = rq_track(rq);
-	if (info && !info->insert_ts)
-		info->insert_ts = bpf_ktime_get_ns();
+	rq_track(rq, false);
 	return 0;
 }
 
 static __always_inline int on_rq_issue(struct request *rq)
 {
-	struct rqinfo *info = rq_track(rq);
-	if (info)
-		info->issue_ts = bpf_ktime_get_ns();
+	rq_track(rq, true);
 	return 0;
 }
 
