@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/whyslow/whyslow/internal/slowdisk"
 )
 
 // sqliteLoop commits one row at a time to a SQLite file for a few seconds
@@ -23,6 +25,18 @@ while time.time() < end:
     db.execute("INSERT INTO t VALUES (?, ?)", (n, "x" * 100))
     n += 1
 print(n / (time.time() - start))`
+
+// fsyncLoop writes 4 KiB and fdatasyncs it, N times, and prints the seconds
+// it took: the write path of a database without the database, each commit
+// a trip through the page cache, writeback, the journal and the block layer.
+const fsyncLoop = `import os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+buf = b"x" * 4096
+start = time.time()
+for i in range(int(sys.argv[2])):
+    os.pwrite(fd, buf, (i % 64) * 4096)
+    os.fdatasync(fd)
+print(time.time() - start)`
 
 // realistic measures the default level on work that is not a syscall storm:
 // the goal there is 0.99 of untraced throughput.
@@ -51,11 +65,26 @@ func timedRows(w io.Writer) {
 		env   []string
 		print bool // the program prints its own seconds
 	}
+	// The fsync loop's disk: ext4 over a loop device whose file is in
+	// memory, so that pairs differ by whyslow, not by the host's disk.
+	py, _ := exec.LookPath("python3")
+	fsyncFile := ""
+	d, fsyncErr := slowdisk.Create(slowdisk.Options{Size: 512 << 20, ImageDir: "/dev/shm"})
+	if fsyncErr == nil {
+		defer d.Close()
+		fsyncFile = filepath.Join(d.Dir, "loop.dat")
+	}
 	works := []work{
 		{"word-pop: median /popularity request (Flask, 1000 temp files each, on tmpfs)", []string{"sh", filepath.Join(repo, "bench", "wordpop.sh")}, nil, true},
 		{"parallel build: go build -a of a net/http program, -p 2, cold cache", []string{goBin, "build", "-a", "-p", "2", "-o", os.DevNull, hello}, []string{"GOCACHE=" + filepath.Join(gocache, "cache")}, false},
 	}
+	if fsyncFile != "" {
+		works = append(works, work{"fsync loop: 30000 × (4 KiB pwrite + fdatasync), ext4 on a loop device in memory", []string{py, "-c", fsyncLoop, fsyncFile, "30000"}, nil, true})
+	}
 	fmt.Fprintf(w, "\n| work | untraced s | traced s (default level) | ratio | pairs' range |\n|---|---:|---:|---:|---:|\n")
+	if fsyncErr != nil {
+		fmt.Fprintf(w, "| fsync loop | failed: %v | | | |\n", fsyncErr)
+	}
 	for _, wk := range works {
 		measure := func(prefix ...string) (float64, error) {
 			os.RemoveAll(filepath.Join(gocache, "cache"))

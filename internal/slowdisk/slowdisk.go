@@ -28,6 +28,10 @@ type Options struct {
 	ReadIOPS, WriteIOPS uint64
 	DirtyBytes          uint64 // vm.dirty_bytes
 	DirtyBackground     uint64 // vm.dirty_background_bytes
+	// ImageDir holds the backing file (default /var/tmp). On tmpfs the disk
+	// is as fast as memory and as steady: the block layer and the journal
+	// without a real device's noise (the benchmark's fsync loop).
+	ImageDir string
 }
 
 // StateDir holds one state file per live disk.
@@ -82,7 +86,10 @@ func Create(o Options) (d *Disk, err error) {
 	if o.Size == 0 {
 		o.Size = 1 << 30
 	}
-	img, err := os.CreateTemp("/var/tmp", "whyslow-slowdisk-*.img")
+	if o.ImageDir == "" {
+		o.ImageDir = "/var/tmp"
+	}
+	img, err := os.CreateTemp(o.ImageDir, "whyslow-slowdisk-*.img")
 	if err != nil {
 		return d, err
 	}
