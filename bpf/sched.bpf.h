@@ -147,7 +147,9 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		s.stack_id = -1;
 		if (s.state != 'R') {
 			struct inflight *in = syscall_hooks ? current_call() : NULL; /* prev is current here */
-			if (in) {
+			if (pv->flags & PF_IO_WORKER) {
+				uring_wait(&s);
+			} else if (in) {
 				in->blocked = 1;
 				s.syscall = in->nr;
 				s.f.kind = in->f.kind;
@@ -243,7 +245,9 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		e->waker_tid = 0;
 		e->fkind = s->f.kind;
 		__builtin_memset(e->waker_comm, 0, sizeof(e->waker_comm));
-		e->call = !syscall_hooks && s->cls;
+		/* A call row for a wait without one of its own: every wait at the
+		 * default level, an io thread's at every level (it has no syscalls). */
+		e->call = s->cls && (!syscall_hooks || s->io_worker);
 		e->fd = s->fd;
 		e->req = s->req;
 		e->flags = s->flags;

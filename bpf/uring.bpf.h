@@ -88,6 +88,84 @@ static __always_inline struct io_kiocb *uring_rq_op(struct request *rq, struct i
 	return op;
 }
 
+/* The syscall whose work an io_uring operation does, or -1. An io thread
+ * makes no syscall of its own: its registers are a copy of its creator's,
+ * in io_uring_enter on the ring, so its waits are named after its work (a
+ * worker blocked reading a file waits in "pread64" on that file). Opcodes
+ * are uapi: numbered once, never renumbered. */
+static __always_inline long uring_op_syscall(__u8 op)
+{
+	switch (op) {
+	case IORING_OP_READ: case IORING_OP_READ_FIXED:
+		return NR_pread64;
+	case IORING_OP_WRITE: case IORING_OP_WRITE_FIXED:
+		return NR_pwrite64;
+	case IORING_OP_READV:
+		return NR_preadv;
+	case IORING_OP_WRITEV:
+		return NR_pwritev;
+	case IORING_OP_FSYNC:
+		return NR_fsync;
+	case IORING_OP_SYNC_FILE_RANGE:
+		return NR_sync_file_range;
+	case IORING_OP_FALLOCATE:
+		return NR_fallocate;
+	case IORING_OP_SENDMSG:
+		return NR_sendmsg;
+	case IORING_OP_RECVMSG:
+		return NR_recvmsg;
+	case IORING_OP_SEND:
+		return NR_sendto;
+	case IORING_OP_RECV:
+		return NR_recvfrom;
+	case IORING_OP_ACCEPT:
+		return NR_accept4;
+	case IORING_OP_CONNECT:
+		return NR_connect;
+	case IORING_OP_OPENAT:
+		return NR_openat;
+	case IORING_OP_OPENAT2:
+		return NR_openat2;
+	case IORING_OP_CLOSE:
+		return NR_close;
+	case IORING_OP_SPLICE:
+		return NR_splice;
+	case IORING_OP_UNLINKAT:
+		return NR_unlinkat;
+	}
+	return -1;
+}
+
+/* The call an io thread (io-wq worker or SQPOLL) waits in: the operation it
+ * is working on, with its file, or none (an idle worker waiting for work).
+ * A global function, verified once. */
+__noinline int uring_wait(struct offstart *s)
+{
+	if (!s)
+		return 0;
+	s->io_worker = 1;
+	s->syscall = -1;
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct io_kiocb *req = uring_issuing(task, thread_state(false));
+	if (!req)
+		return 0;
+	struct io_kiocb *r = CAST(struct io_kiocb, req);
+	long nr = uring_op_syscall(r->opcode);
+	s->syscall = nr;
+	__u32 cls = syscall_class(nr);
+	if (!cls || cls == CLS_UNLINK)
+		return 0;
+	s->cls = cls;
+	s->fd = (r->flags & IOSQE_FIXED_FILE) ? -1 : r->cqe.fd;
+	if (cls == CLS_READ || cls == CLS_WRITE) {
+		struct io_rw *rw = CAST(struct io_rw, (void *)req + bpf_core_field_offset(struct io_kiocb, cmd));
+		s->req = rw->len;
+	}
+	if (cls != CLS_OPEN)
+		file_ref_of(r->file, &s->f);
+	return 0;
+}
+
 static __always_inline int on_uring_submit(struct io_kiocb *req)
 {
 	/* Every submitter's, target or not: block requests of other processes

@@ -183,7 +183,9 @@ struct offstart {
 	 * (cls 0: none worth a syscalls row). other: a process outside the
 	 * targets, in a sync call. */
 	__u32 cls;
-	__u32 other;
+	__u8 other;
+	__u8 io_worker;   /* an io_uring thread: the call is its operation's (uring_wait) */
+	__u16 _pad;
 	__s32 fd;
 	__u32 flags;
 	__u64 req;
@@ -364,10 +366,10 @@ static __always_inline void fill_hdr_of(struct hdr *h, __u8 kind, __u64 ts, stru
 #include "file.bpf.h"
 #include "hist.bpf.h"
 #include "syscall.bpf.h"
+#include "uring.bpf.h"
 #include "sched.bpf.h"
 #include "sample.bpf.h"
 #include "lifecycle.bpf.h"
-#include "uring.bpf.h"
 #include "block.bpf.h"
 #include "writeback.bpf.h"
 

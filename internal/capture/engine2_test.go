@@ -417,3 +417,68 @@ func sectorOwners(t *testing.T, dir string) func(dev uint32, sector uint64) stri
 		return ""
 	}
 }
+
+// TestIOUringWorkerWaits: an io-wq worker makes no syscall of its own (its
+// registers are a copy of its creator's, in io_uring_enter on the ring), so
+// its waits must be named after the operation it works on: a buffered read
+// of a file not in the page cache waits in pread64 on that file, at every
+// level, with a syscalls row that names the file (there is no other).
+func TestIOUringWorkerWaits(t *testing.T) {
+	fio, err := exec.LookPath("fio")
+	if err != nil {
+		t.Fatal("fio is needed (apt install fio; make deps does it)")
+	}
+	dir := t.TempDir()
+	const size = 4 << 20
+	for _, level := range []Level{Default, Syscalls, Full} {
+		t.Run(level.String(), func(t *testing.T) {
+			file := filepath.Join(dir, "wrk-"+level.String()+".dat")
+			if err := os.WriteFile(file, make([]byte, size), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			dropCache(t, file)
+			c := runCaptured(t, Options{Level: level}, fio, "--name=w", "--filename="+file, "--rw=randread", "--bs=16k",
+				"--size=4m", "--ioengine=io_uring", "--direct=0", "--force_async=1", "--iodepth=4", "--thread", "--output=/dev/null")
+			var reads, ring, other int
+			for _, o := range eventsOf[*event.OffCPU](c) {
+				if !strings.HasPrefix(o.Comm, "iou-wrk-") || o.State != 'D' {
+					continue
+				}
+				switch o.Syscall {
+				case unix.SYS_PREAD64:
+					reads++
+				case unix.SYS_IO_URING_ENTER:
+					ring++
+				default:
+					other++
+				}
+			}
+			var onFile int
+			for _, s := range eventsOf[*event.Syscall](c) {
+				if strings.HasPrefix(s.Comm, "iou-wrk-") && s.Nr == unix.SYS_PREAD64 && c.path(s.File) == file {
+					onFile++
+				}
+			}
+			if reads == 0 || ring > 0 || other > reads/10 || onFile < reads*9/10 {
+				t.Errorf("io-wq workers' disk waits: %d in pread64, %d in io_uring_enter, %d in other calls; %d pread64 rows naming %s",
+					reads, ring, other, onFile, file)
+			}
+		})
+	}
+}
+
+// dropCache writes file out and drops its pages, so that reading it waits for the disk.
+func dropCache(t *testing.T, file string) {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -167,18 +167,20 @@ type whyslowOffcpuEvent struct {
 }
 
 type whyslowOffstart struct {
-	_       structs.HostLayout
-	Ts      uint64
-	State   uint32
-	StackId int32
-	Syscall int32
-	Pid     uint32
-	Cls     uint32
-	Other   uint32
-	Fd      int32
-	Flags   uint32
-	Req     uint64
-	F       whyslowFileRef
+	_        structs.HostLayout
+	Ts       uint64
+	State    uint32
+	StackId  int32
+	Syscall  int32
+	Pid      uint32
+	Cls      uint32
+	Other    uint8
+	IoWorker uint8
+	Pad      uint16
+	Fd       int32
+	Flags    uint32
+	Req      uint64
+	F        whyslowFileRef
 }
 
 type whyslowPayloadEvent struct {
