@@ -45,7 +45,7 @@ static __always_inline int on_tick(void *ctx)
 	e->fd = -1;
 	__builtin_memset(&e->f, 0, sizeof(e->f));
 	e->path[0] = 0;
-	e->stack_id = bpf_get_stackid(ctx, &stacks, STACK_SKIP);
+	e->stack_id = stack_id_of(ctx);
 	{
 		struct pt_regs *regs = CAST(struct pt_regs, bpf_task_pt_regs(task));
 		long nr = regs->orig_ax;

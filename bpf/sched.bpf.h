@@ -101,7 +101,7 @@ static __always_inline __s32 wait_stack(void *ctx, __u32 state, long nr, __u64 n
 		if (ts && ts->stack_nr == nr && now - ts->stack_ts < SYNC_STACK_REUSE_NS)
 			return ts->stack_id;
 	}
-	__s32 id = bpf_get_stackid(ctx, &stacks, STACK_SKIP);
+	__s32 id = stack_id_of(ctx);
 	if (id < 0 && id != -EFAULT /* no stack */)
 		count_lost(LOST_STACK);
 	if (ts && id >= 0) {

@@ -21,6 +21,7 @@
 #define F_OFD_SETLKW 38
 #define EAGAIN 11
 #define EFAULT 14
+#define EEXIST 17
 
 /* mode bits */
 #define S_IFMT 00170000
@@ -230,16 +231,42 @@ struct {
 } cpu SEC(".maps");
 
 /* Kernel stacks by id. An id is a hash bucket: a second, different stack in
- * a taken bucket is refused (-EEXIST), and every later wait with that stack
- * goes without one (counted lost). A few hundred distinct stacks in 16k
- * buckets collide about as often as not; 64k cost 1.5 ms more to create
- * and ~12 MB of kernel memory. */
+ * a taken bucket is refused (-EEXIST), and overwriting the bucket
+ * (BPF_F_REUSE_STACKID) would rename the stack of every event that named it
+ * before. Such a stack is sent whole instead, once (own_stack). A few
+ * hundred distinct stacks in 16k buckets collide about as often as not; 64k
+ * cost 1.5 ms more to create and ~12 MB of kernel memory. */
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
 	__uint(max_entries, 65536);
 	__uint(key_size, sizeof(__u32));
 	__uint(value_size, STACK_DEPTH * sizeof(__u64));
 } stacks SEC(".maps");
+
+/* Stacks sent whole: their content's hash -> their id. An LRU: a stack
+ * evicted and met again is sent again, under a new id. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, __s32);
+} own_stacks SEC(".maps");
+
+/* The stack being sent whole, and how many this CPU sent: ids are
+ * STACK_OWN_BASE + cpu << 16 + that count, unique without an atomic (which
+ * -mcpu=v1 lacks) until a CPU sends 65536 (the LRU keeps 4096). One slot:
+ * the two programs that take stacks cannot nest (sched_switch runs with
+ * interrupts off, the tick in one). */
+struct stack_scratch {
+	struct stack_event ev;
+	__u32 sent;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct stack_scratch);
+} stack_scratch SEC(".maps");
 
 struct rqinfo {
 	__u64 insert_ts;
@@ -363,6 +390,55 @@ static __always_inline void fill_hdr_of(struct hdr *h, __u8 kind, __u64 ts, stru
 	BPF_CORE_READ_STR_INTO(&h->comm, task, comm);
 }
 
+/* Sends a stack the stacks map refused (its bucket is another's) as a
+ * stack_event, once per content, and returns its own id; -1 if it could not
+ * be sent. A global function: verified once, not in each program that takes
+ * stacks. */
+__noinline int own_stack(struct stack_scratch *sc)
+{
+	if (!sc)
+		return -1;
+	struct stack_event *st = &sc->ev;
+	__u64 hash = 14695981039346656037ULL;   /* FNV-1a over the addresses */
+	for (int i = 0; i < STACK_DEPTH; i++) {
+		hash ^= st->ips[i];
+		hash *= 1099511628211ULL;
+	}
+	__s32 *known = bpf_map_lookup_elem(&own_stacks, &hash);
+	if (known)
+		return *known;
+	__s32 id = STACK_OWN_BASE + ((bpf_get_smp_processor_id() & 0x3fff) << 16) + (sc->sent & 0xffff);
+	st->id = id;
+	fill_hdr(&st->h, EV_STACK);
+	/* Out before it is known: an event never names a stack user space lacks. */
+	if (bpf_ringbuf_output(&events, st, sizeof(*st), wake_events()))
+		return -1;
+	sc->sent++;
+	bpf_map_update_elem(&own_stacks, &hash, &id, BPF_ANY);
+	return id;
+}
+
+/* The id of the current kernel stack: a bucket of the stacks map, or an id
+ * of its own when the bucket is another stack's. -1 when there is none. */
+static __always_inline __s32 stack_id_of(void *ctx)
+{
+	__s32 id = bpf_get_stackid(ctx, &stacks, STACK_SKIP);
+	if (id != -EEXIST)
+		return id;
+	__u32 zero = 0;
+	struct stack_scratch *sc = bpf_map_lookup_elem(&stack_scratch, &zero);
+	if (!sc)
+		return -1;
+	long n = bpf_get_stack(ctx, sc->ev.ips, sizeof(sc->ev.ips), STACK_SKIP);
+	if (n <= 0)
+		return -1;
+	sc->ev.depth = n / sizeof(__u64);
+	for (int i = 0; i < STACK_DEPTH; i++)   /* the hash covers every slot */
+		if (i >= sc->ev.depth)
+			sc->ev.ips[i] = 0;
+	return own_stack(sc);
+}
+
 #include "file.bpf.h"
 #include "hist.bpf.h"
 #include "syscall.bpf.h"
@@ -424,6 +500,7 @@ const struct file_ref *unused_file_ref __attribute__((unused));
 const struct syscall_event *unused_syscall_event __attribute__((unused));
 const struct payload_event *unused_payload_event __attribute__((unused));
 const struct sample_event *unused_sample_event __attribute__((unused));
+const struct stack_event *unused_stack_event __attribute__((unused));
 const struct file_event *unused_file_event __attribute__((unused));
 const struct offcpu_event *unused_offcpu_event __attribute__((unused));
 const struct block_event *unused_block_event __attribute__((unused));

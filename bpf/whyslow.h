@@ -33,6 +33,7 @@ enum event_kind {
 	EV_UNLINK = 11,
 	EV_PAYLOAD = 12,
 	EV_SAMPLE = 13,
+	EV_STACK = 14,
 };
 
 /* Lost-event counters, one slot per source, per CPU. */
@@ -44,7 +45,7 @@ enum lost_source {
 	LOST_META = 4,      /* throttle, writeback, lifecycle */
 	LOST_URING = 5,
 	LOST_AGG = 6,       /* aggregation map full: a syscall neither counted nor streamed */
-	LOST_STACK = 7,     /* stack map full: interval kept, stack missing */
+	LOST_STACK = 7,     /* no stack sent: interval kept, stack missing */
 	LOST_PAYLOAD = 8,   /* a request's first bytes (label) */
 	LOST_SAMPLE = 9,    /* a CPU sample */
 	LOST_NR = 10,
@@ -229,6 +230,16 @@ struct payload_event {
 	__u32 len;             /* bytes in data */
 	__u32 _pad;
 	__u8 data[PAYLOAD_LEN];
+};
+
+/* A kernel stack sent whole (see own_stack): ids from STACK_OWN_BASE up are
+ * these, below it the stacks map's buckets. */
+#define STACK_OWN_BASE 1048576   /* 1 << 20 */
+struct stack_event {
+	struct hdr h;
+	__s32 id;
+	__u32 depth;
+	__u64 ips[STACK_DEPTH];
 };
 
 /* A target thread found on CPU at a local timer interrupt (the scheduler

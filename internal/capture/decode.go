@@ -27,6 +27,7 @@ const (
 	evUnlink    = 11
 	evPayload   = 12
 	evSample    = 13
+	evStack     = 14
 
 	// PayloadLen is PAYLOAD_LEN: the most of a request's first bytes taken.
 	PayloadLen = len(whyslowPayloadEvent{}.Data)
@@ -121,6 +122,13 @@ func (d *decoder) decode(raw []byte) (event.Event, error) {
 			return nil, err
 		}
 		return d.file(w), nil
+	case evStack:
+		w, err := as[whyslowStackEvent](raw)
+		if err != nil {
+			return nil, err
+		}
+		n := min(int(w.Depth), len(w.Ips))
+		return &ownStack{Header: d.hdr(&w.H), ID: w.Id, IPs: append([]uint64(nil), w.Ips[:n]...)}, nil
 	case evOffCPU:
 		w, err := as[whyslowOffcpuEvent](raw)
 		if err != nil {

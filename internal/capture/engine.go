@@ -77,6 +77,9 @@ type Options struct {
 	// describeHold, tests only: each description of a target's file is held
 	// open this long, so that the timer tick's sampler runs inside it.
 	describeHold time.Duration
+	// stackBuckets, tests only: the stacks map's size (0: as compiled),
+	// small enough for stacks to collide on demand.
+	stackBuckets uint32
 }
 
 // Engine is a loaded and attached set of programs.
@@ -216,6 +219,9 @@ func open(opts Options, flavour string, kernel chan *btf.Spec, types *btf.Cache)
 		// Every process is a target: the target set is never read, and its
 		// buckets, allocated at creation, would cost milliseconds.
 		mapSpecs.Targets.MaxEntries = 1
+	}
+	if opts.stackBuckets > 0 {
+		mapSpecs.Stacks.MaxEntries = opts.stackBuckets
 	}
 	if opts.EventsRingBytes > 0 {
 		mapSpecs.Events.MaxEntries = uint32(opts.EventsRingBytes)

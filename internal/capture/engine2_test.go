@@ -482,3 +482,33 @@ func dropCache(t *testing.T, file string) {
 		t.Fatal(err)
 	}
 }
+
+// TestCollidingStacks: a stack whose bucket in the stacks map another stack
+// holds is refused by the kernel; it must still reach user space, whole and
+// named, not be counted lost. With one bucket, every stack but the first
+// collides.
+func TestCollidingStacks(t *testing.T) {
+	c := runCaptured(t, Options{Level: Full, stackBuckets: 1},
+		"sh", "-c", "sleep 0.02; sleep 0.02 & wait; head -c 100000 /dev/urandom | cat > /dev/null")
+	if n := c.lost["stack"]; n > 0 {
+		t.Errorf("%d stacks lost", n)
+	}
+	var waits, named, own int
+	distinct := map[string]bool{}
+	for _, o := range eventsOf[*event.OffCPU](c) {
+		if o.State == 'R' || o.StackID == stackBeforeCapture {
+			continue
+		}
+		waits++
+		if o.StackID >= 0 && len(o.Stack) > 0 {
+			named++
+			distinct[strings.Join(o.Stack, ";")] = true
+		}
+		if o.StackID >= stackOwnBase {
+			own++
+		}
+	}
+	if waits == 0 || named < waits*95/100 || own == 0 || len(distinct) < 3 {
+		t.Errorf("%d waits: %d with a named stack (%d distinct), %d sent whole", waits, named, len(distinct), own)
+	}
+}

@@ -60,7 +60,7 @@ func TestParityEventKinds(t *testing.T) {
 	goKinds := map[string]int{"EV_SYSCALL": evSyscall, "EV_FILE": evFile, "EV_OFFCPU": evOffCPU,
 		"EV_BLOCK": evBlock, "EV_THROTTLE": evThrottle, "EV_WRITEBACK": evWriteback, "EV_FORK": evFork,
 		"EV_EXEC": evExec, "EV_EXIT": evExit, "EV_URING": evUring, "EV_UNLINK": evUnlink,
-		"EV_PAYLOAD": evPayload, "EV_SAMPLE": evSample}
+		"EV_PAYLOAD": evPayload, "EV_SAMPLE": evSample, "EV_STACK": evStack}
 	for name, v := range want {
 		if g, ok := goKinds[name]; !ok || g != v {
 			t.Errorf("%s = %d in C, Go has %d (present %v)", name, v, g, ok)
@@ -119,6 +119,12 @@ func TestParityFileKinds(t *testing.T) {
 func TestParityStackDepth(t *testing.T) {
 	if n := cDefine(t, header(t, "whyslow.h"), "STACK_DEPTH"); n != stackDepth {
 		t.Errorf("STACK_DEPTH = %d, stackDepth %d", n, stackDepth)
+	}
+	if n := cDefine(t, header(t, "whyslow.h"), "STACK_OWN_BASE"); n != stackOwnBase {
+		t.Errorf("STACK_OWN_BASE = %d, stackOwnBase %d", n, stackOwnBase)
+	}
+	if stackOwnBase >= firstSyntheticStack {
+		t.Errorf("stacks sent whole (from %d) and stacks of waits begun before capture (from %d) share ids", stackOwnBase, firstSyntheticStack)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -85,8 +86,12 @@ func (e *Engine) Run(ctx context.Context, sink Sink) error {
 	}()
 	for b := range out {
 		var extra []event.Event
+		owns := 0
 		for _, ev := range b {
 			switch v := ev.(type) {
+			case *ownStack:
+				st.own(v)
+				owns++
 			case *event.OffCPU:
 				if v.StackID == stackBeforeCapture {
 					extra = append(extra, e.completeBefore(v, st)...)
@@ -100,6 +105,9 @@ func (e *Engine) Run(ctx context.Context, sink Sink) error {
 			case *event.SyscallTotals:
 				st.noteFile(v.PID, v.File)
 			}
+		}
+		if owns > 0 {
+			b = slices.DeleteFunc(b, func(ev event.Event) bool { _, own := ev.(*ownStack); return own })
 		}
 		sink(append(b, extra...))
 	}

@@ -33,6 +33,31 @@ func (s *stacks) noteFile(pid uint32, f event.FileRef) {
 // many addresses.
 const stackDepth = 20
 
+// stackOwnBase is STACK_OWN_BASE in bpf/whyslow.h: ids from it up are
+// stacks sent whole (ownStack), below it buckets of the stacks map.
+const stackOwnBase = 1 << 20
+
+// ownStack is a stack the stacks map refused (its bucket held another
+// stack), sent whole under an id of its own before any event names it. It
+// is consumed by Run, never passed on.
+type ownStack struct {
+	event.Header
+	ID  int32
+	IPs []uint64
+}
+
+// own symbolises a stack sent whole.
+func (s *stacks) own(v *ownStack) {
+	frames := make([]string, 0, len(v.IPs))
+	for _, ip := range v.IPs {
+		if ip == 0 {
+			break
+		}
+		frames = append(frames, s.syms.Name(ip))
+	}
+	s.frames[v.ID] = frames
+}
+
 // Frames returns the symbolised stack for an id, innermost first.
 func (s *stacks) Frames(id int32) []string {
 	if id < 0 {
@@ -40,6 +65,9 @@ func (s *stacks) Frames(id int32) []string {
 	}
 	if f, ok := s.frames[id]; ok {
 		return f
+	}
+	if id >= stackOwnBase {
+		return nil // sent whole, and not seen by this reader (Waits)
 	}
 	var ips [stackDepth]uint64
 	var frames []string

@@ -220,6 +220,21 @@ type whyslowSeenKey struct {
 	Ino uint64
 }
 
+type whyslowStackEvent struct {
+	_     structs.HostLayout
+	H     whyslowHdr
+	Id    int32
+	Depth uint32
+	Ips   [20]uint64
+}
+
+type whyslowStackScratch struct {
+	_    structs.HostLayout
+	Ev   whyslowStackEvent
+	Sent uint32
+	_    [4]byte
+}
+
 type whyslowSyscallEvent struct {
 	_       structs.HostLayout
 	H       whyslowHdr
@@ -344,9 +359,11 @@ const (
 	whyslowMapLost                    = "lost"
 	whyslowMapMeta                    = "meta"
 	whyslowMapOffcpuStart             = "offcpu_start"
+	whyslowMapOwnStacks               = "own_stacks"
 	whyslowMapRequests                = "requests"
 	whyslowMapSampleScratch           = "sample_scratch"
 	whyslowMapSeen                    = "seen"
+	whyslowMapStackScratch            = "stack_scratch"
 	whyslowMapStacks                  = "stacks"
 	whyslowMapTargets                 = "targets"
 	whyslowMapThreads                 = "threads"
@@ -419,6 +436,7 @@ const (
 	whyslowVarUnusedOffcpuEvent       = "unused_offcpu_event"
 	whyslowVarUnusedPayloadEvent      = "unused_payload_event"
 	whyslowVarUnusedSampleEvent       = "unused_sample_event"
+	whyslowVarUnusedStackEvent        = "unused_stack_event"
 	whyslowVarUnusedSyscallEvent      = "unused_syscall_event"
 	whyslowVarUnusedThrottleEvent     = "unused_throttle_event"
 	whyslowVarUnusedUnlinkEvent       = "unused_unlink_event"
@@ -522,9 +540,11 @@ type whyslowMapSpecs struct {
 	Lost           *ebpf.MapSpec `ebpf:"lost"`
 	Meta           *ebpf.MapSpec `ebpf:"meta"`
 	OffcpuStart    *ebpf.MapSpec `ebpf:"offcpu_start"`
+	OwnStacks      *ebpf.MapSpec `ebpf:"own_stacks"`
 	Requests       *ebpf.MapSpec `ebpf:"requests"`
 	SampleScratch  *ebpf.MapSpec `ebpf:"sample_scratch"`
 	Seen           *ebpf.MapSpec `ebpf:"seen"`
+	StackScratch   *ebpf.MapSpec `ebpf:"stack_scratch"`
 	Stacks         *ebpf.MapSpec `ebpf:"stacks"`
 	Targets        *ebpf.MapSpec `ebpf:"targets"`
 	Threads        *ebpf.MapSpec `ebpf:"threads"`
@@ -565,6 +585,7 @@ type whyslowVariableSpecs struct {
 	UnusedOffcpuEvent    *ebpf.VariableSpec `ebpf:"unused_offcpu_event"`
 	UnusedPayloadEvent   *ebpf.VariableSpec `ebpf:"unused_payload_event"`
 	UnusedSampleEvent    *ebpf.VariableSpec `ebpf:"unused_sample_event"`
+	UnusedStackEvent     *ebpf.VariableSpec `ebpf:"unused_stack_event"`
 	UnusedSyscallEvent   *ebpf.VariableSpec `ebpf:"unused_syscall_event"`
 	UnusedThrottleEvent  *ebpf.VariableSpec `ebpf:"unused_throttle_event"`
 	UnusedUnlinkEvent    *ebpf.VariableSpec `ebpf:"unused_unlink_event"`
@@ -602,9 +623,11 @@ type whyslowMaps struct {
 	Lost           *ebpf.Map `ebpf:"lost"`
 	Meta           *ebpf.Map `ebpf:"meta"`
 	OffcpuStart    *ebpf.Map `ebpf:"offcpu_start"`
+	OwnStacks      *ebpf.Map `ebpf:"own_stacks"`
 	Requests       *ebpf.Map `ebpf:"requests"`
 	SampleScratch  *ebpf.Map `ebpf:"sample_scratch"`
 	Seen           *ebpf.Map `ebpf:"seen"`
+	StackScratch   *ebpf.Map `ebpf:"stack_scratch"`
 	Stacks         *ebpf.Map `ebpf:"stacks"`
 	Targets        *ebpf.Map `ebpf:"targets"`
 	Threads        *ebpf.Map `ebpf:"threads"`
@@ -626,9 +649,11 @@ func (m *whyslowMaps) Close() error {
 		m.Lost,
 		m.Meta,
 		m.OffcpuStart,
+		m.OwnStacks,
 		m.Requests,
 		m.SampleScratch,
 		m.Seen,
+		m.StackScratch,
 		m.Stacks,
 		m.Targets,
 		m.Threads,
@@ -670,6 +695,7 @@ type whyslowVariables struct {
 	UnusedOffcpuEvent    *ebpf.Variable `ebpf:"unused_offcpu_event"`
 	UnusedPayloadEvent   *ebpf.Variable `ebpf:"unused_payload_event"`
 	UnusedSampleEvent    *ebpf.Variable `ebpf:"unused_sample_event"`
+	UnusedStackEvent     *ebpf.Variable `ebpf:"unused_stack_event"`
 	UnusedSyscallEvent   *ebpf.Variable `ebpf:"unused_syscall_event"`
 	UnusedThrottleEvent  *ebpf.Variable `ebpf:"unused_throttle_event"`
 	UnusedUnlinkEvent    *ebpf.Variable `ebpf:"unused_unlink_event"`
