@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"sync/atomic"
-	"time"
 
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/whyslow/whyslow/internal/event"
@@ -73,37 +72,31 @@ func (s *spool) flush() error {
 func (e *Engine) fill(ctx context.Context, rd *ringbuf.Reader, s *spool) error {
 	defer close(s.ended)
 	var rec ringbuf.Record
-	stopping := false
-	rd.SetDeadline(time.Now().Add(batchWait))
-	defer flushOnStop(ctx, rd)()
+	w := newRingWait(ctx, rd)
 	for {
-		if ctx.Err() != nil && !stopping {
-			stopping = true
-			rd.SetDeadline(time.Now())
-		}
 		err := rd.ReadInto(&rec)
-		switch {
-		case err == nil:
+		if err == nil {
 			if err := s.put(rec.RawSample); err != nil {
 				return fmt.Errorf("writing the spool: %w", err)
 			}
-			if s.w.Buffered() < spoolChunk-4096 {
-				continue
+			if s.w.Buffered() >= spoolChunk-4096 {
+				if err := s.flush(); err != nil {
+					return err
+				}
 			}
-		case errors.Is(err, ringbuf.ErrClosed):
-			stopping = true
-		case !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, ringbuf.ErrFlushed):
+			continue
+		}
+		if !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, ringbuf.ErrFlushed) && !errors.Is(err, ringbuf.ErrClosed) {
 			return err
 		}
+		// The ring is empty (or closed): what was copied goes to the loader.
 		if err := s.flush(); err != nil {
 			return err
 		}
-		if stopping && err != nil {
+		if w.stopped || errors.Is(err, ringbuf.ErrClosed) {
 			return nil
 		}
-		if err != nil && !stopping {
-			rd.SetDeadline(time.Now().Add(batchWait))
-		}
+		w.wait()
 	}
 }
 
