@@ -139,6 +139,20 @@ func Tracepoints() []string {
 // Open loads and attaches the programs. Nothing is traced until targets are
 // added (or SystemWide is set).
 func Open(opts Options) (*Engine, error) {
+	e, err := openEngine(opts)
+	if errors.Is(err, os.ErrPermission) {
+		err = fmt.Errorf("%w: %w", ErrNotPermitted, err)
+	}
+	return e, err
+}
+
+// ErrNotPermitted is the kernel refusing to load or attach the programs: a
+// missing capability, kernel lockdown, a security module. It is told apart
+// from other permission errors (a file whyslow may not write), which are
+// not a missing privilege of capture.
+var ErrNotPermitted = errors.New("the kernel refused the capture")
+
+func openEngine(opts Options) (*Engine, error) {
 	go loadKallsyms() // needed at the first off-CPU event; read it meanwhile
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("removing memlock limit: %w", err)

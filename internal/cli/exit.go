@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/whyslow/whyslow/internal/capture"
 	"github.com/whyslow/whyslow/internal/format"
 	"github.com/whyslow/whyslow/internal/store"
 	"github.com/whyslow/whyslow/internal/target"
@@ -67,7 +68,7 @@ func codeOf(err error) int {
 		return ExitBadFile
 	case errors.Is(err, target.ErrNotFound):
 		return ExitNotFound
-	case errors.Is(err, os.ErrPermission):
+	case errors.Is(err, capture.ErrNotPermitted):
 		return ExitNoCapture
 	}
 	return ExitError

@@ -3,8 +3,10 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"os"
 	"testing"
 
+	"github.com/whyslow/whyslow/internal/capture"
 	"github.com/whyslow/whyslow/internal/store"
 )
 
@@ -21,5 +23,19 @@ func TestBadFileExitCodes(t *testing.T) {
 	}
 	if codeOf(errors.New("other")) != ExitError {
 		t.Error("an unknown error must exit 1")
+	}
+}
+
+// TestPermissionExitCodes: the kernel refusing the programs is a missing
+// privilege (4); a file whyslow may not write is a failure like any other
+// (1), not a reason to run 'whyslow check'.
+func TestPermissionExitCodes(t *testing.T) {
+	refused := fmt.Errorf("%w: loading programs: %w", capture.ErrNotPermitted, os.ErrPermission)
+	if got := codeOf(refused); got != ExitNoCapture {
+		t.Errorf("%v: exit %d, want %d", refused, got, ExitNoCapture)
+	}
+	unwritable := fmt.Errorf("writing /root/x.json: %w", os.ErrPermission)
+	if got := codeOf(unwritable); got != ExitError {
+		t.Errorf("%v: exit %d, want %d", unwritable, got, ExitError)
 	}
 }
