@@ -16,7 +16,14 @@ const pollSyscalls = `'poll','select','epoll_wait','epoll_pwait','epoll_pwait2',
 //   - reason: the classifier's, except that an io_uring wait takes the reason
 //     of the operations it waited for (disk-read, disk-write, sync, network);
 //   - for_work: waiting for work that had not come (accept; a poll in a thread
-//     that moved no socket data), no slowness of the target's own.
+//     that moved no socket data), no slowness of the target's own. A thread
+//     moved socket data if a call of its was seen doing so: a blocked call,
+//     a counted one (--syscalls), or one the CPU sampler found it in (the
+//     default level sees no call that does not wait: a client's sends and
+//     receives after its poll never do). Over a Unix socket only receiving
+//     counts: a logger that sends to syslog is not in a conversation, a
+//     client that reads its server's replies is (pgbench over the socket of
+//     a local PostgreSQL waited "for work" before).
 //
 // It also makes target_threads. Every explanation of the target's time reads
 // these, so the rules live here once.
@@ -29,12 +36,19 @@ func (s *Source) targetWaits(pids []uint32, win window) error {
 	    SELECT s.tid, s.ts, s.ts + s.dur AS end_ts, coalesce(f.peer, f.path) AS object
 	    FROM syscall_raw s LEFT JOIN file_names f USING (dev, ino, gen)
 	    WHERE s.` + in + ` AND s.blocked),
+	  moving AS (SELECT nr, name FROM syscall_names WHERE class IN ('read','write','net') AND name NOT IN ('accept','accept4')),
+	  receiving AS (SELECT nr, name FROM syscall_names WHERE name IN ('read','readv','recvfrom','recvmsg')),
+	  inet AS (SELECT kind FROM kinds WHERE name = 'socket'),
+	  unix AS (SELECT kind FROM kinds WHERE name = 'unix'),
 	  socket_movers AS (
-	    SELECT DISTINCT tid FROM syscall_raw WHERE ` + in + ` AND fkind IN (SELECT kind FROM kinds WHERE name = 'socket')
-	      AND nr IN (SELECT nr FROM syscall_names WHERE class IN ('read','write','net') AND name NOT IN ('accept','accept4'))
+	    SELECT DISTINCT tid FROM syscall_raw WHERE ` + in + ` AND (fkind IN (SELECT kind FROM inet) AND nr IN (SELECT nr FROM moving)
+	      OR fkind IN (SELECT kind FROM unix) AND nr IN (SELECT nr FROM receiving))
 	    UNION
-	    SELECT DISTINCT tid FROM syscall_totals WHERE ` + in + ` AND fkind = 'socket' AND class IN ('read','write','net')
-	      AND name NOT IN ('accept','accept4'))
+	    SELECT DISTINCT tid FROM syscall_totals WHERE ` + in + ` AND (fkind = 'socket' AND name IN (SELECT name FROM moving)
+	      OR fkind = 'unix' AND name IN (SELECT name FROM receiving))
+	    UNION
+	    SELECT DISTINCT tid FROM samples WHERE ` + in + ` AND (fkind IN (SELECT kind FROM inet) AND syscall_nr IN (SELECT nr FROM moving)
+	      OR fkind IN (SELECT kind FROM unix) AND syscall_nr IN (SELECT nr FROM receiving)))
 	  SELECT o.ts, o.start_ts, o.off_ns, o.runq_ns, o.pid, o.tid, o.comm, o.state, o.reason, o.stack_id,
 	         o.syscall, o.waker_pid, o.waker_tid, o.waker_comm,
 	         CASE WHEN c.end_ts >= o.ts - o.runq_ns THEN c.object END AS object,

@@ -255,3 +255,69 @@ with open(sys.argv[2], "wb") as f:
 		t.Errorf("fstrim discarded nothing that whyslow saw: %+v\n%s", trim.Devices, log)
 	}
 }
+
+// TestUnixSocketClientWaitsForItsServer: a client of a local server over a
+// Unix socket, as pgbench of a local PostgreSQL: it sends a request, polls,
+// then reads the reply, and none of those calls waits but the poll. Its
+// polls are waits for the server (ipc, held up by it), not waits for work:
+// the default level sees its sends and receives only through the CPU
+// sampler, and Unix sockets did not count as moving data at all.
+func TestUnixSocketClientWaitsForItsServer(t *testing.T) {
+	requireRoot(t)
+	py := harness.Python(t)
+	sock := filepath.Join(t.TempDir(), "server.sock")
+	server := exec.Command(py, "-c", `import os, socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(sys.argv[1]); s.listen(1)
+print("ready", flush=True)
+c, _ = s.accept()
+while True:
+    req = c.recv(4096)
+    if not req:
+        break
+    if b"w" in req:
+        time.sleep(0.03)  # the server's work: 30 ms for a "w" request
+    c.sendall(b"y" * len(req))
+`, sock)
+	ready, err := server.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Process.Kill(); server.Wait() })
+	if _, err := ready.Read(make([]byte, 6)); err != nil {
+		t.Fatalf("the server did not start: %v", err)
+	}
+	// 20 slow requests (30 ms of the server's each), between bursts of 300
+	// quick ones, so that the CPU sampler finds the client in its sends and
+	// receives, as it finds pgbench.
+	client := []string{py, "-c", `import select, socket, sys
+c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+c.connect(sys.argv[1]); c.setblocking(False)
+p = select.poll(); p.register(c, select.POLLIN)
+def ask(req):
+    c.send(req)
+    while True:
+        try:
+            return c.recv(4096)
+        except BlockingIOError:
+            p.poll()
+for i in range(20):
+    for _ in range(300):
+        ask(b"x")
+    ask(b"w")
+`, sock}
+	x, log := runExplained(t, client...)
+	if x.Verdict.Reason != "ipc" || x.Verdict.Share < 0.5 {
+		t.Errorf("verdict %s %.2f (%s), want ipc: the client waited for its server\n%s", x.Verdict.Reason, x.Verdict.Share, x.Verdict.Summary, log)
+	}
+	var blamed bool
+	for _, b := range x.Blame {
+		blamed = blamed || b.PID == uint32(server.Process.Pid)
+	}
+	if !blamed {
+		t.Errorf("the server (pid %d) is not named: %+v\n%s", server.Process.Pid, x.Blame, log)
+	}
+}
