@@ -28,6 +28,22 @@ static __always_inline int on_dirty_folio(struct folio *folio, struct address_sp
 		if (bpf_core_field_exists(folio->_nr_pages))
 			pages = CAST(struct folio, folio)->_nr_pages;
 	}
+	/* A large folio is dirtied whole, and counted whole (by the kernel too:
+	 * /proc/PID/io's write_bytes): PostgreSQL's 8 KiB WAL writes, each into
+	 * a folio its last fdatasync cleaned, counted 30 times what they wrote.
+	 * Inside a write(2) or pwrite64(2), a folio counts no more pages than
+	 * the call spans. */
+	if (pages > 1) {
+		struct pt_regs *regs = CAST(struct pt_regs, bpf_task_pt_regs(bpf_get_current_task_btf()));
+		long nr = regs->orig_ax;
+		__u64 count = regs->dx, span = pages;
+		if (nr == NR_pwrite64)   /* the offset is known: the pages it touches */
+			span = ((regs->r10 + count + 4095) >> 12) - (regs->r10 >> 12);
+		else if (nr == NR_write)
+			span = (count + 4095) >> 12;
+		if (span && span < pages)
+			pages = span;
+	}
 	__u64 now = bpf_ktime_get_ns();
 	struct dirty_val *v = bpf_map_lookup_elem(&dirty, &k);
 	if (!v) {

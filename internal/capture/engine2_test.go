@@ -512,3 +512,32 @@ func TestCollidingStacks(t *testing.T) {
 		t.Errorf("%d waits: %d with a named stack (%d distinct), %d sent whole", waits, named, len(distinct), own)
 	}
 }
+
+// TestSmallWritesIntoLargeFolios: a commit log's shape, 8 KiB written and
+// fdatasync'd each time into a region the previous sync cleaned. Where the
+// page cache holds large folios, the kernel dirties (and counts) the whole
+// folio at each write; the pages counted for the file must be the pages
+// written, within a page a write, not the folios'.
+func TestSmallWritesIntoLargeFolios(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "wal")
+	const writes, size = 200, 8 << 10
+	script := `import os, sys
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_RDWR, 0o644)
+os.pwrite(fd, b"\0" * (1 << 20), 0); os.fsync(fd)
+for i in range(int(sys.argv[2])):
+    os.pwrite(fd, b"w" * 8192, (i % 128) * 8192)
+    os.fdatasync(fd)
+`
+	c := runCaptured(t, Options{}, "python3", "-c", script, file, strconv.Itoa(writes))
+	var pages uint64
+	for _, d := range eventsOf[*event.Dirtied](c) {
+		if c.path(d.File) == file {
+			pages += d.Pages
+		}
+	}
+	written := uint64(writes*size) / 4096
+	if pages < written || pages > written+256+writes {
+		t.Errorf("%d pages counted dirtied for %d writes of 8 KiB (%d pages; the first 1 MiB is 256 more)", pages, writes, written)
+	}
+}
