@@ -97,6 +97,8 @@ type Engine struct {
 	existing existing   // threads found waiting at attach
 	// targetDirtied: a drain saw pages the target dirtied.
 	targetDirtied atomic.Bool
+	// ownStacks: the frames of stacks sent whole (ownStack), by id.
+	ownStacks sync.Map
 }
 
 // tracepoints lists every handler by its program suffix and tracepoint name.

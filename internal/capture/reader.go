@@ -27,7 +27,7 @@ const (
 // returns. Off-CPU intervals still open at the end are closed at that moment.
 func (e *Engine) Run(ctx context.Context, sink Sink) error {
 	out := make(chan []event.Event, 256) // about a million events of slack for bursts
-	st := newStacks(e.maps.Stacks)
+	st := newStacks(e.maps.Stacks, &e.ownStacks)
 	var wg sync.WaitGroup
 	errc := make(chan error, 3)
 	readers := []*ringbuf.Reader{e.events, e.meta}

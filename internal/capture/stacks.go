@@ -14,13 +14,14 @@ import (
 // intervals with them.
 type stacks struct {
 	m       *ebpf.Map
+	sent    *sync.Map // id -> frames of the stacks sent whole, shared by the engine's readers
 	syms    *sysinfo.Kallsyms
 	frames  map[int32][]string
 	sockets map[uint32]bool // processes seen using network sockets
 }
 
-func newStacks(m *ebpf.Map) *stacks {
-	return &stacks{m: m, syms: loadKallsyms(), frames: make(map[int32][]string), sockets: make(map[uint32]bool)}
+func newStacks(m *ebpf.Map, sent *sync.Map) *stacks {
+	return &stacks{m: m, sent: sent, syms: loadKallsyms(), frames: make(map[int32][]string), sockets: make(map[uint32]bool)}
 }
 
 func (s *stacks) noteFile(pid uint32, f event.FileRef) {
@@ -56,6 +57,7 @@ func (s *stacks) own(v *ownStack) {
 		frames = append(frames, s.syms.Name(ip))
 	}
 	s.frames[v.ID] = frames
+	s.sent.Store(v.ID, frames) // for Waits, which reads no ring
 }
 
 // Frames returns the symbolised stack for an id, innermost first.
@@ -67,7 +69,9 @@ func (s *stacks) Frames(id int32) []string {
 		return f
 	}
 	if id >= stackOwnBase {
-		return nil // sent whole, and not seen by this reader (Waits)
+		f, _ := s.sent.Load(id)
+		frames, _ := f.([]string)
+		return frames // sent whole: known once Run has read it
 	}
 	var ips [stackDepth]uint64
 	var frames []string

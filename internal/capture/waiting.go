@@ -19,7 +19,7 @@ type Waits struct {
 
 // Waits returns a reader of the waits in progress.
 func (e *Engine) Waits() *Waits {
-	return &Waits{e: e, st: newStacks(e.maps.Stacks)}
+	return &Waits{e: e, st: newStacks(e.maps.Stacks, &e.ownStacks)}
 }
 
 // Now lists every thread of the traced set off CPU at this moment, as an
