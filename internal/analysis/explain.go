@@ -159,8 +159,9 @@ type Blame struct {
 	Comm     string  `json:"comm"`
 	Activity string  `json:"activity"`
 	Share    float64 `json:"share"`
-	// sync: the call it ran, and its longest.
+	// sync: the call it ran, how many times during the waits, and its longest.
 	Syscall   string `json:"syscall,omitempty"`
+	Calls     uint64 `json:"calls,omitempty"`
 	LongestNS uint64 `json:"longest_ns,omitempty"`
 	// Disk traffic (dirtied, writeback, wrote, read, whyslow): the bytes
 	// during the waits, and the file most of them were of.

@@ -60,7 +60,8 @@ func (x *Explanation) blame(s *Source, pids, tids []uint32, win window) error {
 	q := `WITH s AS (
 	        SELECT r.ts, r.dur, r.pid, c.comm, n.name FROM syscall_raw r JOIN syscall_names n USING (nr) LEFT JOIN comms c USING (comm_id)
 	        WHERE r.nr IN (SELECT nr FROM syscall_names WHERE class = 'sync') AND NOT (` + notIn + `))
-	      SELECT s.pid, any_value(s.comm), any_value(s.name), sum(least(s.ts + s.dur, w.e) - greatest(s.ts, w.b)), max(s.dur)
+	      SELECT s.pid, any_value(s.comm), any_value(s.name), sum(least(s.ts + s.dur, w.e) - greatest(s.ts, w.b)), max(s.dur),
+	             count(DISTINCT s.ts)
 	      FROM s JOIN target_waits w ON s.ts < w.e AND s.ts + s.dur > w.b GROUP BY s.pid`
 	rows, err := s.DB.Query(q)
 	if err != nil {
@@ -70,7 +71,7 @@ func (x *Explanation) blame(s *Source, pids, tids []uint32, win window) error {
 		var b Blame
 		var name string
 		var overlap, dur float64
-		if err := rows.Scan(&b.PID, &b.Comm, &name, &overlap, &dur); err != nil {
+		if err := rows.Scan(&b.PID, &b.Comm, &name, &overlap, &dur, &b.Calls); err != nil {
 			rows.Close()
 			return err
 		}

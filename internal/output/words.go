@@ -222,6 +222,12 @@ func blameSentence(b analysis.Blame) string {
 	held := fmt.Sprintf("%s, %s of the wall time", format.Seconds(b.WaitS), format.Pct(b.Share))
 	switch b.Activity {
 	case "sync":
+		if b.Calls > 1 {
+			// The share is of the waits its calls overlapped: many short
+			// ones can cover them all, which one duration would not explain.
+			return fmt.Sprintf("%s ran %s() %d times (the longest %s) while the target waited on storage",
+				who, b.Syscall, b.Calls, format.Dur(b.LongestNS))
+		}
 		return fmt.Sprintf("%s ran %s() for %s while the target waited on storage", who, b.Syscall, format.Dur(b.LongestNS))
 	case "whyslow":
 		return fmt.Sprintf("whyslow's own recording (%s): %s", format.Safe(b.Path), traffic)

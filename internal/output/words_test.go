@@ -82,3 +82,16 @@ func TestSentencesAreSafe(t *testing.T) {
 		}
 	}
 }
+
+// A sync blamed for many short runs says so: its share is of the waits its
+// runs overlapped, which the longest run alone would not explain.
+func TestSyncBlameSentences(t *testing.T) {
+	one := analysis.Blame{PID: 9, Comm: "sync", Activity: "sync", Share: 0.6, Syscall: "sync", Calls: 1, LongestNS: 1_200_000_000}
+	if got, want := blameSentence(one), "sync (pid 9) ran sync() for 1.20 s while the target waited on storage"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	many := analysis.Blame{PID: 5, Comm: "python3", Activity: "sync", Share: 1, Syscall: "fdatasync", Calls: 1234, LongestNS: 19_400_000}
+	if got, want := blameSentence(many), "python3 (pid 5) ran fdatasync() 1234 times (the longest 19.4 ms) while the target waited on storage"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
