@@ -3,7 +3,6 @@ package capture
 import (
 	"context"
 	"errors"
-	"os"
 	"sync"
 	"time"
 
@@ -29,7 +28,15 @@ func (e *Engine) Run(ctx context.Context, sink Sink) error {
 	st := newStacks(e.maps.Stacks)
 	var wg sync.WaitGroup
 	errc := make(chan error, 3)
-	readers := []*ringbuf.Reader{e.events, e.meta}
+	events, err := newRing(e.events, e.maps.Events)
+	if err != nil {
+		return err
+	}
+	meta, err := newRing(e.meta, e.maps.Meta)
+	if err != nil {
+		return err
+	}
+	rings := []*ring{events, meta}
 	if e.opts.SpoolDir != "" {
 		// The busy ring goes through a spool file; its backlog is on disk,
 		// not in the channel.
@@ -38,11 +45,11 @@ func (e *Engine) Run(ctx context.Context, sink Sink) error {
 		if err != nil {
 			return err
 		}
-		readers = readers[1:]
+		rings = rings[1:]
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			errc <- e.fill(ctx, e.events, sp)
+			errc <- e.fill(ctx, events, sp)
 		}()
 		go func() {
 			defer wg.Done()
@@ -51,12 +58,12 @@ func (e *Engine) Run(ctx context.Context, sink Sink) error {
 	} else {
 		errc <- nil
 	}
-	for _, rd := range readers {
+	for _, r := range rings {
 		wg.Add(1)
-		go func(rd *ringbuf.Reader) {
+		go func() {
 			defer wg.Done()
-			errc <- e.read(ctx, rd, out)
-		}(rd)
+			errc <- e.read(ctx, r, out)
+		}()
 	}
 	wg.Add(1)
 	go func() {
@@ -113,72 +120,62 @@ func (e *Engine) Run(ctx context.Context, sink Sink) error {
 	return errors.Join(errs...)
 }
 
-func (e *Engine) read(ctx context.Context, rd *ringbuf.Reader, out chan<- []event.Event) error {
+// read decodes one ring's records into batches until ctx ends, then what is
+// left. A batch goes out when full, or batchWait after the last went.
+func (e *Engine) read(ctx context.Context, r *ring, out chan<- []event.Event) error {
 	dec := newDecoder()
 	var rec ringbuf.Record
 	batch := make([]event.Event, 0, batchSize)
+	defer r.stopOn(ctx)()
+	// The deadline is set once per batch, not per record: time.Now per
+	// event is a visible cost at a million events a second.
 	flushAt := time.Now().Add(batchWait)
-	stopping := false
-	rd.SetDeadline(flushAt)
-	defer flushOnStop(ctx, rd)()
 	for {
-		if ctx.Err() != nil && !stopping {
-			stopping = true
-			rd.SetDeadline(time.Now()) // read what is buffered, then stop
-		}
-		err := rd.ReadInto(&rec)
-		if err == nil {
-			ev, derr := dec.decode(rec.RawSample)
-			if derr == nil {
-				switch v := ev.(type) {
-				case *event.File:
-					e.resolver.complete(v)
-				case *event.Exec:
-					v.Cgroup = sysinfo.Host.Cgroup(v.PID) // read now, while the process is surely there
-				}
-				batch = append(batch, ev)
-				if x := dec.takeExtra(); x != nil {
-					batch = append(batch, x)
-				}
+		for {
+			ok, err := r.next(&rec)
+			if err != nil {
+				return err
 			}
-		} else if errors.Is(err, ringbuf.ErrClosed) {
-			stopping = true
-		} else if !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, ringbuf.ErrFlushed) {
-			return err
-		}
-		timedOut := err != nil
-		// The deadline is set once per batch, not per record: time.Now per
-		// event is a visible cost at a million events a second.
-		if len(batch) >= batchSize || (timedOut && !stopping) {
-			if len(batch) > 0 {
+			if !ok {
+				break
+			}
+			ev, derr := dec.decode(rec.RawSample)
+			if derr != nil {
+				continue
+			}
+			switch v := ev.(type) {
+			case *event.File:
+				e.resolver.complete(v)
+			case *event.Exec:
+				v.Cgroup = sysinfo.Host.Cgroup(v.PID) // read now, while the process is surely there
+			}
+			batch = append(batch, ev)
+			if x := dec.takeExtra(); x != nil {
+				batch = append(batch, x)
+			}
+			if len(batch) >= batchSize {
 				out <- batch
 				batch = make([]event.Event, 0, batchSize)
-			}
-			flushAt = time.Now().Add(batchWait)
-			if !stopping {
-				rd.SetDeadline(flushAt)
+				flushAt = time.Now().Add(batchWait)
 			}
 		}
-		if stopping && timedOut {
+		if r.stopped.Load() {
+			// Stopped before this drain: the ring held nothing more.
 			if len(batch) > 0 {
 				out <- batch
 			}
 			return nil
 		}
-	}
-}
-
-// flushOnStop wakes a reader blocked in ReadInto as soon as ctx ends, so that
-// stopping does not wait out the batch deadline; call the returned function
-// when the reader is done.
-func flushOnStop(ctx context.Context, rd *ringbuf.Reader) (done func()) {
-	stopped := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-			rd.Flush()
-		case <-stopped:
+		timedOut, err := r.wait(flushAt)
+		if err != nil {
+			return err
 		}
-	}()
-	return func() { close(stopped) }
+		if timedOut {
+			if len(batch) > 0 {
+				out <- batch
+				batch = make([]event.Event, 0, batchSize)
+			}
+			flushAt = time.Now().Add(batchWait)
+		}
+	}
 }

@@ -70,39 +70,43 @@ func (s *spool) flush() error {
 }
 
 // fill drains the ring into the spool until ctx ends, then what is left.
-func (e *Engine) fill(ctx context.Context, rd *ringbuf.Reader, s *spool) error {
+// The spool is flushed for the loader when a chunk is full, and batchWait
+// after the last time the ring was found empty.
+func (e *Engine) fill(ctx context.Context, r *ring, s *spool) error {
 	defer close(s.ended)
 	var rec ringbuf.Record
-	stopping := false
-	rd.SetDeadline(time.Now().Add(batchWait))
-	defer flushOnStop(ctx, rd)()
+	defer r.stopOn(ctx)()
+	flushAt := time.Now().Add(batchWait)
 	for {
-		if ctx.Err() != nil && !stopping {
-			stopping = true
-			rd.SetDeadline(time.Now())
-		}
-		err := rd.ReadInto(&rec)
-		switch {
-		case err == nil:
+		for {
+			ok, err := r.next(&rec)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				break
+			}
 			if err := s.put(rec.RawSample); err != nil {
 				return fmt.Errorf("writing the spool: %w", err)
 			}
-			if s.w.Buffered() < spoolChunk-4096 {
-				continue
+			if s.w.Buffered() >= spoolChunk-4096 {
+				if err := s.flush(); err != nil {
+					return err
+				}
 			}
-		case errors.Is(err, ringbuf.ErrClosed):
-			stopping = true
-		case !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, ringbuf.ErrFlushed):
+		}
+		if r.stopped.Load() {
+			return s.flush()
+		}
+		timedOut, err := r.wait(flushAt)
+		if err != nil {
 			return err
 		}
-		if err := s.flush(); err != nil {
-			return err
-		}
-		if stopping && err != nil {
-			return nil
-		}
-		if err != nil && !stopping {
-			rd.SetDeadline(time.Now().Add(batchWait))
+		if timedOut {
+			if err := s.flush(); err != nil {
+				return err
+			}
+			flushAt = time.Now().Add(batchWait)
 		}
 	}
 }
