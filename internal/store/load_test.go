@@ -271,3 +271,47 @@ func show(rows [][]any) string {
 	}
 	return b.String()
 }
+
+// TestCommNamesFollowTheirThread: a row without a command name takes its
+// thread's last one, whichever event named it last, even when the names of
+// threads are cached (a thread renamed, renamed back, and another thread in
+// the same cache slot).
+func TestCommNamesFollowTheirThread(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rec.db")
+	w, err := store.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(ts uint64, tid uint32, comm string) event.Header {
+		return event.Header{Time: ts, PID: 1, TID: tid, Comm: comm}
+	}
+	w.Write([]event.Event{
+		&event.Syscall{Header: at(1, 1, "a")},
+		&event.Throttle{Header: at(2, 1, "b")},
+		&event.Syscall{Header: at(3, 1, "a")},
+		&event.Dirtied{Header: at(4, 1, "")}, // a
+		&event.Syscall{Header: at(5, 257, "c")},
+		&event.Throttle{Header: at(6, 1, "d")},
+		&event.Dirtied{Header: at(7, 1, "")}, // d
+		&event.OffCPU{Header: at(8, 1, "a"), StackID: -1, WakerTID: 1, WakerComm: "w"},
+		&event.Dirtied{Header: at(9, 1, "")},     // a: a waker's name is not its thread's
+		&event.Syscall{Header: at(10, 257, "")},  // c
+		&event.Block{Header: at(11, 257, "blk")}, // named, not its thread's
+		&event.Dirtied{Header: at(12, 257, "")},  // c
+	})
+	if err := w.Close(nil); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := store.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	got := queryRows(t, rec, `SELECT ts, comm FROM syscalls UNION ALL SELECT ts, comm FROM dirtied
+		UNION ALL SELECT ts, comm FROM offcpu UNION ALL SELECT ts, waker_comm FROM offcpu UNION ALL SELECT ts, comm FROM block ORDER BY ALL`)
+	want := [][]any{{uint64(1), "a"}, {uint64(3), "a"}, {uint64(4), "a"}, {uint64(5), "c"}, {uint64(7), "d"},
+		{uint64(8), "a"}, {uint64(8), "w"}, {uint64(9), "a"}, {uint64(10), "c"}, {uint64(11), "blk"}, {uint64(12), "c"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %s\nwant %s", show(got), show(want))
+	}
+}

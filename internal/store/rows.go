@@ -93,6 +93,44 @@ func (w *Writer) dimensions() error {
 	return nil
 }
 
+// commSlot caches a thread's command name and the name's id in comms:
+// looking a name up by its string (hashed) and a thread's last name up by its
+// id were a visible part of every row's cost.
+type commSlot struct {
+	tid  uint32
+	comm string
+	id   uint32
+	ok   bool
+}
+
+// headerCommID is the id of the command name of h: its own, or its thread's
+// last one when it carries none.
+func (w *Writer) headerCommID(h *event.Header) (uint32, error) {
+	s := &w.threads[h.TID%uint32(len(w.threads))]
+	if s.ok && s.tid == h.TID && s.comm == h.Comm && h.Comm != "" {
+		return s.id, nil // and w.comms holds it: comm clears a slot it outdates
+	}
+	id, err := w.commID(w.comm(h))
+	if err == nil && h.Comm != "" {
+		*s = commSlot{tid: h.TID, comm: h.Comm, id: id, ok: true}
+	}
+	return id, err
+}
+
+// namedCommID is the id of a thread's command name as an event names it (a
+// waker, a block request's issuer), which is not its thread's last name.
+func (w *Writer) namedCommID(tid uint32, comm string) (uint32, error) {
+	s := &w.named[tid%uint32(len(w.named))]
+	if s.ok && s.tid == tid && s.comm == comm {
+		return s.id, nil
+	}
+	id, err := w.commID(comm)
+	if err == nil {
+		*s = commSlot{tid: tid, comm: comm, id: id, ok: true}
+	}
+	return id, err
+}
+
 // commID interns a command name in the comms dimension.
 func (w *Writer) commID(comm string) (uint32, error) {
 	if id, ok := w.commIDs[comm]; ok {
@@ -123,6 +161,9 @@ func (w *Writer) comm(h *event.Header) string {
 	if h.Comm != "" {
 		if w.comms[h.TID] != h.Comm { // a map write per event only when the name changes
 			w.comms[h.TID] = h.Comm
+			if s := &w.threads[h.TID%uint32(len(w.threads))]; s.tid == h.TID {
+				s.ok = false
+			}
 		}
 		return h.Comm
 	}
@@ -135,7 +176,7 @@ func (w *Writer) append(ev event.Event) error {
 	t := &w.t
 	switch e := ev.(type) {
 	case *event.Syscall:
-		cid, err := w.commID(w.comm(&e.Header))
+		cid, err := w.headerCommID(&e.Header)
 		if err != nil {
 			return err
 		}
@@ -158,18 +199,18 @@ func (w *Writer) append(ev event.Event) error {
 		if err := w.stack(e.StackID, e.Stack); err != nil {
 			return err
 		}
-		cid, err := w.commID(w.comm(&e.Header))
+		cid, err := w.headerCommID(&e.Header)
 		if err != nil {
 			return err
 		}
-		wid, err := w.commID(e.WakerComm)
+		wid, err := w.namedCommID(e.WakerTID, e.WakerComm)
 		if err != nil {
 			return err
 		}
 		return t.offcpuRaw.row().u64(e.Time).u64(e.Time - e.Off).u64(e.Off).u64(e.Runq).u32(e.PID).u32(e.TID).u32(cid).u8(e.State).
 			u8(reasonID(e.Reason)).i32(e.StackID).i16(syscallNr(e.Syscall)).u32(e.WakerPID).u32(e.WakerTID).u32(wid).end()
 	case *event.Block:
-		cid, err := w.commID(e.Comm)
+		cid, err := w.namedCommID(e.TID, e.Comm)
 		if err != nil {
 			return err
 		}
@@ -196,7 +237,7 @@ func (w *Writer) append(ev event.Event) error {
 		if err := w.stack(e.StackID, e.Stack); err != nil {
 			return err
 		}
-		cid, err := w.commID(w.comm(&e.Header))
+		cid, err := w.headerCommID(&e.Header)
 		if err != nil {
 			return err
 		}

@@ -25,12 +25,14 @@ type Writer struct {
 	t         loads
 	comms     map[uint32]string // tid -> comm, for kernel aggregates that carry none
 	commIDs   map[string]uint32 // the comms dimension
-	stacks    map[int32]bool
-	lastFlush time.Time
-	rows      uint64
-	mu        sync.Mutex
-	err       error
-	failed    chan struct{} // closed at the first write error
+	// threads and named cache comm ids by thread (rows.go).
+	threads, named [256]commSlot
+	stacks         map[int32]bool
+	lastFlush      time.Time
+	rows           uint64
+	mu             sync.Mutex
+	err            error
+	failed         chan struct{} // closed at the first write error
 	// metaKeys are the keys meta holds: a new one is inserted, a known one
 	// replaced (an upsert took DuckDB 3 ms to plan, an insert under 1).
 	metaKeys map[string]bool
