@@ -130,3 +130,22 @@ func TestDecodeRejectsBadRecords(t *testing.T) {
 		d.decode(b) // must not panic
 	}
 }
+
+// TestDecoderNamesEveryComm: command names come from a small cache of the
+// last ones met, by a hash of their bytes; however they collide, each name
+// must come back as itself (the empty one too), over and over.
+func TestDecoderNamesEveryComm(t *testing.T) {
+	d := newDecoder()
+	names := []string{""}
+	for i := range 3000 {
+		names = append(names, "worker-"+string(rune('a'+i%26))+string(rune('a'+i/26%26))+string(rune('a'+i/676)))
+	}
+	names = append(names, "fifteen-chars-x")
+	rng := rand.New(rand.NewSource(1))
+	for range 100_000 {
+		want := names[rng.Intn(len(names))]
+		if got := d.comm(comm(want)); got != want {
+			t.Fatalf("comm %q decoded as %q", want, got)
+		}
+	}
+}

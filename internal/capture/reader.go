@@ -3,7 +3,6 @@ package capture
 import (
 	"context"
 	"errors"
-	"os"
 	"slices"
 	"sync"
 	"time"
@@ -30,7 +29,15 @@ func (e *Engine) Run(ctx context.Context, sink Sink) error {
 	st := newStacks(e.maps.Stacks, &e.ownStacks)
 	var wg sync.WaitGroup
 	errc := make(chan error, 3)
-	readers := []*ringbuf.Reader{e.events, e.meta}
+	events, err := newRing(e.events, e.maps.Events)
+	if err != nil {
+		return err
+	}
+	meta, err := newRing(e.meta, e.maps.Meta)
+	if err != nil {
+		return err
+	}
+	rings := []*ring{events, meta}
 	if e.opts.SpoolDir != "" {
 		// The busy ring goes through a spool file; its backlog is on disk,
 		// not in the channel.
@@ -39,11 +46,11 @@ func (e *Engine) Run(ctx context.Context, sink Sink) error {
 		if err != nil {
 			return err
 		}
-		readers = readers[1:]
+		rings = rings[1:]
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			errc <- e.fill(ctx, e.events, sp)
+			errc <- e.fill(ctx, events, sp)
 		}()
 		go func() {
 			defer wg.Done()
@@ -52,12 +59,12 @@ func (e *Engine) Run(ctx context.Context, sink Sink) error {
 	} else {
 		errc <- nil
 	}
-	for _, rd := range readers {
+	for _, r := range rings {
 		wg.Add(1)
-		go func(rd *ringbuf.Reader) {
+		go func() {
 			defer wg.Done()
-			errc <- e.read(ctx, rd, out)
-		}(rd)
+			errc <- e.read(ctx, r, out)
+		}()
 	}
 	wg.Add(1)
 	go func() {
@@ -121,100 +128,62 @@ func (e *Engine) Run(ctx context.Context, sink Sink) error {
 	return errors.Join(errs...)
 }
 
-func (e *Engine) read(ctx context.Context, rd *ringbuf.Reader, out chan<- []event.Event) error {
+// read decodes one ring's records into batches until ctx ends, then what is
+// left. A batch goes out when full, or batchWait after the last went.
+func (e *Engine) read(ctx context.Context, r *ring, out chan<- []event.Event) error {
 	dec := newDecoder()
 	var rec ringbuf.Record
 	batch := make([]event.Event, 0, batchSize)
-	send := func() {
-		if len(batch) > 0 {
-			out <- batch
-			batch = make([]event.Event, 0, batchSize)
-		}
-	}
-	w := newRingWait(ctx, rd)
+	defer r.stopOn(ctx)()
+	// The deadline is set once per batch, not per record: time.Now per
+	// event is a visible cost at a million events a second.
+	flushAt := time.Now().Add(batchWait)
 	for {
-		err := rd.ReadInto(&rec)
-		if err == nil {
+		for {
+			ok, err := r.next(&rec)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				break
+			}
 			ev, derr := dec.decode(rec.RawSample)
-			if derr == nil {
-				switch v := ev.(type) {
-				case *event.File:
-					e.resolver.complete(v)
-				case *event.Exec:
-					v.Cgroup = sysinfo.Host.Cgroup(v.PID) // read now, while the process is surely there
-				}
-				batch = append(batch, ev)
-				if x := dec.takeExtra(); x != nil {
-					batch = append(batch, x)
-				}
+			if derr != nil {
+				continue
+			}
+			switch v := ev.(type) {
+			case *event.File:
+				e.resolver.complete(v)
+			case *event.Exec:
+				v.Cgroup = sysinfo.Host.Cgroup(v.PID) // read now, while the process is surely there
+			}
+			batch = append(batch, ev)
+			if x := dec.takeExtra(); x != nil {
+				batch = append(batch, x)
 			}
 			if len(batch) >= batchSize {
-				send()
+				out <- batch
+				batch = make([]event.Event, 0, batchSize)
+				flushAt = time.Now().Add(batchWait)
 			}
-			continue
 		}
-		if !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, ringbuf.ErrFlushed) {
-			send()
-			if errors.Is(err, ringbuf.ErrClosed) {
-				return nil
+		if r.stopped.Load() {
+			// Stopped before this drain: the ring held nothing more.
+			if len(batch) > 0 {
+				out <- batch
 			}
-			return err
-		}
-		// The ring is empty: what was read goes out, and the reader sleeps.
-		send()
-		if w.stopped {
 			return nil
 		}
-		w.wait()
-	}
-}
-
-// ringWait is how a reader waits for records: on a Go timer, polling the
-// ring's positions in memory, never in the kernel. A reader blocked in
-// epoll_wait is a goroutine in a syscall, and each entry into one woke Go's
-// sysmon, which then polled every 20 µs for a millisecond or more: ~600
-// wakeups a second while nothing happened, a thread competing with the
-// traced program for its CPUs. The programs wake nobody below a quarter-full
-// ring anyway (wake_events); the poll is quicker while the ring fills fast.
-type ringWait struct {
-	ctx     context.Context
-	rd      *ringbuf.Reader
-	t       *time.Timer
-	next    time.Duration
-	stopped bool // ctx ended: what is left is read, then the reader stops
-}
-
-const (
-	pollIdle = batchWait            // the ring held little at the last look
-	pollBusy = 5 * time.Millisecond // it held an eighth of its size or more
-)
-
-func newRingWait(ctx context.Context, rd *ringbuf.Reader) *ringWait {
-	rd.SetDeadline(time.Now()) // ReadInto never blocks: an empty ring is ErrDeadlineExceeded
-	return &ringWait{ctx: ctx, rd: rd, t: time.NewTimer(pollIdle), next: pollIdle}
-}
-
-// wait sleeps until the ring holds records or ctx ends (stopped).
-func (w *ringWait) wait() {
-	if w.ctx.Err() != nil {
-		w.stopped = true
-		return
-	}
-	for {
-		w.t.Reset(w.next)
-		select {
-		case <-w.ctx.Done():
-			w.stopped = true
-			return
-		case <-w.t.C:
+		timedOut, err := r.wait(flushAt)
+		if err != nil {
+			return err
 		}
-		n := w.rd.AvailableBytes()
-		w.next = pollIdle
-		if n >= w.rd.BufferSize()/8 {
-			w.next = pollBusy
-		}
-		if n > 0 {
-			return
+		if timedOut {
+			if len(batch) > 0 {
+				out <- batch
+				batch = make([]event.Event, 0, batchSize)
+			}
+			flushAt = time.Now().Add(batchWait)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"sync/atomic"
+	"time"
 
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/whyslow/whyslow/internal/event"
@@ -69,13 +70,22 @@ func (s *spool) flush() error {
 }
 
 // fill drains the ring into the spool until ctx ends, then what is left.
-func (e *Engine) fill(ctx context.Context, rd *ringbuf.Reader, s *spool) error {
+// The spool is flushed for the loader when a chunk is full, and batchWait
+// after the last time the ring was found empty.
+func (e *Engine) fill(ctx context.Context, r *ring, s *spool) error {
 	defer close(s.ended)
 	var rec ringbuf.Record
-	w := newRingWait(ctx, rd)
+	defer r.stopOn(ctx)()
+	flushAt := time.Now().Add(batchWait)
 	for {
-		err := rd.ReadInto(&rec)
-		if err == nil {
+		for {
+			ok, err := r.next(&rec)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				break
+			}
 			if err := s.put(rec.RawSample); err != nil {
 				return fmt.Errorf("writing the spool: %w", err)
 			}
@@ -84,19 +94,20 @@ func (e *Engine) fill(ctx context.Context, rd *ringbuf.Reader, s *spool) error {
 					return err
 				}
 			}
-			continue
 		}
-		if !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, ringbuf.ErrFlushed) && !errors.Is(err, ringbuf.ErrClosed) {
+		if r.stopped.Load() {
+			return s.flush()
+		}
+		timedOut, err := r.wait(flushAt)
+		if err != nil {
 			return err
 		}
-		// The ring is empty (or closed): what was copied goes to the loader.
-		if err := s.flush(); err != nil {
-			return err
+		if timedOut {
+			if err := s.flush(); err != nil {
+				return err
+			}
+			flushAt = time.Now().Add(batchWait)
 		}
-		if w.stopped || errors.Is(err, ringbuf.ErrClosed) {
-			return nil
-		}
-		w.wait()
 	}
 }
 

@@ -18,10 +18,23 @@ type stacks struct {
 	syms    *sysinfo.Kallsyms
 	frames  map[int32][]string
 	sockets map[uint32]bool // processes seen using network sockets
+	// reasons remembers each classification made with a stack: the rules
+	// are matched against every frame (up to 70 prefixes by 20 frames), the
+	// same few stacks over and over.
+	reasons map[reasonKey]event.Reason
+}
+
+// reasonKey is everything classify.Reason reads, the stack by its id.
+type reasonKey struct {
+	stack, syscall int32
+	state          byte
+	pollOnSockets  bool
+	fileKind       event.FileKind
 }
 
 func newStacks(m *ebpf.Map, sent *sync.Map) *stacks {
-	return &stacks{m: m, sent: sent, syms: loadKallsyms(), frames: make(map[int32][]string), sockets: make(map[uint32]bool)}
+	return &stacks{m: m, sent: sent, syms: loadKallsyms(), frames: make(map[int32][]string), sockets: make(map[uint32]bool),
+		reasons: make(map[reasonKey]event.Reason)}
 }
 
 func (s *stacks) noteFile(pid uint32, f event.FileRef) {
@@ -88,9 +101,21 @@ func (s *stacks) Frames(id int32) []string {
 }
 
 func (s *stacks) classify(o *event.OffCPU) {
-	o.Reason = classify.Reason(classify.Input{State: o.State, Syscall: o.Syscall, Frames: s.Frames(o.StackID),
-		PollOnSockets: s.sockets[o.PID], FileKind: o.FileKind})
 	o.Stack = s.Frames(o.StackID)
+	in := classify.Input{State: o.State, Syscall: o.Syscall, Frames: o.Stack, PollOnSockets: s.sockets[o.PID], FileKind: o.FileKind}
+	if o.StackID < 0 {
+		o.Reason = classify.Reason(in) // no frames to match: cheap
+		return
+	}
+	k := reasonKey{o.StackID, o.Syscall, o.State, in.PollOnSockets, o.FileKind}
+	r, ok := s.reasons[k]
+	if !ok {
+		r = classify.Reason(in)
+		if len(s.reasons) < 1<<16 {
+			s.reasons[k] = r
+		}
+	}
+	o.Reason = r
 }
 
 // sampled names a CPU sample's stack and tells user mode from kernel mode:

@@ -1,0 +1,292 @@
+package store
+
+import (
+	"fmt"
+
+	"github.com/whyslow/whyslow/internal/event"
+	"github.com/whyslow/whyslow/internal/sysinfo"
+)
+
+// loads holds every table's load but meta's (written through SQL).
+type loads struct {
+	files, syscallRaw, comms, syscallNames, kinds, syscallTotals, offcpuRaw, reasons, stacks,
+	blockRaw, throttle, writeback, dirtied, cputime, forks, execs, exits, payloads, samples,
+	existing, uring, unlinkRaw, lost, devices, interfaces *tableLoad
+	all []*tableLoad
+}
+
+// byName names each field as schema.go names its table.
+func (l *loads) byName() map[string]**tableLoad {
+	return map[string]**tableLoad{
+		"files": &l.files, "syscall_raw": &l.syscallRaw, "comms": &l.comms, "syscall_names": &l.syscallNames,
+		"kinds": &l.kinds, "syscall_totals": &l.syscallTotals, "offcpu_raw": &l.offcpuRaw, "reasons": &l.reasons,
+		"stacks": &l.stacks, "block_raw": &l.blockRaw, "throttle": &l.throttle, "writeback": &l.writeback,
+		"dirtied": &l.dirtied, "cputime": &l.cputime, "forks": &l.forks, "execs": &l.execs, "exits": &l.exits,
+		"payloads": &l.payloads, "samples": &l.samples, "existing": &l.existing, "uring": &l.uring,
+		"unlink_raw": &l.unlinkRaw, "lost": &l.lost, "devices": &l.devices, "interfaces": &l.interfaces,
+	}
+}
+
+// openLoads opens a load for every table of the schema but meta.
+func openLoads(c *loadConn) (*loads, error) {
+	l := &loads{}
+	fields := l.byName()
+	for _, t := range tables {
+		if t.name == "meta" {
+			continue
+		}
+		f := fields[t.name]
+		if f == nil {
+			l.close()
+			return nil, fmt.Errorf("opening loads: table %s has none", t.name)
+		}
+		tl, err := newTableLoad(c.conn, t.name)
+		if err != nil {
+			l.close()
+			return nil, err
+		}
+		*f = tl
+		l.all = append(l.all, tl)
+	}
+	return l, nil
+}
+
+// loaded says whether any table has rows not yet flushed.
+func (l *loads) loaded() bool {
+	for _, t := range l.all {
+		if t.n > 0 || t.pending > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// close frees every load, and returns the first error of each.
+func (l *loads) close() []error {
+	var errs []error
+	for _, t := range l.all {
+		if err := t.close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	l.all = nil
+	return errs
+}
+
+// dimensions writes the small tables that name the numbers of high-rate rows.
+func (w *Writer) dimensions() error {
+	for nr, n := range event.SyscallNames() {
+		if err := w.t.syscallNames.row().u16(uint16(nr)).str(n[0]).str(n[1]).end(); err != nil {
+			return err
+		}
+	}
+	for _, k := range event.FileKinds() {
+		if err := w.t.kinds.row().u8(uint8(k)).str(k.String()).end(); err != nil {
+			return err
+		}
+	}
+	for i, r := range event.Reasons {
+		if err := w.t.reasons.row().u8(uint8(i)).str(string(r)).end(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// commSlot caches a thread's command name and the name's id in comms:
+// looking a name up by its string (hashed) and a thread's last name up by its
+// id were a visible part of every row's cost.
+type commSlot struct {
+	tid  uint32
+	comm string
+	id   uint32
+	ok   bool
+}
+
+// headerCommID is the id of the command name of h: its own, or its thread's
+// last one when it carries none.
+func (w *Writer) headerCommID(h *event.Header) (uint32, error) {
+	s := &w.threads[h.TID%uint32(len(w.threads))]
+	if s.ok && s.tid == h.TID && s.comm == h.Comm && h.Comm != "" {
+		return s.id, nil // and w.comms holds it: comm clears a slot it outdates
+	}
+	id, err := w.commID(w.comm(h))
+	if err == nil && h.Comm != "" {
+		*s = commSlot{tid: h.TID, comm: h.Comm, id: id, ok: true}
+	}
+	return id, err
+}
+
+// namedCommID is the id of a thread's command name as an event names it (a
+// waker, a block request's issuer), which is not its thread's last name.
+func (w *Writer) namedCommID(tid uint32, comm string) (uint32, error) {
+	s := &w.named[tid%uint32(len(w.named))]
+	if s.ok && s.tid == tid && s.comm == comm {
+		return s.id, nil
+	}
+	id, err := w.commID(comm)
+	if err == nil {
+		*s = commSlot{tid: tid, comm: comm, id: id, ok: true}
+	}
+	return id, err
+}
+
+// commID interns a command name in the comms dimension.
+func (w *Writer) commID(comm string) (uint32, error) {
+	if id, ok := w.commIDs[comm]; ok {
+		return id, nil
+	}
+	id := uint32(len(w.commIDs))
+	w.commIDs[comm] = id
+	return id, w.t.comms.row().u32(id).str(comm).end()
+}
+
+func reasonID(r event.Reason) uint8 {
+	for i, v := range event.Reasons {
+		if v == r {
+			return uint8(i)
+		}
+	}
+	return uint8(len(event.Reasons) - 1) // other
+}
+
+func syscallNr(nr int32) int16 {
+	if nr < -1 || nr > 32767 {
+		return -1
+	}
+	return int16(nr)
+}
+
+func (w *Writer) comm(h *event.Header) string {
+	if h.Comm != "" {
+		if w.comms[h.TID] != h.Comm { // a map write per event only when the name changes
+			w.comms[h.TID] = h.Comm
+			if s := &w.threads[h.TID%uint32(len(w.threads))]; s.tid == h.TID {
+				s.ok = false
+			}
+		}
+		return h.Comm
+	}
+	return w.comms[h.TID]
+}
+
+// append writes an event's row (and the dimension rows it names first).
+// Each row lists its table's columns in schema.go's order.
+func (w *Writer) append(ev event.Event) error {
+	t := &w.t
+	switch e := ev.(type) {
+	case *event.Syscall:
+		cid, err := w.headerCommID(&e.Header)
+		if err != nil {
+			return err
+		}
+		return t.syscallRaw.row().u64(e.Time).u64(e.Dur).u32(e.PID).u32(e.TID).u32(cid).u16(uint16(e.Nr)).
+			i32(e.FD).i64(e.Ret).u64(e.Req).bool(e.Blocked).u32(e.File.Dev).u64(e.File.Ino).u32(e.File.Gen).u8(uint8(e.File.Kind)).
+			i32(e.FD2).u32(e.File2.Dev).u64(e.File2.Ino).u32(e.File2.Gen).u32(e.Flags).end()
+	case *event.SyscallTotals:
+		c, name, bytes := event.SyscallClass(e.Nr), event.SyscallName(int32(e.Nr)), e.Bytes
+		if !event.SyscallMovesBytes(name) {
+			bytes = 0 // the kernel sums every positive return: accept's are fds, not bytes
+		}
+		return t.syscallTotals.row().u64(e.Time).u64(e.Last).u32(e.PID).u32(e.TID).str(w.comm(&e.Header)).str(name).str(c.String()).
+			u32(e.File.Dev).u64(e.File.Ino).u32(e.File.Gen).str(e.File.Kind.String()).u64(e.Count).u64(bytes).u64(e.TotalNS).
+			u64(e.MaxNS).u64(e.Errors).u64s(e.Slots).end()
+	case *event.File:
+		return t.files.row().u64(e.Time).u32(e.Ref.Dev).u64(e.Ref.Ino).u32(e.Ref.Gen).str(e.Ref.Kind.String()).str(e.Path).
+			bool(e.Deleted).bool(e.Truncated).u64(e.Size).
+			strOrNull(e.Local.String(), e.Local.IsValid()).strOrNull(e.Peer.String(), e.Peer.IsValid() && e.Peer.Port() != 0).end()
+	case *event.OffCPU:
+		if err := w.stack(e.StackID, e.Stack); err != nil {
+			return err
+		}
+		cid, err := w.headerCommID(&e.Header)
+		if err != nil {
+			return err
+		}
+		wid, err := w.namedCommID(e.WakerTID, e.WakerComm)
+		if err != nil {
+			return err
+		}
+		return t.offcpuRaw.row().u64(e.Time).u64(e.Time - e.Off).u64(e.Off).u64(e.Runq).u32(e.PID).u32(e.TID).u32(cid).u8(e.State).
+			u8(reasonID(e.Reason)).i32(e.StackID).i16(syscallNr(e.Syscall)).u32(e.WakerPID).u32(e.WakerTID).u32(wid).end()
+	case *event.Block:
+		cid, err := w.namedCommID(e.TID, e.Comm)
+		if err != nil {
+			return err
+		}
+		return t.blockRaw.row().u64(e.Time).u64(e.InsertTime).u64(e.IssueTime).u32(e.PID).u32(e.TID).u32(cid).u32(e.Dev).
+			u64(e.Sector).u32(e.Bytes).u8(uint8(e.Op)).bool(e.Sync).bool(e.Meta).bool(e.FUA).i32(e.Error).
+			u32(e.File.Dev).u64(e.File.Ino).u32(e.File.Gen).end()
+	case *event.Throttle:
+		return t.throttle.row().u64(e.Time).u32(e.PID).u32(e.TID).str(w.comm(&e.Header)).u64(e.Pause).u64(e.Period).
+			u64(e.Dirtied).u32(e.BDIDev).end()
+	case *event.Writeback:
+		return t.writeback.row().u64(e.Time).u32(e.PID).u32(e.TID).str(e.Comm).u32(e.File.Dev).u64(e.File.Ino).u32(e.File.Gen).
+			u64(e.Pages).u64(e.Dur).end()
+	case *event.Dirtied:
+		return t.dirtied.row().u64(e.Time).u64(e.Last).u32(e.PID).u32(e.TID).str(w.comm(&e.Header)).u32(e.File.Dev).
+			u64(e.File.Ino).u32(e.File.Gen).u64(e.Pages).end()
+	case *event.CPUTime:
+		return t.cputime.row().u64(e.Time).u32(e.PID).u32(e.TID).str(w.comm(&e.Header)).u64(e.OnCPU).end()
+	case *event.Fork:
+		return t.forks.row().u64(e.Time).u32(e.PID).u32(e.TID).str(w.comm(&e.Header)).u32(e.ChildPID).u32(e.ChildTID).end()
+	case *event.Exec:
+		return t.execs.row().u64(e.Time).u32(e.PID).u32(e.TID).str(w.comm(&e.Header)).u32(e.PPID).str(e.Filename).
+			strs(e.Args).str(e.Cgroup).end()
+	case *event.Sample:
+		if err := w.stack(e.StackID, e.Stack); err != nil {
+			return err
+		}
+		cid, err := w.headerCommID(&e.Header)
+		if err != nil {
+			return err
+		}
+		return t.samples.row().u64(e.Time).u32(e.PID).u32(e.TID).u32(cid).bool(e.User).i16(syscallNr(e.Syscall)).i32(e.FD).
+			u32(e.File.Dev).u64(e.File.Ino).u32(e.File.Gen).u8(uint8(e.File.Kind)).str(e.Path).i32(e.StackID).end()
+	case *event.Payload:
+		return t.payloads.row().u64(e.Time).u32(e.PID).u32(e.TID).u32(e.Conn.Dev).u64(e.Conn.Ino).u32(e.Conn.Gen).blob(e.Data).end()
+	case *event.Existing:
+		return t.existing.row().u64(e.Time).u32(e.PID).u32(e.TID).str(w.comm(&e.Header)).u32(e.PPID).str(string(e.State)).
+			strs(e.Args).end()
+	case *event.Exit:
+		return t.exits.row().u64(e.Time).u32(e.PID).u32(e.TID).str(w.comm(&e.Header)).i32(e.Code).bool(e.GroupDead).end()
+	case *event.Unlink:
+		return t.unlinkRaw.row().u64(e.Time).u64(e.Dur).u32(e.PID).u32(e.TID).str(w.comm(&e.Header)).str(event.SyscallName(int32(e.Nr))).
+			i64(e.Ret).u32(e.Dir.Dev).u64(e.Dir.Ino).u32(e.Dir.Gen).str(e.Name).end()
+	case *event.Uring:
+		return t.uring.row().u64(e.Time).u64(e.Dur).u32(e.PID).u32(e.TID).str(e.Comm).u32(e.Opcode).i64(e.Res).u64(e.UserData).
+			i32(e.FD).u32(e.File.Dev).u64(e.File.Ino).u32(e.File.Gen).str(e.File.Kind.String()).end()
+	}
+	return nil
+}
+
+// stack writes a kernel stack the first time its id is met.
+func (w *Writer) stack(id int32, frames []string) error {
+	if id < 0 || w.stacks[id] || frames == nil {
+		return nil
+	}
+	w.stacks[id] = true
+	return w.t.stacks.row().i32(id).strs(frames).end()
+}
+
+// endRows writes what only the end knows: lost counts, devices, interfaces.
+func (w *Writer) endRows(lost map[string]uint64) []error {
+	var errs []error
+	for src, n := range lost {
+		if err := w.t.lost.row().str(src).u64(n).end(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, d := range sysinfo.Host.BlockDevices() {
+		if err := w.t.devices.row().u32(d.Dev).str(d.Name).str(d.Backing).u32(d.BackingDev).u64(d.BackingIno).bool(d.Lower).
+			u64(d.ThrottleReadBPS).u64(d.ThrottleWriteBPS).end(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, ifa := range interfaceAddrs() {
+		if err := w.t.interfaces.row().str(ifa[0]).str(ifa[1]).end(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
