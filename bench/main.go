@@ -502,14 +502,23 @@ Profiles: ` + "`bpftool prog show`" + ` with ` + "`kernel.bpf_stats_enabled=1`" 
   (` + "`sched_switch`" + ` ~30 ms of it), ~11 ms attaching and running ` + "`true`" + `, ~11 ms finishing the
   recording, ~14 ms explaining. Verifying programs in parallel gained nothing: two CPU-bound
   threads on this VM each run ~1.5× slower than one.
-- **Memory.** ` + "`run -- true`" + ` peaks at ~79 MiB (was ~100). DuckDB's static initialisers cost
-  nothing measurable: at ` + "`main`" + ` the process holds ~25–49 MiB of the binary's file pages (on this
-  kernel a page fault maps a whole large page-cache folio of the file, so the same binary scores
-  up to 12 MiB apart depending on how its file was written), then the two rings ~16 MiB (each 4 MiB
-  ring is mapped twice), the Go heap ~11 MiB and DuckDB ~10 MiB. ` + "`make build`" + ` keeps DuckDB's
-  ~60k C++ symbols out of the dynamic symbol table, which the loader read in full (−6.7 MiB).
-  Under 60 MiB needs DuckDB out of the process that loads the programs, or smaller rings at the
-  default level (which would lose events in bursts). At full rate, of ~330 MiB: 41 MiB the
-  binary, 40 MiB the two rings, ~40 MiB Go heap, the rest DuckDB's allocations, which exceed its
-  128 MB ` + "`memory_limit`" + `. The spool keeps the backlog on disk.
+- **Memory.** ` + "`run -- true`" + ` peaks at ~65 MiB (was ~100, then ~75), when the rings are mapped:
+  ~34 MiB of the binary's file pages (~23 MiB already at ` + "`main`" + `: package and C++ initialisers,
+  the whole pclntab; opening DuckDB, a third of it loading its static extensions, adds most of
+  the rest; on this kernel a fault maps a whole page-cache folio, so the same binary scores up to
+  12 MiB apart depending on how its file was written), 3 MiB of shared libraries, the two rings
+  16 MiB (each 4 MiB ring is mapped twice: 8 MiB of it is the same pages counted again), and
+  ~11 MiB anonymous (Go heap ~2, Go runtime ~2.5, DuckDB ~5: its catalog on glibc's heap, its
+  buffers on its own jemalloc). Loading left ~10 MiB of garbage in the Go heap (the parsed object,
+  the kernel types, the BTF marshalled for the kernel, under 1 MiB live): it goes back to the
+  system before the rings are mapped. An analysis has DuckDB give back what each query freed
+  (its allocator kept each query's hash tables and mapped more for the next, ~8 MiB a step):
+  a run from a cold page cache, whose recording holds disk requests, peaked at 73–79 MiB while
+  explaining. ` + "`make build`" + ` keeps DuckDB's ~60k C++ symbols out of the dynamic symbol table
+  (−6.7 MiB). Under 60 MiB needs the rings' second mapping out of the count (a reader of our own
+  mapping the data once: 8 MiB less resident, no memory saved), smaller rings at the default
+  level (which would lose events in bursts), or DuckDB out of the process that loads the
+  programs. At full rate, of ~330 MiB: 41 MiB the binary, 40 MiB the two rings, ~40 MiB Go heap,
+  the rest DuckDB's allocations, which exceed its 128 MB ` + "`memory_limit`" + `. The spool keeps the
+  backlog on disk.
 `
