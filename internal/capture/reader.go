@@ -41,7 +41,7 @@ func (e *Engine) Run(ctx context.Context, sink Sink) error {
 	if e.opts.SpoolDir != "" {
 		// The busy ring goes through a spool file; its backlog is on disk,
 		// not in the channel.
-		out = make(chan []event.Event, 16)
+		out = make(chan []event.Event, 4)
 		sp, err := newSpool(e.opts.SpoolDir)
 		if err != nil {
 			return err

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"database/sql"
 	"os"
 	"path/filepath"
 	"testing"
@@ -29,6 +30,10 @@ func TestFinishLeavesTheRecordingOpen(t *testing.T) {
 		}
 		if rec.Meta["format"] != "whyslow-recording" || rec.Meta["level"] != "waits" {
 			t.Errorf("temporary %v: meta %v", temporary, rec.Meta)
+		}
+		var limit string
+		if err := rec.DB.QueryRow("SELECT current_setting('memory_limit')").Scan(&limit); err != nil || limit != analysisLimit(t) {
+			t.Errorf("temporary %v: memory limit %q (%v), want the analyses' %q, not the recorder's", temporary, limit, err, analysisLimit(t))
 		}
 		if lost := rec.Lost(); lost["offcpu"] != 3 {
 			t.Errorf("temporary %v: lost %v, want offcpu 3", temporary, lost)
@@ -79,4 +84,19 @@ func checkFlushAbove(t *testing.T, rec *store.Recording, how string) {
 	if v != "1.0 MiB" {
 		t.Errorf("%s: allocator_bulk_deallocation_flush_threshold %s, want 1.0 MiB", how, v)
 	}
+}
+
+// analysisLimit is how DuckDB shows the memory limit analyses get (128MB).
+func analysisLimit(t *testing.T) string {
+	t.Helper()
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var s string
+	if err := db.QueryRow("SET memory_limit = '128MB'; SELECT current_setting('memory_limit')").Scan(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
