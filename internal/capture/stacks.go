@@ -18,9 +18,9 @@ type stacks struct {
 	syms    *sysinfo.Kallsyms
 	frames  map[int32][]string
 	sockets map[uint32]bool // processes seen using network sockets
-	// reasons remembers each classification made with a stack: the rules
-	// are matched against every frame (up to 70 prefixes by 20 frames), the
-	// same few stacks over and over.
+	// reasons remembers each classification: the rules are matched
+	// against every frame (up to 70 prefixes by 20 frames), the same few
+	// stacks over and over.
 	reasons map[reasonKey]event.Reason
 }
 
@@ -103,10 +103,8 @@ func (s *stacks) Frames(id int32) []string {
 func (s *stacks) classify(o *event.OffCPU) {
 	o.Stack = s.Frames(o.StackID)
 	in := classify.Input{State: o.State, Syscall: o.Syscall, Frames: o.Stack, PollOnSockets: s.sockets[o.PID], FileKind: o.FileKind}
-	if o.StackID < 0 {
-		o.Reason = classify.Reason(in) // no frames to match: cheap
-		return
-	}
+	// Waits without a stack (no id) too: the rules and the syscall tables
+	// were still walked for each.
 	k := reasonKey{o.StackID, o.Syscall, o.State, in.PollOnSockets, o.FileKind}
 	r, ok := s.reasons[k]
 	if !ok {

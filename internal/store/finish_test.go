@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/whyslow/whyslow/internal/event"
 	"github.com/whyslow/whyslow/internal/store"
 )
 
@@ -30,6 +31,9 @@ func TestFinishLeavesTheRecordingOpen(t *testing.T) {
 		}
 		if rec.Meta["format"] != "whyslow-recording" || rec.Meta["level"] != "waits" {
 			t.Errorf("temporary %v: meta %v", temporary, rec.Meta)
+		}
+		if n := setting(t, rec.DB, "threads"); n != "1" {
+			t.Errorf("temporary %v: %s threads for a short recording's analyses, want 1", temporary, n)
 		}
 		var limit string
 		if err := rec.DB.QueryRow("SELECT current_setting('memory_limit')").Scan(&limit); err != nil || limit != analysisLimit(t) {
@@ -99,4 +103,41 @@ func analysisLimit(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return s
+}
+
+func setting(t *testing.T, db *sql.DB, name string) string {
+	t.Helper()
+	var v string
+	if err := db.QueryRow("SELECT current_setting('" + name + "')").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestFinishGivesAnalysesTheirThreads: the recorder runs DuckDB on one
+// thread; a recording with row groups to scan in parallel is analysed with
+// DuckDB's default threads.
+func TestFinishGivesAnalysesTheirThreads(t *testing.T) {
+	w, err := store.Create(filepath.Join(t.TempDir(), "rec.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := make([]event.Event, 0, 130_000)
+	for i := range cap(batch) {
+		batch = append(batch, &event.CPUTime{Header: event.Header{Time: uint64(i), TID: uint32(i % 7)}, OnCPU: 1})
+	}
+	w.Write(batch)
+	rec, err := w.Finish(nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	fresh, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	if got, want := setting(t, rec.DB, "threads"), setting(t, fresh, "threads"); got != want {
+		t.Errorf("%s threads for the analyses, want DuckDB's default %s", got, want)
+	}
 }

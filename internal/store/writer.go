@@ -104,6 +104,11 @@ func (w *Writer) init() error {
 	// transaction (DuckDB's default buffers five, ~60 MB at --full).
 	fmt.Fprintf(&ddl, "SET memory_limit = '%s';\n", recordingMemory)
 	ddl.WriteString("SET write_buffer_row_group_count = 1;\n")
+	// One thread: a commit's checkpoint otherwise ran on DuckDB's workers
+	// while the committing thread spun waiting for them (a sixth of the
+	// recorder's CPU at the default level), on cores the target needs.
+	// Finish gives analyses their threads back.
+	ddl.WriteString("SET threads = 1;\n")
 	ddl.WriteString("BEGIN TRANSACTION;\n")
 	for _, t := range tables {
 		fmt.Fprintf(&ddl, "CREATE TABLE %s (%s);\n", t.name, t.columns)
@@ -297,7 +302,10 @@ func (w *Writer) Finish(lost map[string]uint64, temporary bool) (*Recording, err
 	if w.rows < rowGroupRows {
 		// No table can be scanned in parallel, and a second thread only
 		// costs: the explanation of a short command took 25% less CPU.
+		// (The recorder's one thread, kept.)
 		lockdown = "SET threads = 1; " + lockdown
+	} else {
+		lockdown = "RESET threads; " + lockdown
 	}
 	if temporary {
 		lockdown = "PRAGMA disable_checkpoint_on_shutdown; " + lockdown
