@@ -164,27 +164,16 @@ func openEngine(opts Options) (*Engine, error) {
 	if opts.Flavour != "" {
 		flavours = []string{opts.Flavour}
 	}
-	// The kernel's BTF and our object parse at the same time. One cache
-	// serves CO-RE relocations, tp_btf targets and kfuncs: without it the
-	// loader decodes the kernel's BTF a second time (~30 ms and ~20 MiB).
-	types := btf.NewCache()
-	kernel := make(chan *btf.Spec, 1)
-	go func() {
-		spec, _ := types.Kernel() // on error, the loader finds it itself and says why
-		kernel <- spec
-	}()
 	var errs []error
 	for _, fl := range flavours {
-		e, err := open(opts, fl, kernel, types)
+		// A flavour tried after another failed decodes the kernel's types
+		// again (~30 ms, rarely): nothing holds them while the programs
+		// attach, and what loading left is collected meanwhile.
+		e, err := open(opts, fl, newKernelTypes())
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", fl, err))
 			continue
 		}
-		// Loading left ~10 MiB of garbage (the parsed object, the kernel
-		// types decoded for CO-RE, the BTF marshalled for the kernel) and
-		// under 1 MiB live: the heap's pages go back to the system before
-		// the rings are mapped, which a short run's peak is made of.
-		debug.FreeOSMemory()
 		if err := e.mapRings(); err != nil {
 			e.Close()
 			return nil, err
@@ -194,13 +183,28 @@ func openEngine(opts Options) (*Engine, error) {
 	return nil, errors.Join(errs...)
 }
 
-func open(opts Options, flavour string, kernel chan *btf.Spec, types *btf.Cache) (*Engine, error) {
+// kernelTypes are the kernel's BTF, decoded while our object parses. One
+// cache serves CO-RE relocations, tp_btf targets and kfuncs: without it the
+// loader decodes the kernel's BTF a second time (~30 ms and ~20 MiB).
+type kernelTypes struct {
+	cache *btf.Cache
+	spec  chan *btf.Spec
+}
+
+func newKernelTypes() *kernelTypes {
+	k := &kernelTypes{cache: btf.NewCache(), spec: make(chan *btf.Spec, 1)}
+	go func() {
+		spec, _ := k.cache.Kernel() // on error, the loader finds it itself and says why
+		k.spec <- spec
+	}()
+	return k
+}
+
+func open(opts Options, flavour string, kernel *kernelTypes) (*Engine, error) {
 	spec, err := loadWhyslow()
 	if err != nil {
 		return nil, fmt.Errorf("loading BPF spec: %w", err)
 	}
-	kernelTypes := <-kernel
-	kernel <- kernelTypes // for the next flavour, if this one fails
 	prefix := map[string]string{"tp_btf": "btf_", "raw_tp": "raw_"}[flavour]
 	if prefix == "" {
 		return nil, fmt.Errorf("unknown flavour %q", flavour)
@@ -263,7 +267,7 @@ func open(opts Options, flavour string, kernel chan *btf.Spec, types *btf.Cache)
 	if err := vars.MetaWakeAt.Set(uint64(mapSpecs.Meta.MaxEntries / 4)); err != nil {
 		return nil, fmt.Errorf("setting meta_wake_at: %w", err)
 	}
-	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: kernelTypes}, Cache: types})
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: <-kernel.spec}, Cache: kernel.cache})
 	if err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
@@ -271,6 +275,17 @@ func open(opts Options, flavour string, kernel chan *btf.Spec, types *btf.Cache)
 		}
 		return nil, fmt.Errorf("loading programs: %w", err)
 	}
+	// Loading left ~10 MiB of garbage (the parsed object, the kernel types
+	// decoded for CO-RE, the BTF marshalled for the kernel) and under 1 MiB
+	// live. Its pages go back to the system before the rings are mapped,
+	// which a short run's peak is made of: collected while the programs
+	// attach, which waits for RCU grace periods more than it computes.
+	collected := make(chan struct{})
+	go func() {
+		debug.FreeOSMemory()
+		close(collected)
+	}()
+	defer func() { <-collected }()
 	// Every map is created whichever programs load, so the typed struct
 	// takes them all (and the duty to close them). The programs stay in
 	// coll, looked up by name: only one twin of each (btf_ or raw_) is
