@@ -476,9 +476,13 @@ Profiles: ` + "`bpftool prog show`" + ` with ` + "`kernel.bpf_stats_enabled=1`" 
   call, about what two task storage lookups and two clock reads take. The goal is out of reach of
   per-call hooks here; what is left to cut is ~0.3 µs of program work (~0.12 µs of it reading
   the arguments and the file). Loading the backlog at idle priority (SCHED_IDLE on the loader's
-  thread) did not raise the two-job ratio measurably: DuckDB's own work on appends (HyperLogLog
-  statistics, compression analysis) and Go's per-value boxing in the row appender were most of the
-  recorder's CPU; rows now go into DuckDB data chunks by column (see Realistic work). Even a
+  thread) did not raise the two-job ratio measurably. Rows are now stored by type straight into
+  DuckDB's data chunks (the row appender's per-value boxing and type switches were a quarter of
+  the recorder's CPU), DuckDB runs on one thread while recording (a commit's checkpoint spun the
+  committing thread waiting for its workers), ring readers wait in Go's netpoller (a reader
+  blocked in epoll_wait kept sysmon waking), and names and reasons are looked up once: --full
+  ~1.75 -> ~0.85 µs of recorder CPU a row. What is left is mostly DuckDB's own work on appends
+  (HyperLogLog statistics, compression) and decoding. Even a
   minimal per-call design (a clock read and a task storage slot at entry; at exit one more, the
   fd's file and a 64-byte ring record) costs ~0.2 µs a call on top of the 0.25 µs floor: ~0.82
   of fio's call at best. The ≥ 0.85 goal is not reachable on this VM with per-call hooks, and
@@ -527,7 +531,10 @@ Profiles: ` + "`bpftool prog show`" + ` with ` + "`kernel.bpf_stats_enabled=1`" 
   (−6.7 MiB). Under 60 MiB needs the rings' second mapping out of the count (a reader of our own
   mapping the data once: 8 MiB less resident, no memory saved), smaller rings at the default
   level (which would lose events in bursts), or DuckDB out of the process that loads the
-  programs. At full rate, of ~330 MiB: 41 MiB the binary, 40 MiB the two rings, ~40 MiB Go heap,
-  the rest DuckDB's allocations, which exceed its 128 MB ` + "`memory_limit`" + `. The spool keeps the
+  programs. At full rate, of ~330 MiB: a second of rows
+  waiting in DuckDB's appenders (50–100 MB), the open transaction's five unwritten row groups, and
+  a 128 MB pool keeping every block just written. Now (~205–215 MiB over 30 s): 31–41 MiB the
+  binary, 40 MiB the two rings (each mapped twice), ~17 MiB Go heap, DuckDB's pool (64 MB while
+  recording; less spilled rows to temporary files) and ~20 MiB of its own. The spool keeps the
   backlog on disk.
 `

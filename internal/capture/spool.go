@@ -17,9 +17,9 @@ import (
 )
 
 // A spool decouples draining the ring buffer from storing what it held. At a
-// million events a second the store's row appender (~0.6 µs a row) cannot keep
-// up, and the kernel drops what the ring cannot hold; copying a record's bytes
-// to a file costs a tenth of that. A loader decodes the file behind the
+// million events a second the store (~0.5 µs a row, most of it DuckDB's own
+// statistics and compression) cannot keep up, and the kernel drops what the
+// ring cannot hold; copying a record's bytes to a file costs a tenth of that. A loader decodes the file behind the
 // reader, as fast as the store takes the events, and catches up at the end.
 //
 // The file is unlinked at once: it holds no name and disappears with whyslow.

@@ -38,8 +38,8 @@ type Writer struct {
 	metaKeys map[string]bool
 	metaMu   sync.Mutex
 	// inTx: the loads' connection has a transaction open (spill), which
-	// the next flush commits.
-	inTx bool
+	// the next flush commits; committed: a flush has committed rows.
+	inTx, committed bool
 }
 
 // flushRows bounds the rows a table's appender holds: past it they go into
@@ -200,7 +200,11 @@ func (w *Writer) Write(batch []event.Event) {
 		w.fail(err)
 		return
 	}
-	if time.Since(w.lastFlush) >= FlushEvery {
+	// The first spill commits at once. The open transaction writes its row
+	// groups to the file as they fill; at --full the spool, on the same
+	// disk, may fill it before the first second's commit: what the first
+	// commit holds is kept, whichever write meets the full disk first.
+	if time.Since(w.lastFlush) >= FlushEvery || (w.inTx && !w.committed) {
 		if err := w.flushLocked(); err != nil {
 			w.fail(err)
 		}
@@ -272,6 +276,7 @@ func (w *Writer) flushLocked() error {
 	if err := w.duck.exec("COMMIT"); err != nil {
 		return fmt.Errorf("flushing: %w", err)
 	}
+	w.committed = true
 	return nil
 }
 
