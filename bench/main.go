@@ -524,10 +524,12 @@ Profiles: ` + "`bpftool prog show`" + ` with ` + "`kernel.bpf_stats_enabled=1`" 
   ~11 MiB anonymous (Go heap ~2, Go runtime ~2.5, DuckDB ~5: its catalog on glibc's heap, its
   buffers on its own jemalloc). Loading left ~10 MiB of garbage in the Go heap (the parsed object,
   the kernel types, the BTF marshalled for the kernel, under 1 MiB live): it goes back to the
-  system before the rings are mapped. An analysis has DuckDB give back what each query freed
-  (its allocator kept each query's hash tables and mapped more for the next, ~8 MiB a step):
-  a run from a cold page cache, whose recording holds disk requests, peaked at 73–79 MiB while
-  explaining. ` + "`make build`" + ` keeps DuckDB's ~60k C++ symbols out of the dynamic symbol table
+  system before the rings are mapped, collected while the programs attach. Explaining, DuckDB
+  keeps what each query freed (a hash table of 1 MiB or more per aggregate, however few rows)
+  and maps more for the next: a run from a cold page cache, whose recording holds disk requests,
+  peaks at up to ~78 MiB there. Having it give that back (` + "`allocator_bulk_deallocation_flush_threshold`" + `
+  at 1 MiB) saved 7–8 MiB but cost 15–25% of the explanation's CPU (every query faults its
+  tables in again): not done. ` + "`make build`" + ` keeps DuckDB's ~60k C++ symbols out of the dynamic symbol table
   (−6.7 MiB). Under 60 MiB needs the rings' second mapping out of the count (a reader of our own
   mapping the data once: 8 MiB less resident, no memory saved), smaller rings at the default
   level (which would lose events in bursts), or DuckDB out of the process that loads the

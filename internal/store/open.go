@@ -81,13 +81,13 @@ func open(path, dir string) (*Recording, error) {
 	// configuration locked, a second connection (a query run while another's
 	// rows are read) could not set it again, failed, and left the database
 	// open for good.
-	dsn := path + "?access_mode=read_only&" + analysisAllocator + "&enable_external_access=false&lock_configuration=true"
+	dsn := path + "?access_mode=read_only&enable_external_access=false&lock_configuration=true"
 	var init func(driver.ExecerContext) error
 	if dir != "" {
 		// Writing to one directory (export): allowed_directories is a list,
 		// which the DSN cannot carry; set per connection before the lock.
 		// A string literal: quotes doubled, no other escapes in DuckDB's SQL.
-		dsn = path + "?access_mode=read_only&" + analysisAllocator
+		dsn = path + "?access_mode=read_only"
 		settings := "SET allowed_directories = ['" + strings.ReplaceAll(dir, "'", "''") + "']; SET enable_external_access = false; SET lock_configuration = true"
 		init = func(ex driver.ExecerContext) error {
 			_, err := ex.ExecContext(context.Background(), settings, nil)
@@ -125,21 +125,6 @@ func open(path, dir string) (*Recording, error) {
 	}
 	return r, nil
 }
-
-// analysisAllocator has DuckDB give the memory its queries freed back to
-// the system before an allocation above 1 MiB (a hash table's buckets, a
-// join's build): an analysis is a series of queries, and the allocator
-// kept what each freed (for seconds) and mapped more for the next, ~8 MiB
-// a step of an explanation. whyslow run -- true from a cold page cache
-// (its recording then holds disk requests and waits): peak 72.7 -> 66.1 MiB.
-// Blocks (256 KiB) stay under it: a flush at each cost ~25 ms of CPU.
-const (
-	flushSetting = "allocator_bulk_deallocation_flush_threshold"
-	flushAbove   = "1MiB"
-	// analysisAllocator in a DSN, setFlushAbove in SQL.
-	analysisAllocator = flushSetting + "=" + flushAbove
-	setFlushAbove     = "SET " + flushSetting + " = '" + flushAbove + "'"
-)
 
 // unreadable is DuckDB's refusal to open path as one line: its reason's
 // first line, without the driver's prefix or DuckDB's advice that follows.

@@ -303,7 +303,7 @@ func (w *Writer) Finish(lost map[string]uint64, temporary bool) (*Recording, err
 		w.closeDB(!temporary)
 		return nil, err
 	}
-	lockdown := setFlushAbove + "; SET memory_limit = '" + analysisMemory + "'; SET enable_external_access = false; SET lock_configuration = true"
+	lockdown := "SET memory_limit = '" + analysisMemory + "'; SET enable_external_access = false; SET lock_configuration = true"
 	if w.rows < rowGroupRows {
 		// No table can be scanned in parallel, and a second thread only
 		// costs: the explanation of a short command took 25% less CPU.
