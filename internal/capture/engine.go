@@ -15,7 +15,6 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
 	"github.com/whyslow/whyslow/internal/sysinfo"
 )
@@ -89,8 +88,8 @@ type Engine struct {
 	coll     *ebpf.Collection // the programs, chosen by name (attach)
 	maps     whyslowMaps
 	links    []link.Link
-	events   *ringbuf.Reader
-	meta     *ringbuf.Reader
+	events   *ring
+	meta     *ring
 	flavour  string
 	missing  []string // tracepoints that could not be attached
 	resolver *resolver
@@ -303,15 +302,15 @@ func open(opts Options, flavour string, kernel *kernelTypes) (*Engine, error) {
 	return e, nil
 }
 
-// mapRings opens the readers of both ring buffers. Their pages are mapped
-// into whyslow at once, the data pages twice (a record that wraps reads as
-// one): twice the rings' size of its resident set, 16 MiB at the default level.
+// mapRings maps both ring buffers into whyslow. The kernel maps every page
+// at once: the rings' size is in whyslow's resident set from the start,
+// 8 MiB at the default level.
 func (e *Engine) mapRings() error {
 	var err error
-	if e.events, err = ringbuf.NewReader(e.maps.Events); err != nil {
+	if e.events, err = newRing(e.maps.Events); err != nil {
 		return fmt.Errorf("opening events ring buffer: %w", err)
 	}
-	if e.meta, err = ringbuf.NewReader(e.maps.Meta); err != nil {
+	if e.meta, err = newRing(e.maps.Meta); err != nil {
 		return fmt.Errorf("opening meta ring buffer: %w", err)
 	}
 	return nil
@@ -393,11 +392,11 @@ func (e *Engine) Close() error {
 	wg.Wait()
 	e.links = nil
 	if e.events != nil {
-		e.events.Close()
+		e.events.close()
 		e.events = nil
 	}
 	if e.meta != nil {
-		e.meta.Close()
+		e.meta.close()
 		e.meta = nil
 	}
 	if e.coll != nil {

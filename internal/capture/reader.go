@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cilium/ebpf/ringbuf"
 	"github.com/whyslow/whyslow/internal/event"
 	"github.com/whyslow/whyslow/internal/sysinfo"
 )
@@ -29,14 +28,7 @@ func (e *Engine) Run(ctx context.Context, sink Sink) error {
 	st := newStacks(e.maps.Stacks, &e.ownStacks)
 	var wg sync.WaitGroup
 	errc := make(chan error, 3)
-	events, err := newRing(e.events, e.maps.Events)
-	if err != nil {
-		return err
-	}
-	meta, err := newRing(e.meta, e.maps.Meta)
-	if err != nil {
-		return err
-	}
+	events, meta := e.events, e.meta
 	rings := []*ring{events, meta}
 	if e.opts.SpoolDir != "" {
 		// The busy ring goes through a spool file; its backlog is on disk,
@@ -129,61 +121,36 @@ func (e *Engine) Run(ctx context.Context, sink Sink) error {
 }
 
 // read decodes one ring's records into batches until ctx ends, then what is
-// left. A batch goes out when full, or batchWait after the last went.
+// left. A batch goes out when full, and when the ring has been quiet for
+// batchWait.
 func (e *Engine) read(ctx context.Context, r *ring, out chan<- []event.Event) error {
 	dec := newDecoder()
-	var rec ringbuf.Record
 	batch := make([]event.Event, 0, batchSize)
-	defer r.stopOn(ctx)()
-	// The deadline is set once per batch, not per record: time.Now per
-	// event is a visible cost at a million events a second.
-	flushAt := time.Now().Add(batchWait)
-	for {
-		for {
-			ok, err := r.next(&rec)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				break
-			}
-			ev, derr := dec.decode(rec.RawSample)
-			if derr != nil {
-				continue
-			}
-			switch v := ev.(type) {
-			case *event.File:
-				e.resolver.complete(v)
-			case *event.Exec:
-				v.Cgroup = sysinfo.Host.Cgroup(v.PID) // read now, while the process is surely there
-			}
-			batch = append(batch, ev)
-			if x := dec.takeExtra(); x != nil {
-				batch = append(batch, x)
-			}
-			if len(batch) >= batchSize {
-				out <- batch
-				batch = make([]event.Event, 0, batchSize)
-				flushAt = time.Now().Add(batchWait)
-			}
+	send := func() error {
+		if len(batch) > 0 {
+			out <- batch
+			batch = make([]event.Event, 0, batchSize)
 		}
-		if r.stopped.Load() {
-			// Stopped before this drain: the ring held nothing more.
-			if len(batch) > 0 {
-				out <- batch
-			}
+		return nil
+	}
+	return r.follow(ctx, func(rec []byte) error {
+		ev, err := dec.decode(rec)
+		if err != nil {
 			return nil
 		}
-		timedOut, err := r.wait(flushAt)
-		if err != nil {
-			return err
+		switch v := ev.(type) {
+		case *event.File:
+			e.resolver.complete(v)
+		case *event.Exec:
+			v.Cgroup = sysinfo.Host.Cgroup(v.PID) // read now, while the process is surely there
 		}
-		if timedOut {
-			if len(batch) > 0 {
-				out <- batch
-				batch = make([]event.Event, 0, batchSize)
-			}
-			flushAt = time.Now().Add(batchWait)
+		batch = append(batch, ev)
+		if x := dec.takeExtra(); x != nil {
+			batch = append(batch, x)
 		}
-	}
+		if len(batch) >= batchSize {
+			return send()
+		}
+		return nil
+	}, send)
 }

@@ -9,9 +9,7 @@ import (
 	"io"
 	"os"
 	"sync/atomic"
-	"time"
 
-	"github.com/cilium/ebpf/ringbuf"
 	"github.com/whyslow/whyslow/internal/event"
 	"golang.org/x/sys/unix"
 )
@@ -70,45 +68,19 @@ func (s *spool) flush() error {
 }
 
 // fill drains the ring into the spool until ctx ends, then what is left.
-// The spool is flushed for the loader when a chunk is full, and batchWait
-// after the last time the ring was found empty.
+// The spool is flushed for the loader when a chunk is full, and when the
+// ring has been quiet for batchWait.
 func (e *Engine) fill(ctx context.Context, r *ring, s *spool) error {
 	defer close(s.ended)
-	var rec ringbuf.Record
-	defer r.stopOn(ctx)()
-	flushAt := time.Now().Add(batchWait)
-	for {
-		for {
-			ok, err := r.next(&rec)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				break
-			}
-			if err := s.put(rec.RawSample); err != nil {
-				return fmt.Errorf("writing the spool: %w", err)
-			}
-			if s.w.Buffered() >= spoolChunk-4096 {
-				if err := s.flush(); err != nil {
-					return err
-				}
-			}
+	return r.follow(ctx, func(rec []byte) error {
+		if err := s.put(rec); err != nil {
+			return fmt.Errorf("writing the spool: %w", err)
 		}
-		if r.stopped.Load() {
+		if s.w.Buffered() >= spoolChunk-4096 {
 			return s.flush()
 		}
-		timedOut, err := r.wait(flushAt)
-		if err != nil {
-			return err
-		}
-		if timedOut {
-			if err := s.flush(); err != nil {
-				return err
-			}
-			flushAt = time.Now().Add(batchWait)
-		}
-	}
+		return nil
+	}, s.flush)
 }
 
 // load decodes the spool behind fill, in batches, until fill has ended and
