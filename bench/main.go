@@ -515,12 +515,12 @@ Profiles: ` + "`bpftool prog show`" + ` with ` + "`kernel.bpf_stats_enabled=1`" 
   (` + "`sched_switch`" + ` ~30 ms of it), ~11 ms attaching and running ` + "`true`" + `, ~11 ms finishing the
   recording, ~14 ms explaining. Verifying programs in parallel gained nothing: two CPU-bound
   threads on this VM each run ~1.5× slower than one.
-- **Memory.** ` + "`run -- true`" + ` peaks at ~65 MiB (was ~100, then ~75), when the rings are mapped:
+- **Memory.** ` + "`run -- true`" + ` peaks at ~58 MiB (was ~100, then ~75, then ~65), when the rings are mapped:
   ~34 MiB of the binary's file pages (~23 MiB already at ` + "`main`" + `: package and C++ initialisers,
   the whole pclntab; opening DuckDB, a third of it loading its static extensions, adds most of
   the rest; on this kernel a fault maps a whole page-cache folio, so the same binary scores up to
   12 MiB apart depending on how its file was written), 3 MiB of shared libraries, the two rings
-  16 MiB (each 4 MiB ring is mapped twice: 8 MiB of it is the same pages counted again), and
+  8 MiB, and
   ~11 MiB anonymous (Go heap ~2, Go runtime ~2.5, DuckDB ~5: its catalog on glibc's heap, its
   buffers on its own jemalloc). Loading left ~10 MiB of garbage in the Go heap (the parsed object,
   the kernel types, the BTF marshalled for the kernel, under 1 MiB live): it goes back to the
@@ -530,13 +530,15 @@ Profiles: ` + "`bpftool prog show`" + ` with ` + "`kernel.bpf_stats_enabled=1`" 
   peaks at up to ~78 MiB there. Having it give that back (` + "`allocator_bulk_deallocation_flush_threshold`" + `
   at 1 MiB) saved 7–8 MiB but cost 15–25% of the explanation's CPU (every query faults its
   tables in again): not done. ` + "`make build`" + ` keeps DuckDB's ~60k C++ symbols out of the dynamic symbol table
-  (−6.7 MiB). Under 60 MiB needs the rings' second mapping out of the count (a reader of our own
-  mapping the data once: 8 MiB less resident, no memory saved), smaller rings at the default
-  level (which would lose events in bursts), or DuckDB out of the process that loads the
-  programs. At full rate, of ~330 MiB: a second of rows
+  (−6.7 MiB). This round the rings are read by a reader of our own that maps each ring's data
+  once (cilium/ebpf's maps it twice, back to back, so that a record that wraps reads as one, and
+  the kernel maps every page at mmap: each ring counted twice); a record that wraps is copied
+  whole instead, and one that does not is decoded where it lies. That is 8 MiB less resident at
+  the default level and 20 MiB at ` + "`--full`" + ` (the same kernel pages, counted once), and no epoll
+  fd or eventfd per ring. At full rate, of ~330 MiB: a second of rows
   waiting in DuckDB's appenders (50–100 MB), the open transaction's five unwritten row groups, and
   a 128 MB pool keeping every block just written. Now (~205–215 MiB over 30 s): 31–41 MiB the
-  binary, 40 MiB the two rings (each mapped twice), ~17 MiB Go heap, DuckDB's pool (64 MB while
+  binary, 20 MiB the two rings (40 before the reader of our own), ~17 MiB Go heap, DuckDB's pool (64 MB while
   recording; less spilled rows to temporary files) and ~20 MiB of its own. The spool keeps the
   backlog on disk.
 `
