@@ -80,7 +80,7 @@ func (d *decoder) comm(raw [16]int8) string {
 	}
 	s, ok := d.comms[b]
 	if !ok {
-		s = cString(b[:])
+		s = text(b[:])
 		if len(d.comms) < 1<<16 {
 			d.comms[b] = s
 		}
@@ -95,6 +95,13 @@ func cString(b []byte) string {
 	}
 	return string(b)
 }
+
+// text is a NUL-terminated name from the kernel as text (event.EncodeText),
+// so that the store, the live views and JSON all get UTF-8 and keep every
+// byte. A name is encoded once, where it is read: here, in the resolver for
+// a path relative to its mount, and where /proc is read (existing.go, an
+// exec's cgroup). A path's components are joined first, then encoded as one.
+func text(b []byte) string { return event.EncodeText(cString(b)) }
 
 func int8s(b []int8) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(b))), len(b))
@@ -195,7 +202,10 @@ func (d *decoder) decode(raw []byte) (event.Event, error) {
 		if n == 0 {
 			args = nil
 		}
-		return &event.Exec{Header: d.hdr(&w.H), PPID: w.Ppid, Filename: cString(int8s(w.Filename[:])), Args: args}, nil
+		for i, a := range args {
+			args[i] = event.EncodeText(a)
+		}
+		return &event.Exec{Header: d.hdr(&w.H), PPID: w.Ppid, Filename: text(int8s(w.Filename[:])), Args: args}, nil
 	case evExit:
 		w, err := as[whyslowExitEvent](raw)
 		if err != nil {
@@ -222,13 +232,13 @@ func (d *decoder) decode(raw []byte) (event.Event, error) {
 			return nil, err
 		}
 		return &event.Sample{Header: d.hdr(&w.H), Syscall: w.Syscall, FD: w.Fd, File: fileRef(w.F),
-			Path: cString(int8s(w.Path[:])), StackID: w.StackId}, nil
+			Path: text(int8s(w.Path[:])), StackID: w.StackId}, nil
 	case evUnlink:
 		w, err := as[whyslowUnlinkEvent](raw)
 		if err != nil {
 			return nil, err
 		}
-		return &event.Unlink{Header: d.hdr(&w.H), Dur: w.Dur, Ret: w.Ret, Nr: w.Nr, Dir: fileRef(w.Dir), Name: cString(int8s(w.Name[:]))}, nil
+		return &event.Unlink{Header: d.hdr(&w.H), Dur: w.Dur, Ret: w.Ret, Nr: w.Nr, Dir: fileRef(w.Dir), Name: text(int8s(w.Name[:]))}, nil
 	}
 	return nil, fmt.Errorf("unknown record kind %d", raw[kindOffset])
 }
@@ -243,7 +253,10 @@ func (d *decoder) file(w *whyslowFileEvent) *event.File {
 	}
 	f.Path = "/" + strings.Join(parts, "/")
 	if w.Flags&fileNoMount != 0 {
-		f.Path = relativePrefix + f.Path // completed with the mount point by the resolver
+		// Completed with the mount point, then encoded, by the resolver.
+		f.Path = relativePrefix + f.Path
+	} else {
+		f.Path = event.EncodeText(f.Path)
 	}
 	if depth == 0 {
 		f.Path = anonName(f.Ref)

@@ -149,3 +149,77 @@ func TestDecoderNamesEveryComm(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeNamesThatAreNotUTF8: every name a record carries comes out as
+// text (event.EncodeText): a command name with stray bytes or cut by the
+// kernel in the middle of a character, a path, an exec's file and
+// arguments, an unlinked name, a sampled path. Raw, DuckDB would store them
+// as NULL and JSON would lose their bytes.
+func TestDecodeNamesThatAreNotUTF8(t *testing.T) {
+	cut := "my数据库服务进程"[:15] // the kernel's 15 bytes: the last is 务's first
+	commTexts := map[string]string{"\xff\xfeprog": `\xff\xfeprog`, cut: `my数据库服\xe5`, "数据库服务": "数据库服务"}
+	d := newDecoder()
+	for raw, want := range commTexts {
+		for range 2 { // met, then from the cache
+			if got := d.comm(comm(raw)); got != want {
+				t.Errorf("comm %q decoded as %q, want %q", raw, got, want)
+			}
+		}
+	}
+
+	var f whyslowFileEvent
+	f.H = whyslowHdr{Kind: evFile, Comm: comm("\xff\xfeprog")}
+	f.F = whyslowFileRef{Ino: 5, Kind: 1}
+	for i, n := range []string{"bad\xffname.dat", `back\slash`, "tmp"} { // leaf first
+		for j := range len(n) {
+			f.Names[i][j] = int8(n[j])
+		}
+	}
+	f.Depth = 3
+	if got := mustFile(t, wire(t, f)); got.Path != `/tmp/back\\slash/bad\xffname.dat` || got.Comm != `\xff\xfeprog` {
+		t.Errorf("file %q of %q", got.Path, got.Comm)
+	}
+	f.Flags = fileNoMount // the resolver completes it, then encodes it
+	if got := mustFile(t, wire(t, f)); got.Path != relativePrefix+"/tmp/back\\slash/bad\xffname.dat" {
+		t.Errorf("relative path %q", got.Path)
+	}
+
+	var x whyslowExecEvent
+	x.H = whyslowHdr{Kind: evExec}
+	args := "/tmp/\xff\xfeprog\x00bad\xffname.dat\x00ok\x00"
+	for i := range len(args) {
+		x.Args[i] = int8(args[i])
+	}
+	x.ArgsLen = uint32(len(args))
+	fn := "/tmp/\xff\xfeprog"
+	for i := range len(fn) {
+		x.Filename[i] = int8(fn[i])
+	}
+	ev, err := newDecoder().decode(wire(t, x))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := ev.(*event.Exec)
+	if e.Filename != `/tmp/\xff\xfeprog` || len(e.Args) != 3 || e.Args[0] != `/tmp/\xff\xfeprog` ||
+		e.Args[1] != `bad\xffname.dat` || e.Args[2] != "ok" {
+		t.Errorf("exec %q %q", e.Filename, e.Args)
+	}
+
+	var u whyslowUnlinkEvent
+	u.H = whyslowHdr{Kind: evUnlink}
+	for i, c := range []byte("gone\xfe") {
+		u.Name[i] = int8(c)
+	}
+	if ev, err := newDecoder().decode(wire(t, u)); err != nil || ev.(*event.Unlink).Name != `gone\xfe` {
+		t.Errorf("unlink %+v, %v", ev, err)
+	}
+
+	var s whyslowSampleEvent
+	s.H = whyslowHdr{Kind: evSample}
+	for i, c := range []byte("/p\xff") {
+		s.Path[i] = int8(c)
+	}
+	if ev, err := newDecoder().decode(wire(t, s)); err != nil || ev.(*event.Sample).Path != `/p\xff` {
+		t.Errorf("sample %+v, %v", ev, err)
+	}
+}

@@ -45,7 +45,11 @@ func (e *Engine) AddExisting(pid uint32) ([]event.Event, error) {
 	if err != nil {
 		return nil, nil // exited meanwhile: nothing to follow
 	}
+	// Names from /proc become text as the kernel's records do (decode.go).
 	args := fs.Cmdline(int(pid))
+	for i, a := range args {
+		args[i] = event.EncodeText(a)
+	}
 	now := monotonicNow()
 	e.existing.mu.Lock()
 	defer e.existing.mu.Unlock()
@@ -55,6 +59,10 @@ func (e *Engine) AddExisting(pid uint32) ([]event.Event, error) {
 	}
 	var out []event.Event
 	for _, th := range threads {
+		th.Comm = event.EncodeText(th.Comm)
+		if th.File != nil {
+			th.File.Path = event.EncodeText(th.File.Path)
+		}
 		out = append(out, &event.Existing{Header: event.Header{Time: now, PID: th.PID, TID: th.TID, Comm: th.Comm},
 			PPID: th.PPID, State: th.State, Args: args})
 		if th.State == 'R' {

@@ -142,7 +142,8 @@ func (e *Engine) read(ctx context.Context, r *ring, out chan<- []event.Event) er
 		case *event.File:
 			e.resolver.complete(v)
 		case *event.Exec:
-			v.Cgroup = sysinfo.Host.Cgroup(v.PID) // read now, while the process is surely there
+			// read now, while the process is surely there
+			v.Cgroup = event.EncodeText(sysinfo.Host.Cgroup(v.PID))
 		}
 		batch = append(batch, ev)
 		if x := dec.takeExtra(); x != nil {

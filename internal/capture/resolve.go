@@ -31,13 +31,20 @@ func (r *resolver) load() {
 	r.loaded = true
 }
 
-// complete rewrites f.Path in place when it is relative to its filesystem.
+// complete rewrites f.Path in place when it is relative to its filesystem,
+// and encodes it as text (event.EncodeText): the decoder left it as the
+// kernel's bytes, since a mount point and a path encoded apart need not join
+// into the encoding of the whole.
 func (r *resolver) complete(f *event.File) {
-	if !strings.HasPrefix(f.Path, relativePrefix) {
-		return
+	if rel, ok := strings.CutPrefix(f.Path, relativePrefix); ok {
+		f.Path = event.EncodeText(r.absolute(f.Ref, rel))
 	}
-	rel := strings.TrimPrefix(f.Path, relativePrefix)
-	maj, min := event.Dev(f.Ref.Dev)
+}
+
+// absolute is rel, a path from the root of ref's filesystem, from the root
+// of ours.
+func (r *resolver) absolute(ref event.FileRef, rel string) string {
+	maj, min := event.Dev(ref.Dev)
 	key := fmt.Sprintf("%d:%d", maj, min)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -50,14 +57,12 @@ func (r *resolver) complete(f *event.File) {
 		mp, ok = r.mounts[key]
 	}
 	switch {
+	case rel == "/" && ref.Kind == event.KindBlock:
+		return fmt.Sprintf("[metadata %s]", key)
 	case !ok:
-		f.Path = fmt.Sprintf("[dev %s]%s", key, rel)
+		return fmt.Sprintf("[dev %s]%s", key, rel)
 	case mp == "/":
-		f.Path = rel
-	default:
-		f.Path = mp + rel
+		return rel
 	}
-	if rel == "/" && f.Ref.Kind == event.KindBlock {
-		f.Path = fmt.Sprintf("[metadata %s]", key)
-	}
+	return mp + rel
 }

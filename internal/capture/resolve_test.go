@@ -27,6 +27,9 @@ func TestResolverComplete(t *testing.T) {
 		{relativePrefix + "/x", event.FileRef{Dev: dev(8, 1), Kind: event.KindRegular}, "[dev 8:1]/x"},
 		{relativePrefix + "/", event.FileRef{Dev: dev(254, 16), Kind: event.KindBlock}, "[metadata 254:16]"},
 		{"/already/absolute", event.FileRef{Dev: dev(8, 1), Kind: event.KindRegular}, "/already/absolute"},
+		// the kernel's bytes, completed, then encoded as text (event.EncodeText)
+		{relativePrefix + "/bad\xffname", event.FileRef{Dev: dev(254, 16), Kind: event.KindRegular}, `/data/bad\xffname`},
+		{relativePrefix + "/a\\b\xe9", event.FileRef{Dev: dev(8, 1), Kind: event.KindRegular}, `[dev 8:1]/a\\b\xe9`},
 	} {
 		f := &event.File{Path: tc.path, Ref: tc.ref}
 		r.complete(f)
