@@ -3,9 +3,12 @@ package store
 import (
 	"errors"
 	"fmt"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/duckdb/duckdb-go/v2/mapping"
+
+	"github.com/whyslow/whyslow/internal/event"
 )
 
 // A tableLoad fills one table's DuckDB data chunk column by column, each value
@@ -181,10 +184,23 @@ func (r row) bool(v bool) row  { put(r, r.col(mapping.TypeBoolean), v); r.c++; r
 // into a Go slice first.
 func (r row) str(s string) row {
 	if c := r.col(mapping.TypeVarchar); c != nil {
+		s = utf8Text(s)
 		mapping.VectorAssignStringElementLen(c.vec, mapping.IdxT(r.t.n), unsafe.Slice(unsafe.StringData(s), len(s)))
 	}
 	r.c++
 	return r
+}
+
+// utf8Text is s if it is UTF-8, else s encoded as text. DuckDB stores a
+// VARCHAR that is not UTF-8 as NULL: the name would be lost. Names are
+// encoded where they are read (event.EncodeText), so this changes nothing
+// unless a reader forgot; then the name is kept, as that reader should have
+// kept it.
+func utf8Text(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return event.EncodeText(s)
 }
 
 // strOrNull is s, or NULL when not ok.
@@ -261,6 +277,7 @@ func (r row) list(elem mapping.Type, n int) (*column, mapping.IdxT) {
 func (r row) strs(v []string) row {
 	if c, off := r.list(mapping.TypeVarchar, len(v)); c != nil {
 		for i, s := range v {
+			s = utf8Text(s)
 			mapping.VectorAssignStringElementLen(c.child, off+mapping.IdxT(i), unsafe.Slice(unsafe.StringData(s), len(s)))
 		}
 		mapping.ListVectorSetSize(c.vec, off+mapping.IdxT(len(v)))

@@ -35,3 +35,24 @@ func TestSetMetaReplaces(t *testing.T) {
 		}
 	}
 }
+
+// TestSetMetaKeepsTextThatIsNotUTF8: a command line or path that is not
+// UTF-8 is kept as text (event.EncodeText); DuckDB refused the statement,
+// and the recording with it.
+func TestSetMetaKeepsTextThatIsNotUTF8(t *testing.T) {
+	w, err := store.Create(filepath.Join(t.TempDir(), "rec.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.SetMeta(map[string]string{"command": "./\xff\xfeprog\x00bad\xffname.dat"}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := w.Finish(nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	if got, want := rec.Meta["command"], "./\\xff\\xfeprog\x00bad\\xffname.dat"; got != want {
+		t.Errorf("command %q, want %q", got, want)
+	}
+}

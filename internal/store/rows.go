@@ -270,6 +270,8 @@ func (w *Writer) stack(id int32, frames []string) error {
 }
 
 // endRows writes what only the end knows: lost counts, devices, interfaces.
+// Their names are read here, from /sys and the kernel's interface list, and
+// so become text here (event.EncodeText).
 func (w *Writer) endRows(lost map[string]uint64) []error {
 	var errs []error
 	for src, n := range lost {
@@ -278,13 +280,13 @@ func (w *Writer) endRows(lost map[string]uint64) []error {
 		}
 	}
 	for _, d := range sysinfo.Host.BlockDevices() {
-		if err := w.t.devices.row().u32(d.Dev).str(d.Name).str(d.Backing).u32(d.BackingDev).u64(d.BackingIno).bool(d.Lower).
+		if err := w.t.devices.row().u32(d.Dev).str(event.EncodeText(d.Name)).str(event.EncodeText(d.Backing)).u32(d.BackingDev).u64(d.BackingIno).bool(d.Lower).
 			u64(d.ThrottleReadBPS).u64(d.ThrottleWriteBPS).end(); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	for _, ifa := range interfaceAddrs() {
-		if err := w.t.interfaces.row().str(ifa[0]).str(ifa[1]).end(); err != nil {
+		if err := w.t.interfaces.row().str(event.EncodeText(ifa[0])).str(ifa[1]).end(); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -153,7 +153,7 @@ func (w *Writer) SetMeta(kv map[string]string) error {
 			q.WriteString(", ")
 		}
 		q.WriteString("(?, ?)")
-		args = append(args, k, v)
+		args = append(args, k, utf8Text(v)) // not UTF-8, DuckDB refuses the whole statement
 	}
 	if _, err := w.db.Exec(verb+" INTO meta VALUES "+q.String(), args...); err != nil {
 		return fmt.Errorf("writing metadata: %w", err)
