@@ -62,8 +62,11 @@ func newNames() *names {
 	threads, _ := lru.New[uint32, string](maxThreads)
 	files, _ := lru.New[fileKey, fileName](maxFiles)
 	dirtiers, _ := lru.New[fileKey, uint32](maxFiles)
-	return &names{procs: procs, threads: threads, files: files, dirtiers: dirtiers,
-		devices: map[uint32]string{}, sys: sysinfo.Host, cgroupOf: sysinfo.Host.Cgroup, commOf: sysinfo.Host.Comm}
+	// Names read from /proc become text as the kernel's records do
+	// (event.EncodeText), so a process is named alike either way.
+	return &names{procs: procs, threads: threads, files: files, dirtiers: dirtiers, devices: map[uint32]string{}, sys: sysinfo.Host,
+		cgroupOf: func(pid uint32) string { return event.EncodeText(sysinfo.Host.Cgroup(pid)) },
+		commOf:   func(pid uint32) string { return event.EncodeText(sysinfo.Host.Comm(pid)) }}
 }
 
 func (n *names) noteThread(pid, tid uint32, comm string) {

@@ -49,7 +49,7 @@ func (g *goneFiles) gone(now uint64) []event.Event {
 	var out []event.Event
 	for path, f := range g.byPath {
 		var st unix.Stat_t
-		err := unix.Stat(path, &st)
+		err := unix.Stat(event.DecodeText(path), &st) // the name's own bytes
 		if err == nil && st.Ino == f.Ref.Ino {
 			continue
 		}

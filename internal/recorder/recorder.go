@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/whyslow/whyslow/internal/capture"
+	"github.com/whyslow/whyslow/internal/event"
 	"github.com/whyslow/whyslow/internal/store"
 	"github.com/whyslow/whyslow/internal/sysinfo"
 	"golang.org/x/sys/unix"
@@ -91,13 +92,19 @@ func startMeta(cfg Config, eng *capture.Engine, start time.Time) map[string]stri
 	if cfg.PID != 0 && len(command) == 0 {
 		command = sysinfo.Host.Cmdline(cfg.PID) // attach: name it as ps does
 	}
+	// Names are text, as in the tables (event.EncodeText): raw, a command
+	// line that is not UTF-8 failed the whole recording.
+	words := make([]string, len(command))
+	for i, a := range command {
+		words[i] = event.EncodeText(a)
+	}
 	if len(cfg.Command) > 0 {
 		scope = "command"
 	} else if cfg.PID != 0 {
 		scope = "pid"
 	}
 	return map[string]string{
-		"host":            host,
+		"host":            event.EncodeText(host),
 		"kernel":          unix.ByteSliceToString(uts.Release[:]),
 		"arch":            runtime.GOARCH,
 		"whyslow_version": Version,
@@ -106,11 +113,11 @@ func startMeta(cfg Config, eng *capture.Engine, start time.Time) map[string]stri
 		"start_mono":      fmt.Sprint(monoOf(start)),
 		"level":           cfg.Capture.Level.String(),
 		"scope":           scope,
-		"command":         strings.Join(command, "\x00"),
+		"command":         strings.Join(words, "\x00"),
 		"flavour":         eng.Flavour(),
 		"missing":         strings.Join(eng.Missing(), ","),
 		"slow_ns":         fmt.Sprint(cfg.Capture.Slow.Nanoseconds()),
-		"recording":       absPath(cfg.Path),
+		"recording":       event.EncodeText(absPath(cfg.Path)),
 		"requests":        fmt.Sprint(cfg.Capture.Requests),
 		"payload_bytes":   fmt.Sprint(payloadBytes(cfg.Capture)),
 	}
