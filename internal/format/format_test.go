@@ -3,6 +3,8 @@ package format
 import (
 	"strings"
 	"testing"
+
+	"github.com/whyslow/whyslow/internal/event"
 )
 
 // Names from traced programs must never drive the terminal.
@@ -22,6 +24,32 @@ func TestSafeNeutralisesTerminalInjection(t *testing.T) {
 		}
 		if strings.ContainsAny(Safe(in), "\x1b\n\r\x07") {
 			t.Errorf("Safe(%q) still has control characters", in)
+		}
+	}
+}
+
+// Names reach the display as text (event.EncodeText): a stray byte is
+// already \xNN there, and Safe shows it as it showed the raw byte, not
+// escaped twice; what Safe neutralises, it still does.
+func TestSafeShowsTextAsTheRawName(t *testing.T) {
+	for raw, want := range map[string]string{
+		"\xff\xfeprog":       `\xff\xfeprog`,
+		"my数据库服\xe5":         `my数据库服\xe5`,
+		"evil\x1b[2J\xff":    `evil\x1b[2J\xff`,
+		"bidi\u202e\xfe.txt": `bidi\u{202e}\xfe.txt`,
+		"line\n\xff":         `line\x0a\xff`,
+		`C:\dir`:             `C:\dir`,
+		"a\\b\xff":           `a\\b\xff`, // the backslash of a name that is not UTF-8 is doubled
+	} {
+		text := event.EncodeText(raw)
+		if got := Safe(text); got != want {
+			t.Errorf("Safe(EncodeText(%q)) = %q, want %q", raw, got, want)
+		}
+		if !strings.Contains(raw, `\`) && Safe(text) != Safe(raw) {
+			t.Errorf("%q shows as %q, raw as %q", raw, Safe(text), Safe(raw))
+		}
+		if strings.ContainsAny(Safe(text), "\x1b\n\r\x07\u202e") {
+			t.Errorf("Safe(EncodeText(%q)) still has control characters", raw)
 		}
 	}
 }
