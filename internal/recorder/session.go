@@ -58,6 +58,9 @@ func open(cfg Config) (*session, error) {
 	created := make(chan struct{})
 	go func() {
 		s.w, werr = store.Create(cfg.Path)
+		if werr == nil && cfg.Temporary {
+			s.w.CommitEvery(store.TemporaryCommitEvery)
+		}
 		close(created)
 	}()
 	gated := make(chan struct{})

@@ -53,3 +53,38 @@ func TestCommits(t *testing.T) {
 		t.Fatal(w.Err())
 	}
 }
+
+// TestTemporaryRecordingsCommitLessOften: a temporary recording commits
+// every TemporaryCommitEvery, not every FlushEvery; a kept one commits once
+// FlushEvery has passed.
+func TestTemporaryRecordingsCommitLessOften(t *testing.T) {
+	for _, temporary := range []bool{false, true} {
+		w, err := Create(filepath.Join(t.TempDir(), "rec.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if temporary {
+			w.CommitEvery(TemporaryCommitEvery)
+		}
+		ev := []event.Event{&event.CPUTime{Header: event.Header{Time: 1, TID: 1}, OnCPU: 1}}
+		// A flush as long ago as FlushEvery and a bit, then one row.
+		w.lastFlush = time.Now().Add(-FlushEvery - time.Millisecond)
+		w.Write(ev)
+		var n int
+		if err := w.db.QueryRow("SELECT count(*) FROM cputime").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]int{false: 1, true: 0}[temporary]; n != want {
+			t.Errorf("temporary %v: %d rows committed after FlushEvery, want %d", temporary, n, want)
+		}
+		w.lastFlush = time.Now().Add(-TemporaryCommitEvery - time.Millisecond)
+		w.Write(ev)
+		if err := w.db.QueryRow("SELECT count(*) FROM cputime").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]int{false: 2, true: 2}[temporary]; n != want {
+			t.Errorf("temporary %v: %d rows committed after TemporaryCommitEvery, want %d", temporary, n, want)
+		}
+		w.Close(nil)
+	}
+}
