@@ -250,6 +250,12 @@ func open(opts Options, flavour string, kernel *kernelTypes) (*Engine, error) {
 		// buckets, allocated at creation, would cost milliseconds.
 		mapSpecs.Targets.MaxEntries = 1
 	}
+	if !opts.Hooks() {
+		// Only the syscall hooks use these: without them, their buckets,
+		// allocated at creation, cost 1.5 ms of every start.
+		mapSpecs.Agg.MaxEntries = 1
+		mapSpecs.ConnDir.MaxEntries = 1
+	}
 	if opts.stackBuckets > 0 {
 		mapSpecs.Stacks.MaxEntries = opts.stackBuckets
 	}
