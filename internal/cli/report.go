@@ -5,11 +5,14 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/event"
 	"github.com/whyslow/whyslow/internal/output"
 	"github.com/whyslow/whyslow/internal/recorder"
 	"github.com/whyslow/whyslow/internal/store"
@@ -74,8 +77,17 @@ func (f *filterFlags) filter(src *analysis.Source) (analysis.Filter, error) {
 	for _, p := range f.tids {
 		out.TIDs = append(out.TIDs, uint32(p))
 	}
-	out.Comms = f.comms
+	// Names are stored as text (event.EncodeText): a name typed with bytes
+	// that are not UTF-8 is matched as the recording holds it.
+	for _, c := range f.comms {
+		out.Comms = append(out.Comms, event.EncodeText(c))
+	}
 	out.FileGlob = f.file
+	if !utf8.ValidString(f.file) {
+		// Its escapes are literal backslashes to GLOB, which reads a
+		// backslash as an escape of its own.
+		out.FileGlob = strings.ReplaceAll(event.EncodeText(f.file), `\`, `\\`)
+	}
 	if out.MinSize, err = parseSize(f.minsize); err != nil {
 		return out, err
 	}
