@@ -215,8 +215,14 @@ func TestVerdictIozoneWriters(t *testing.T) {
 	if writers != 4 {
 		t.Errorf("%d writers of 16 MiB found, want 4", writers)
 	}
-	if !isDiskWrite(x.Verdict.Reason) {
-		t.Errorf("verdict %q", x.Verdict.Reason)
+	// Each writer ends in an fsync of what it still has dirty. How the
+	// wall time splits between the throttled writes and those fsyncs
+	// depends on when the writers get a CPU: with both cores busy, a writer
+	// that finished writing early waits in fsync behind the others'
+	// writeback, and the fsyncs outweigh the throttling (seen in 2 full runs
+	// of ~20 on a saturated machine). Either is the disk writing their data.
+	if r := x.Verdict.Reason; !isDiskWrite(r) && r != "sync" {
+		t.Errorf("verdict %q", r)
 	}
 }
 
