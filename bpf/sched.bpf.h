@@ -206,7 +206,7 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		if (!c) {
 			struct cpu_val zero = {};
 			zero.pid = next_tgid;
-			BPF_CORE_READ_STR_INTO(&zero.comm, next, comm);
+			task_comm(next, zero.comm);
 			bpf_map_update_elem(&cpu, &next_tid, &zero, BPF_NOEXIST);
 			c = bpf_map_lookup_elem(&cpu, &next_tid);
 		}

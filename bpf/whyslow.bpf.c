@@ -357,6 +357,24 @@ static __always_inline struct thread_state *target_state(__u32 tgid)
 	return ts;
 }
 
+/* A task's name, read with two loads: the helpers (bpf_get_current_comm,
+ * bpf_probe_read_kernel_str) cost a call and a byte loop each, on paths
+ * that run at every wakeup and switch of a target. comm is always
+ * NUL-terminated within its 16 bytes; a rename while it is read may mix two
+ * names, as the helpers could. */
+static __always_inline void task_comm(struct task_struct *task, char *dst)
+{
+	struct task_struct *t = CAST(struct task_struct, task);
+	__u64 *src = (__u64 *)t->comm;
+	((__u64 *)dst)[0] = src[0];
+	((__u64 *)dst)[1] = src[1];
+}
+
+static __always_inline void current_comm(char *dst)
+{
+	task_comm(bpf_get_current_task_btf(), dst);
+}
+
 /* The header of an event about the current thread, at ts. */
 static __always_inline void fill_hdr_at(struct hdr *h, __u8 kind, __u64 ts)
 {
@@ -367,7 +385,7 @@ static __always_inline void fill_hdr_at(struct hdr *h, __u8 kind, __u64 ts)
 	h->kind = kind;
 	h->cpu = bpf_get_smp_processor_id();
 	h->cgroup = bpf_get_current_cgroup_id();
-	bpf_get_current_comm(h->comm, sizeof(h->comm));
+	current_comm(h->comm);
 }
 
 static __always_inline void fill_hdr(struct hdr *h, __u8 kind)
@@ -387,7 +405,7 @@ static __always_inline void fill_hdr_of(struct hdr *h, __u8 kind, __u64 ts, stru
 	h->cpu = bpf_get_smp_processor_id();
 	h->_pad = 0;
 	h->cgroup = 0;
-	BPF_CORE_READ_STR_INTO(&h->comm, task, comm);
+	task_comm(task, h->comm);
 }
 
 /* Sends a stack the stacks map refused (its bucket is another's) as a
