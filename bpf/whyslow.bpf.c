@@ -192,6 +192,9 @@ struct offstart {
 	__u64 req;
 	struct file_ref f;
 };
+/* tid -> its wait, open from its switch-out (ts set) to its switch-in. A
+ * target thread's entry stays, closed (ts 0), until the thread dies; another
+ * process's sync wait is deleted when it ends (sched.bpf.h, open_wait). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 32768);
