@@ -103,6 +103,27 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 } targets SEC(".maps");
 
+/* A filter in front of targets: slot tgid % TARGET_SLOTS is 1 once any
+ * target with that remainder was added (before it is added: never a false
+ * no). Most tasks a switch or a wakeup asks about (kernel threads, other
+ * processes) find theirs 0 with an array read, inlined by the verifier,
+ * instead of a hash lookup (hashing, a bucket of a 4 MiB table). */
+#define TARGET_SLOTS (1 << 16)
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TARGET_SLOTS);
+	__type(key, __u32);
+	__type(value, __u8);
+} target_slots SEC(".maps");
+
+static __always_inline void add_target_slot(__u32 tgid)
+{
+	__u32 slot = tgid % TARGET_SLOTS;
+	__u8 *on = bpf_map_lookup_elem(&target_slots, &slot);
+	if (on)
+		*on = 1;
+}
+
 struct inflight {
 	__u64 ts;
 	__u64 req;
@@ -340,6 +361,10 @@ static __always_inline bool is_target(__u32 tgid)
 		return false;
 	if (system_wide)
 		return tgid != 0;
+	__u32 slot = tgid % TARGET_SLOTS;
+	__u8 *maybe = bpf_map_lookup_elem(&target_slots, &slot);
+	if (!maybe || !*maybe)
+		return false;
 	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
 }
 
