@@ -103,7 +103,7 @@ static __always_inline void rq_track(struct request *rq, bool issue)
 	__u64 id = bpf_get_current_pid_tgid();
 	fresh.pid = id >> 32;
 	fresh.tid = (__u32)id;
-	bpf_get_current_comm(fresh.comm, sizeof(fresh.comm));
+	current_comm(fresh.comm);
 	rq_file(rq, &fresh.f);
 	bpf_map_update_elem(&requests, &key, &fresh, BPF_ANY);
 }

@@ -15,6 +15,7 @@ static __always_inline int on_fork(struct task_struct *parent, struct task_struc
 		return 0;
 	if (!system_wide && cpid == ctid && bpf_map_lookup_elem(&targets, &ptgid)) {
 		__u8 one = 1;
+		add_target_slot(cpid);
 		if (bpf_map_update_elem(&targets, &cpid, &one, BPF_ANY))
 			count_lost(LOST_META);
 	}

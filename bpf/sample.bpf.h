@@ -88,12 +88,22 @@ static __always_inline int on_wakeup(struct task_struct *p)
 		return 0;
 	__u32 tid = t->pid;
 	__u64 id = bpf_get_current_pid_tgid();
-	struct waker w = {};
-	w.ts = bpf_ktime_get_ns();
-	w.pid = id >> 32;
-	w.tid = (__u32)id;
-	bpf_get_current_comm(w.comm, sizeof(w.comm));
-	bpf_map_update_elem(&wakers, &tid, &w, BPF_ANY);
+	/* Written in place once the thread has an entry: a hash update takes
+	 * the bucket's lock and swaps elements through the free list, at every
+	 * wakeup of a target (~200 ns of a 460 ns program). The reader, the
+	 * wakee's switch-in, comes after this waking has finished. */
+	struct waker *w = bpf_map_lookup_elem(&wakers, &tid);
+	if (!w) {
+		struct waker zero = {};
+		bpf_map_update_elem(&wakers, &tid, &zero, BPF_NOEXIST);
+		w = bpf_map_lookup_elem(&wakers, &tid);
+		if (!w)
+			return 0;
+	}
+	w->ts = bpf_ktime_get_ns();
+	w->pid = id >> 32;
+	w->tid = (__u32)id;
+	current_comm(w->comm);
 	return 0;
 }
 

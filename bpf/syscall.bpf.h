@@ -179,7 +179,7 @@ static __always_inline void aggregate(struct inflight *in, __u32 pid, __u32 tid,
 	if (!v) {
 		struct agg_val zero = {};
 		zero.first_ts = in->ts;
-		bpf_get_current_comm(zero.comm, sizeof(zero.comm));
+		current_comm(zero.comm);
 		if (bpf_map_update_elem(&agg, &k, &zero, BPF_NOEXIST) && bpf_map_lookup_elem(&agg, &k) == NULL) {
 			count_lost(LOST_AGG);
 			return;

@@ -183,7 +183,7 @@ static __always_inline int on_uring_submit(struct io_kiocb *req)
 	p.opcode = BPF_CORE_READ(req, opcode);
 	p.user_data = BPF_CORE_READ(req, cqe.user_data);
 	p.fd = BPF_CORE_READ(req, cqe.fd);
-	bpf_get_current_comm(p.comm, sizeof(p.comm));
+	current_comm(p.comm);
 	/* The file is mostly taken at issue, after this: named from the fd
 	 * here, at completion for a registered file (an index, not an fd). */
 	struct file *f = BPF_CORE_READ(req, file);

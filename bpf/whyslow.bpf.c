@@ -103,6 +103,27 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 } targets SEC(".maps");
 
+/* A filter in front of targets: slot tgid % TARGET_SLOTS is 1 once any
+ * target with that remainder was added (before it is added: never a false
+ * no). Most tasks a switch or a wakeup asks about (kernel threads, other
+ * processes) find theirs 0 with an array read, inlined by the verifier,
+ * instead of a hash lookup (hashing, a bucket of a 4 MiB table). */
+#define TARGET_SLOTS (1 << 16)
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TARGET_SLOTS);
+	__type(key, __u32);
+	__type(value, __u8);
+} target_slots SEC(".maps");
+
+static __always_inline void add_target_slot(__u32 tgid)
+{
+	__u32 slot = tgid % TARGET_SLOTS;
+	__u8 *on = bpf_map_lookup_elem(&target_slots, &slot);
+	if (on)
+		*on = 1;
+}
+
 struct inflight {
 	__u64 ts;
 	__u64 req;
@@ -192,6 +213,9 @@ struct offstart {
 	__u64 req;
 	struct file_ref f;
 };
+/* tid -> its wait, open from its switch-out (ts set) to its switch-in. A
+ * target thread's entry stays, closed (ts 0), until the thread dies; another
+ * process's sync wait is deleted when it ends (sched.bpf.h, open_wait). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 32768);
@@ -337,6 +361,10 @@ static __always_inline bool is_target(__u32 tgid)
 		return false;
 	if (system_wide)
 		return tgid != 0;
+	__u32 slot = tgid % TARGET_SLOTS;
+	__u8 *maybe = bpf_map_lookup_elem(&target_slots, &slot);
+	if (!maybe || !*maybe)
+		return false;
 	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
 }
 
@@ -357,6 +385,24 @@ static __always_inline struct thread_state *target_state(__u32 tgid)
 	return ts;
 }
 
+/* A task's name, read with two loads: the helpers (bpf_get_current_comm,
+ * bpf_probe_read_kernel_str) cost a call and a byte loop each, on paths
+ * that run at every wakeup and switch of a target. comm is always
+ * NUL-terminated within its 16 bytes; a rename while it is read may mix two
+ * names, as the helpers could. */
+static __always_inline void task_comm(struct task_struct *task, char *dst)
+{
+	struct task_struct *t = CAST(struct task_struct, task);
+	__u64 *src = (__u64 *)t->comm;
+	((__u64 *)dst)[0] = src[0];
+	((__u64 *)dst)[1] = src[1];
+}
+
+static __always_inline void current_comm(char *dst)
+{
+	task_comm(bpf_get_current_task_btf(), dst);
+}
+
 /* The header of an event about the current thread, at ts. */
 static __always_inline void fill_hdr_at(struct hdr *h, __u8 kind, __u64 ts)
 {
@@ -367,7 +413,7 @@ static __always_inline void fill_hdr_at(struct hdr *h, __u8 kind, __u64 ts)
 	h->kind = kind;
 	h->cpu = bpf_get_smp_processor_id();
 	h->cgroup = bpf_get_current_cgroup_id();
-	bpf_get_current_comm(h->comm, sizeof(h->comm));
+	current_comm(h->comm);
 }
 
 static __always_inline void fill_hdr(struct hdr *h, __u8 kind)
@@ -387,7 +433,7 @@ static __always_inline void fill_hdr_of(struct hdr *h, __u8 kind, __u64 ts, stru
 	h->cpu = bpf_get_smp_processor_id();
 	h->_pad = 0;
 	h->cgroup = 0;
-	BPF_CORE_READ_STR_INTO(&h->comm, task, comm);
+	task_comm(task, h->comm);
 }
 
 /* Sends a stack the stacks map refused (its bucket is another's) as a

@@ -49,7 +49,7 @@ static __always_inline int on_dirty_folio(struct folio *folio, struct address_sp
 	if (!v) {
 		struct dirty_val zero = {};
 		zero.first_ts = now;
-		bpf_get_current_comm(zero.comm, sizeof(zero.comm));
+		current_comm(zero.comm);
 		bpf_map_update_elem(&dirty, &k, &zero, BPF_NOEXIST);
 		v = bpf_map_lookup_elem(&dirty, &k);
 		if (!v) {

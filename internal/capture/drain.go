@@ -47,7 +47,7 @@ func (e *Engine) drain(final bool) []event.Event {
 	if final {
 		out = append(out, e.stillWaiting(now)...)
 		readMap(e.maps.OffcpuStart, false, func(tid *uint32, os *whyslowOffstart) {
-			if now > os.Ts {
+			if os.Ts != 0 && now > os.Ts { // 0: a target thread between waits
 				out = append(out, &event.OffCPU{Header: event.Header{Time: now, PID: os.Pid, TID: *tid},
 					Off: now - os.Ts, State: byte(os.State), StackID: os.StackId, Syscall: os.Syscall})
 			}

@@ -249,6 +249,7 @@ func open(opts Options, flavour string, kernel *kernelTypes) (*Engine, error) {
 		// Every process is a target: the target set is never read, and its
 		// buckets, allocated at creation, would cost milliseconds.
 		mapSpecs.Targets.MaxEntries = 1
+		mapSpecs.TargetSlots.MaxEntries = 1
 	}
 	if !opts.Hooks() {
 		// Only the syscall hooks use these: without them, their buckets,
@@ -378,6 +379,10 @@ func (e *Engine) Missing() []string { return e.missing }
 // AddTarget adds a process (and, as they fork, its descendants) to the target set.
 func (e *Engine) AddTarget(pid uint32) error {
 	one := uint8(1)
+	// Its filter slot first: the programs test the slot before the set.
+	if err := e.maps.TargetSlots.Put(pid%uint32(e.maps.TargetSlots.MaxEntries()), one); err != nil {
+		return fmt.Errorf("adding target %d: %w", pid, err)
+	}
 	if err := e.maps.Targets.Put(pid, one); err != nil {
 		return fmt.Errorf("adding target %d: %w", pid, err)
 	}

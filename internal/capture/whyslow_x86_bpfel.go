@@ -365,6 +365,7 @@ const (
 	whyslowMapSeen                    = "seen"
 	whyslowMapStackScratch            = "stack_scratch"
 	whyslowMapStacks                  = "stacks"
+	whyslowMapTargetSlots             = "target_slots"
 	whyslowMapTargets                 = "targets"
 	whyslowMapThreads                 = "threads"
 	whyslowMapUringInflight           = "uring_inflight"
@@ -546,6 +547,7 @@ type whyslowMapSpecs struct {
 	Seen           *ebpf.MapSpec `ebpf:"seen"`
 	StackScratch   *ebpf.MapSpec `ebpf:"stack_scratch"`
 	Stacks         *ebpf.MapSpec `ebpf:"stacks"`
+	TargetSlots    *ebpf.MapSpec `ebpf:"target_slots"`
 	Targets        *ebpf.MapSpec `ebpf:"targets"`
 	Threads        *ebpf.MapSpec `ebpf:"threads"`
 	UringInflight  *ebpf.MapSpec `ebpf:"uring_inflight"`
@@ -629,6 +631,7 @@ type whyslowMaps struct {
 	Seen           *ebpf.Map `ebpf:"seen"`
 	StackScratch   *ebpf.Map `ebpf:"stack_scratch"`
 	Stacks         *ebpf.Map `ebpf:"stacks"`
+	TargetSlots    *ebpf.Map `ebpf:"target_slots"`
 	Targets        *ebpf.Map `ebpf:"targets"`
 	Threads        *ebpf.Map `ebpf:"threads"`
 	UringInflight  *ebpf.Map `ebpf:"uring_inflight"`
@@ -655,6 +658,7 @@ func (m *whyslowMaps) Close() error {
 		m.Seen,
 		m.StackScratch,
 		m.Stacks,
+		m.TargetSlots,
 		m.Targets,
 		m.Threads,
 		m.UringInflight,
