@@ -123,8 +123,8 @@ static __always_inline void open_wait(__u32 tid, struct offstart *s)
 	struct offstart *o = bpf_map_lookup_elem(&offcpu_start, &tid);
 	if (o && !o->other)
 		*o = *s;
-	else
-		bpf_map_update_elem(&offcpu_start, &tid, s, BPF_ANY);
+	else if (bpf_map_update_elem(&offcpu_start, &tid, s, BPF_ANY))
+		count_lost(LOST_OFFCPU);   /* full: more live threads than entries (system-wide) */
 }
 
 /* Closes the wait open in entry o (NULL: none, or one begun before
