@@ -437,27 +437,33 @@ Profiles: ` + "`bpftool prog show`" + ` with ` + "`kernel.bpf_stats_enabled=1`" 
   file come from pages dirtied and disk reads; files gone at the end are marked deleted. Calls
   that never wait are not seen at this level (` + "`--syscalls`" + ` keeps the per-call hooks; see
   Full capture for what they cost).
-- **Realistic work.** word-pop's request costs nothing measurable. The SQLite commit loop's
-  pairs spread ±10% with the host's disk, so a second fsync row runs the same path on ext4 over
-  a loop device in memory (each commit a pwrite and an fdatasync through the page cache,
-  writeback, the journal and the block layer, ~40 µs). On it, ` + "`kernel.bpf_stats_enabled`" + ` counts ~7 µs of
-  BPF a commit: ` + "`sched_switch`" + ` ~3.3 µs over ~10 switches (~60 ns each is the floor of running a
-  program at all, ~70 ns the two target tests, ~1 µs each of the target's own two: reading its
-  call and file, opening and closing the wait in a hash map, the event), ` + "`sched_waking`" + ` 1.2 µs
-  over ~6, block issue and completion 2.1 µs, dirtying 0.4 µs. This round the block hooks track
-  requests in a preallocated map with one lookup per hook (issue 740 → 533 ns, completion 440 →
-  319 ns a run: an allocation at each request's first sight and a deferred free at completion
-  were a quarter of their time); a target test cached in task storage gained ~10 ns a switch and
-  was dropped. The rest of the loss is whyslow's own process on the other CPU, which the chain
-  of a commit (the loop device's worker, the journal thread) also runs on: ~20% of a CPU at
-  this loop's ~25k rows a second before this round. It now loads rows into DuckDB data chunks
-  by column (no value boxed, no type switch per value), runs DuckDB on one thread while
-  recording (a commit's checkpoint ran on its workers while the committing thread spun), caches
-  what every event looked up (command names, an off-CPU wait's reason by its stack, a row's
-  command id), and its ring readers wait in Go's netpoller instead of a blocking epoll_wait
-  (each entry into that syscall woke Go's sysmon, which then polled every 20 µs: whyslow woke
-  ~700 times a second while the command it ran slept, now ~170). The parallel build is the
-  case where that CPU matters most: both cores are the build's.
+- **Realistic work.** word-pop's request costs nothing measurable. The parallel build is timed
+  from inside (a shell around it), as the other rows time their own work, and the last column is
+  all of ` + "`whyslow run`" + `: the explanation after the build (0.9 s on its 130k events, see Analysis)
+  was most of the row's gap. SQLite's commit loop pairs spread ±10% with the host's disk, so the
+  fsync row runs the same path on ext4 over a loop device in memory (each commit a pwrite and an
+  fdatasync through the page cache, writeback, the journal and the block layer, ~37 µs). What a
+  commit pays (kernel.bpf_stats_enabled, and detaching one hook at a time, medians of 5):
+  ` + "`sched_switch`" + ` 5.7 µs of wall time over ~11 runs, block insert/issue/complete 3.7 µs, ` + "`sched_waking`" + `
+  1.8 µs over ~7, dirtying and writeback 1.1 µs. Programs that only return 0 on the same five
+  tracepoints cost +2 to +4 µs a commit by themselves: ~29 runs a commit through the tracepoint's
+  dispatch, on a VM whose kernel sends every return through a thunk (retpolines and AMD's Safe
+  RET), which bpf_stats does not count. whyslow's own process costs nothing measurable there
+  (its reader frozen: the same). This round the programs' own time per commit went 7.4 → 6.2 µs:
+  a target thread's wait and its waker are written in place in their hash entries (an update and
+  a delete a wait, each taking the bucket's lock and a free-list element, were ~280 ns), task
+  names are read with two loads instead of a helper's byte loop, and a 64k-slot array answers
+  most target tests before the targets hash. A pipe ping-pong's tracing cost fell 2.9 → 1.9 µs
+  a round trip; the fsync loop's wall time did not follow (45.3 vs 46.0 µs, 12 pairs on a shared
+  machine). 0.99 of a 37 µs commit leaves 0.4 µs for everything: no design that runs a program
+  at each of a commit's ~29 scheduler and block events gets there on this VM. Earlier rounds:
+  block requests in a preallocated map with one lookup per hook (issue 740 → 533 ns, completion
+  440 → 319 ns); rows loaded into DuckDB data chunks by column; DuckDB on one thread while
+  recording; caches of what every event looked up; ring readers in Go's netpoller (whyslow woke
+  ~700 times a second while the command it ran slept, now ~170). A recording that ` + "`run`" + ` and
+  ` + "`attach`" + ` remove after explaining it now commits every 10 s instead of every second: each commit
+  cost ~12 ms of CPU (DuckDB serialising the rows into its WAL, every appender flushed), ~15% of
+  whyslow's CPU during the build.
 - **Writes** also run ` + "`writeback_dirty_folio`" + ` for each page newly dirtied (hash update with an
   atomic add): the randwrite rows show what that costs.
 - **Full capture.** The busy ring drains into an unlinked spool file (a copy per record) and a
