@@ -65,6 +65,10 @@ type pathThread struct {
 	born, died uint64 // 0: before / after the window
 	parent     uint32 // the thread that created it
 	offs       []pathInterval
+	// walking counts the walks of it under way: the path never goes back
+	// into a thread whose span it is explaining (a thread cannot have woken
+	// another while it was itself waiting).
+	walking int
 }
 
 // maxPathDepth bounds how many hand-offs the walk follows in a chain. Each
@@ -88,13 +92,11 @@ var working = reasonSet(func(r event.Reason) bool {
 
 type pathWalker struct {
 	threads map[uint32]*pathThread
-	// walking counts, per thread, the walks of it under way: the path never
-	// goes back into a thread whose span it is explaining (a thread cannot
-	// have woken another while it was itself waiting).
-	walking map[uint32]int
-	begin   uint64
-	segs    []PathSegment // in reverse time order while walking
-	links   []pathLinkSpan
+	// live finds the threads alive in a span, for busiest (lives).
+	live  *liveIndex
+	begin uint64
+	segs  []PathSegment // in reverse time order while walking
+	links []pathLinkSpan
 }
 
 // pathLinkSpan is a hand-off with the span it explains and its depth.
@@ -106,7 +108,7 @@ type pathLinkSpan struct {
 
 // criticalPath walks the target's main thread back from the end of the window.
 func (x *Explanation) criticalPath(s *Source, pid uint32, win window) error {
-	w := &pathWalker{threads: map[uint32]*pathThread{}, walking: map[uint32]int{}, begin: win.begin}
+	w := &pathWalker{threads: map[uint32]*pathThread{}, begin: win.begin}
 	if err := w.load(s, win); err != nil {
 		return err
 	}
@@ -205,8 +207,8 @@ func (w *pathWalker) thread(pid, tid uint32, comm string) *pathThread {
 // walk explains [from, to] of thread tid, latest first.
 func (w *pathWalker) walk(tid uint32, from, to uint64, depth int) {
 	th := w.threads[tid]
-	w.walking[tid]++
-	defer func() { w.walking[tid]-- }()
+	th.walking++
+	defer func() { th.walking-- }()
 	t := to
 	for t > from {
 		if th.born > from && t <= th.born {
@@ -254,7 +256,7 @@ func (w *pathWalker) walk(tid uint32, from, to uint64, depth int) {
 func (w *pathWalker) wait(th *pathThread, iv *pathInterval, a, b uint64, depth int) {
 	waker := w.threads[iv.wakerTID]
 	traced := waker != nil && iv.wakerTID != th.tid
-	if traced && followed[iv.reason] && depth < maxPathDepth && w.walking[waker.tid] == 0 {
+	if traced && followed[iv.reason] && depth < maxPathDepth && waker.walking == 0 {
 		w.link(th, waker, iv.reason, iv.object, a, b, depth)
 		w.walk(waker.tid, a, b, depth+1)
 		return
@@ -292,8 +294,8 @@ type pathSegmentInfo struct {
 func (w *pathWalker) busiest(tid uint32, a, b uint64) *pathThread {
 	var best *pathThread
 	var bestBusy uint64
-	for _, th := range w.threads {
-		if th.tid == tid || w.walking[th.tid] > 0 || (th.born != 0 && th.born >= b) || (th.died != 0 && th.died <= a) {
+	for th := range w.lives().alive(a, b) {
+		if th.tid == tid || th.walking > 0 || (th.born != 0 && th.born >= b) || (th.died != 0 && th.died <= a) {
 			continue
 		}
 		lo, hi := max(a, th.born), b
