@@ -95,6 +95,7 @@ type pathWalker struct {
 	// live finds the threads alive in a span, for busiest (lives).
 	live  *liveIndex
 	begin uint64
+	waits int           // intervals loaded
 	segs  []PathSegment // in reverse time order while walking
 	links []pathLinkSpan
 }
@@ -119,6 +120,10 @@ func (x *Explanation) criticalPath(s *Source, pid uint32, win window) error {
 	if main.born < win.begin {
 		main.born = 0 // it existed for the whole window
 	}
+	// The walk makes a segment or two for most waits it passes, and passes
+	// most of a build's: grown from nothing, the slice was reallocated and
+	// copied some sixteen times, half the walk's time.
+	w.segs = make([]PathSegment, 0, w.waits)
 	w.walk(pid, win.begin, win.end, 0)
 	x.Path = w.result()
 	return nil
@@ -177,6 +182,7 @@ func (w *pathWalker) loadWaits(s *Source, win window) error {
 		all = append(all, iv)
 		th.offs = all[first:len(all):len(all)]
 	}
+	w.waits = len(all)
 	return rows.Err()
 }
 
@@ -371,6 +377,9 @@ func (w *pathWalker) add(th *pathThread, reason string, a, b uint64, info *pathS
 
 func (w *pathWalker) result() CriticalPath {
 	p := CriticalPath{ByReason: map[string]float64{}}
+	if len(w.segs) > 0 {
+		p.Segments = make([]PathSegment, 0, len(w.segs)) // nil when empty: JSON null, as before
+	}
 	for i := len(w.segs) - 1; i >= 0; i-- {
 		s := w.segs[i]
 		p.Segments = append(p.Segments, s)
