@@ -27,7 +27,7 @@ var (
 	pairs    = flag.Int("pairs", 3, "A B pairs per tool")
 	runtimeS = flag.Int("runtime", 3, "seconds per fio run")
 	bigS     = flag.Int("big", 30, "seconds of fio for the 10M-event recording")
-	sections = flag.String("sections", "overhead,realistic,loss,analysis,startup", "which sections to run (a subset writes a partial file)")
+	sections = flag.String("sections", "overhead,realistic,loss,analysis,startup", "which sections to run, by name (a subset writes a partial file); explain-build runs only the parallel build's part of analysis")
 	work     string
 )
 
@@ -47,12 +47,15 @@ func main() {
 	var md bytes.Buffer
 	w := io.MultiWriter(&md, os.Stderr)
 	header(w)
-	prepare()
+	chosen := strings.Split(*sections, ",")
+	if slices.ContainsFunc(chosen, func(s string) bool { return s == "overhead" || s == "loss" || s == "analysis" }) {
+		prepare() // fio's file
+	}
 	for _, sec := range []struct {
 		name string
 		run  func(io.Writer)
-	}{{"overhead", overhead}, {"realistic", realistic}, {"loss", loss}, {"analysis", analysis}, {"startup", startup}} {
-		if strings.Contains(*sections, sec.name) {
+	}{{"overhead", overhead}, {"realistic", realistic}, {"loss", loss}, {"analysis", analysis}, {"explain-build", explainBuild}, {"startup", startup}} {
+		if slices.Contains(chosen, sec.name) {
 			sec.run(w)
 		}
 	}
@@ -358,6 +361,7 @@ func analysis(w io.Writer) {
 		el := time.Since(start).Seconds()
 		fmt.Fprintf(w, "| `whyslow %s` | %.2f | %.0f |\n", strings.ReplaceAll(strings.Join(a, " "), path, "big.db"), el, float64(rows)/el)
 	}
+	explainBuild(w)
 	fmt.Fprintf(w, "\n## 5. Recording size and memory\n\n%d events in %.1f MiB: %.1f bytes per event. Maximum RSS of `whyslow record` while recording at this rate: %.0f MiB.\n",
 		rows, float64(size)/(1<<20), float64(size)/float64(max(rows, 1)), float64(rss)/1024)
 }
