@@ -162,8 +162,8 @@ func (w *pathWalker) loadWaits(s *Source, win window) error {
 	for rows.Next() {
 		var pid, tid uint32
 		var iv pathInterval
-		if err := rows.Scan(&pid, &tid, &iv.start, &iv.end, &iv.runq, &iv.reason, &iv.wakerPID, &iv.wakerTID,
-			&iv.wakerComm, &iv.object, &iv.forWork); err != nil {
+		if err := rows.Scan((*scanU32)(&pid), (*scanU32)(&tid), (*scanU64)(&iv.start), (*scanU64)(&iv.end), (*scanU64)(&iv.runq), &iv.reason,
+			(*scanU32)(&iv.wakerPID), (*scanU32)(&iv.wakerTID), &iv.wakerComm, &iv.object, &iv.forWork); err != nil {
 			return err
 		}
 		if th == nil || tid != th.tid {
