@@ -513,13 +513,14 @@ Profiles: ` + "`bpftool prog show`" + ` with ` + "`kernel.bpf_stats_enabled=1`" 
   tree of the latest death over them, give those alive in a span: the search 250 → 15 ms.
   Loading its 77k waits grew a slice per thread and set integers by reflection (database/sql):
   105 → 75 ms; the walk grew its 53k segments from nothing, and copied them into a slice grown
-  the same way: ~40 → ~10 ms. Now ~0.43 s, ~300k events/s, three
-  quarters of it in DuckDB: the target's waits made into a temporary table (~100 ms, ~0.5 µs a
-  row for 16 columns, mostly for the names), the per-thread account (~45 ms), the target's I/O
-  table (~40 ms, half of it planning: every query names the 425 pids in an IN list, ~2 ms of
-  planning each) and some twenty queries of 5–20 ms. A query per step keeps the goal out of
-  reach on this shape; what is left to try is narrower temporary tables (ids, names joined when
-  shown) and the target's pids planned once.
+  the same way: ~40 → ~10 ms. Every query named the 425 pids in an IN list, ~2 ms of planning
+  each in some twenty queries: past 16 pids they join a table of them (~70 ms; a shell loop of
+  600 short processes 0.23 → 0.11 s). Now ~0.35 s, ~370k events/s, three quarters of it in
+  DuckDB: the target's waits made into a temporary table (~100 ms: DuckDB writes a temporary
+  table at ~0.5 µs a row of 16 columns, mostly for the names), reading them back into Go (~75
+  ms, each value boxed by the driver), the per-thread account (~35 ms) and the target's I/O
+  (~30 ms). A query per step keeps the goal out of reach on this shape; what is left to try is
+  narrower temporary tables (ids, names joined when shown) and fewer round trips of the waits.
 - **Start-up.** Loading the programs took ~0.9 s of CPU in the verifier: the file description
   (with the path walk) was inlined at a dozen call sites, and the syscall exit handler alone
   walked 100k instructions. ` + "`describe_file`" + ` is now a global BPF function, verified once (kernel
