@@ -146,8 +146,8 @@ func (w *pathWalker) load(s *Source, win window) error {
 // loadThreads, which gives every thread its latest: a thread it does not
 // name never had one here either.
 func (w *pathWalker) loadWaits(s *Source, win window) error {
-	var n int
-	if err := s.DB.QueryRow(`SELECT count(*) FROM target_offcpu`).Scan(&n); err != nil {
+	var count int
+	if err := s.DB.QueryRow(`SELECT count(*) FROM target_offcpu`).Scan(&count); err != nil {
 		return fmt.Errorf("reading waits for the critical path: %w", err)
 	}
 	rows, err := s.DB.Query(`SELECT pid, tid, start_ts, ts, runq_ns, reason, waker_pid, waker_tid,
@@ -156,14 +156,15 @@ func (w *pathWalker) loadWaits(s *Source, win window) error {
 		return fmt.Errorf("reading waits for the critical path: %w", err)
 	}
 	defer rows.Close()
-	all := make([]pathInterval, 0, n)
+	all := make([]pathInterval, 0, count)
 	var th *pathThread
 	first := 0 // th's first interval in all
 	for rows.Next() {
 		var pid, tid uint32
 		var iv pathInterval
-		if err := rows.Scan((*scanU32)(&pid), (*scanU32)(&tid), (*scanU64)(&iv.start), (*scanU64)(&iv.end), (*scanU64)(&iv.runq), &iv.reason,
-			(*scanU32)(&iv.wakerPID), (*scanU32)(&iv.wakerTID), &iv.wakerComm, &iv.object, &iv.forWork); err != nil {
+		if err := rows.Scan((*scanU32)(&pid), (*scanU32)(&tid), (*scanU64)(&iv.start), (*scanU64)(&iv.end),
+			(*scanU64)(&iv.runq), &iv.reason, (*scanU32)(&iv.wakerPID), (*scanU32)(&iv.wakerTID), &iv.wakerComm,
+			&iv.object, &iv.forWork); err != nil {
 			return err
 		}
 		if th == nil || tid != th.tid {
