@@ -443,8 +443,8 @@ Profiles: ` + "`bpftool prog show`" + ` with ` + "`kernel.bpf_stats_enabled=1`" 
   Full capture for what they cost).
 - **Realistic work.** word-pop's request costs nothing measurable. The parallel build is timed
   from inside (a shell around it), as the other rows time their own work, and the last column is
-  all of ` + "`whyslow run`" + `: the explanation after the build (0.9 s on its 130k events, see Analysis)
-  was most of the row's gap. SQLite's commit loop pairs spread ±10% with the host's disk, so the
+  all of ` + "`whyslow run`" + `: the explanation after the build (0.9 s on its 130k events, ~0.35 s since:
+  see Explaining a build) was most of the row's gap. SQLite's commit loop pairs spread ±10% with the host's disk, so the
   fsync row runs the same path on ext4 over a loop device in memory (each commit a pwrite and an
   fdatasync through the page cache, writeback, the journal and the block layer, ~37 µs). What a
   commit pays (kernel.bpf_stats_enabled, and detaching one hook at a time, medians of 5):
