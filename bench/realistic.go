@@ -58,9 +58,7 @@ func timedRows(w io.Writer) {
 		return
 	}
 	defer os.RemoveAll(gocache)
-	hello := filepath.Join(gocache, "hello.go")
-	os.WriteFile(hello, []byte("package main\n\nimport (\"fmt\"; \"net/http\")\n\nfunc main() { fmt.Println(http.StatusOK) }\n"), 0o644)
-	goBin, _ := exec.LookPath("go")
+	buildArgv, buildEnv := goBuild(gocache)
 	type work struct {
 		name  string
 		argv  []string
@@ -82,7 +80,7 @@ func timedRows(w io.Writer) {
 	timed := []string{"sh", "-c", `s=$(date +%s.%N); "$@" || exit 1; e=$(date +%s.%N); echo "$s $e" | awk '{print $2 - $1}'`, "timed"}
 	works := []work{
 		{"word-pop: median /popularity request (Flask, 1000 temp files each, on tmpfs)", []string{"sh", filepath.Join(repo, "bench", "wordpop.sh")}, nil, true},
-		{"parallel build: go build -a of a net/http program, -p 2, cold cache", append(timed, goBin, "build", "-a", "-p", "2", "-o", os.DevNull, hello), []string{"GOCACHE=" + filepath.Join(gocache, "cache")}, true},
+		{"parallel build: go build -a of a net/http program, -p 2, cold cache", append(timed, buildArgv...), buildEnv, true},
 	}
 	if fsyncFile != "" {
 		works = append(works, work{"fsync loop: 30000 × (4 KiB pwrite + fdatasync), ext4 on a loop device in memory", []string{py, "-c", fsyncLoop, fsyncFile, "30000"}, nil, true})
@@ -94,7 +92,7 @@ func timedRows(w io.Writer) {
 	for _, wk := range works {
 		var whole []float64 // whyslow run's own wall time, the report after the command included
 		measure := func(prefix ...string) (float64, error) {
-			os.RemoveAll(filepath.Join(gocache, "cache"))
+			emptyCache(gocache)
 			cmd := exec.Command(prefix[0], append(prefix[1:], wk.argv...)...)
 			cmd.Env = append(os.Environ(), wk.env...)
 			start := time.Now()

@@ -297,7 +297,7 @@ func (x *Explanation) threads(s *Source, pids []uint32, win window, io targetIO)
 		}
 	}
 
-	in := inList("pid", pids)
+	in := s.inTargets("pid", pids)
 	crow, err := s.DB.Query("SELECT pid, tid, arg_max(comm, ts), sum(oncpu_ns) FROM cputime WHERE " + in + " GROUP BY pid, tid")
 	if err != nil {
 		return fmt.Errorf("accounting on-CPU time: %w", err)
@@ -376,7 +376,7 @@ func threadsOffCPU(s *Source, pids []uint32, win window, get func(pid, tid uint3
 	               greatest(least(o.ts, $e) - greatest(o.ts - o.runq_ns, $b), 0) AS runq_c
 	        FROM target_offcpu o)
 	      SELECT o.pid, o.tid, arg_max(o.comm, o.ts), o.reason, o.state,
-	        sum(o.off_c - least(o.runq_c, o.off_c)), sum(least(o.runq_c, o.off_c)), coalesce(` + idleSQL(inList("waker_pid", pids)) + `, false) AS idle
+	        sum(o.off_c - least(o.runq_c, o.off_c)), sum(least(o.runq_c, o.off_c)), coalesce(` + idleSQL(s.inTargets("waker_pid", pids)) + `, false) AS idle
 	      FROM clipped o GROUP BY o.pid, o.tid, o.reason, o.state, idle`
 	rows, err := s.DB.Query(q, sql.Named("b", win.begin), sql.Named("e", win.end))
 	if err != nil {

@@ -27,7 +27,7 @@ func (x *Explanation) blame(s *Source, pids, tids []uint32, win window) error {
 	if !storage {
 		return nil
 	}
-	in := inList("pid", pids)
+	in := s.inTargets("pid", pids)
 	if len(tids) > 0 {
 		in += " AND " + inList("tid", tids)
 	}
@@ -55,7 +55,7 @@ func (x *Explanation) blame(s *Source, pids, tids []uint32, win window) error {
 	}
 
 	// Syncs run by others, by overlap with the waits.
-	notIn := inList("r.pid", pids)
+	notIn := s.inTargets("r.pid", pids)
 	// The sync calls first, on the numeric table: there are few.
 	q := `WITH s AS (
 	        SELECT r.ts, r.dur, r.pid, c.comm, n.name FROM syscall_raw r JOIN syscall_names n USING (nr) LEFT JOIN comms c USING (comm_id)

@@ -12,7 +12,7 @@ func (x *Explanation) files(s *Source, pids []uint32, io targetIO) error {
 	if !io.rows {
 		return nil
 	}
-	in := inList("i.pid", pids)
+	in := s.inTargets("i.pid", pids)
 	created := `SELECT DISTINCT dev, ino, gen FROM syscall_raw i
 	        WHERE ` + in + ` AND nr IN (SELECT nr FROM syscall_names WHERE class = 'open') AND (flags & 64) <> 0 AND ret >= 0
 	          AND (dev, ino, gen) IN (SELECT dev, ino, gen FROM files GROUP BY dev, ino, gen HAVING arg_min(size, ts) = 0)`
@@ -166,7 +166,7 @@ func (x *Explanation) devices(s *Source, pids []uint32, win window) error {
 	// A request never issued (an empty flush served by one in flight) has
 	// issue time 0 in recordings made before the kernel side gave it its
 	// insert time: it waited at the device, not in the queue.
-	in := inList("pid", pids)
+	in := s.inTargets("pid", pids)
 	q := `SELECT coalesce(device, 'dev ' || (dev >> 20) || ':' || (dev & 1048575)), dev,
 	        sum(CASE WHEN op = 0 THEN bytes ELSE 0 END), sum(CASE WHEN op = 1 THEN bytes ELSE 0 END),
 	        sum(CASE WHEN op = 3 THEN bytes ELSE 0 END), sum(CASE WHEN op = 9 THEN bytes ELSE 0 END),
@@ -220,7 +220,7 @@ func (d *DeviceUse) throttle(s *Source, dev uint32, pids []uint32, win window) e
 	if d.ThrottleReadBPS == 0 && d.ThrottleWriteBPS == 0 || d.TargetBytes == 0 {
 		return nil
 	}
-	in := inList("o.pid", pids)
+	in := s.inTargets("o.pid", pids)
 	q := `WITH waits AS (
 	        SELECT o.start_ts AS b, o.ts - o.runq_ns AS e FROM offcpu o
 	        WHERE ` + in + ` AND o.reason IN (` + storageReasonsSQL + `) AND o.ts > ? AND o.start_ts < ?),
@@ -268,7 +268,7 @@ func (x *Explanation) afterExit(s *Source, pids []uint32) error {
 		return nil
 	}
 	end := s.window().end
-	in := inList("d.pid", pids)
+	in := s.inTargets("d.pid", pids)
 	// Block writes of data the target dirtied, after it exited: the kernel
 	// still flushing its pages (what dstat showed in the article).
 	q := `SELECT sum(b.bytes), max(b.ts) - ?, coalesce(string_agg(DISTINCT f.path, chr(10)), '')

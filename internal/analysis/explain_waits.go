@@ -25,10 +25,14 @@ const pollSyscalls = `'poll','select','epoll_wait','epoll_pwait','epoll_pwait2',
 //     client that reads its server's replies is (pgbench over the socket of
 //     a local PostgreSQL waited "for work" before).
 //
-// It also makes target_threads. Every explanation of the target's time reads
+// It also makes target_threads, and target_pids for a target of many
+// processes (useTargets). Every explanation of the target's time reads
 // these, so the rules live here once.
 func (s *Source) targetWaits(pids []uint32, win window) error {
-	in := inList("pid", pids)
+	if err := s.useTargets(pids); err != nil {
+		return err
+	}
+	in := s.inTargets("pid", pids)
 	offCPU := s.hasRows("offcpu_raw")
 	q := `CREATE OR REPLACE TEMP TABLE target_offcpu AS
 	  WITH o AS (SELECT * FROM offcpu WHERE ` + in + ` AND ts > $b AND start_ts < $e),
@@ -107,7 +111,7 @@ type targetIO struct{ rows bool }
 // targetIO makes target_calls and target_io, after targetWaits: the target's
 // I/O, one shape for syscalls and io_uring. Explain reads them; requests do not.
 func (s *Source) targetIO(pids []uint32) (targetIO, error) {
-	in := inList("pid", pids)
+	in := s.inTargets("pid", pids)
 	// target_calls: the target's streamed calls summed per thread, file and
 	// syscall, on the numeric table: one pass over what can be millions of
 	// rows, which everything below reads instead.
@@ -211,7 +215,7 @@ func (s *Source) ioInputs(in string) (bool, error) {
 // kernelCPU splits the target's time inside syscalls, less the time it was
 // off CPU there, by syscall class: the kernel's part of its CPU time.
 func (x *Explanation) kernelCPU(s *Source, pids []uint32) error {
-	in := inList("pid", pids)
+	in := s.inTargets("pid", pids)
 	if s.WaitsOnly() {
 		return x.sampledKernelCPU(s, in)
 	}

@@ -17,6 +17,8 @@ type Source struct {
 	Lost  map[string]uint64
 	// filled says which of skippable's tables hold rows (hasRows).
 	filled map[string]bool
+	// targets is the pid set target_pids holds, if any (useTargets).
+	targets []uint32
 	// everyStep runs the steps that would be skipped on empty input (tests
 	// check that skipping them changes no answer).
 	everyStep bool

@@ -173,7 +173,7 @@ func FindRequests(s *Source, opts RequestOptions) (*Requests, error) {
 	if err := s.targetWaits(pids, win); err != nil {
 		return nil, err
 	}
-	w := &pathWalker{threads: map[uint32]*pathThread{}, walking: map[uint32]int{}}
+	w := &pathWalker{threads: map[uint32]*pathThread{}}
 	if err := w.load(s, win); err != nil {
 		return nil, err
 	}
