@@ -7,6 +7,9 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 	"github.com/whyslow/whyslow/internal/capture"
 	"github.com/whyslow/whyslow/internal/sysinfo"
 	"github.com/whyslow/whyslow/internal/target"
+	"golang.org/x/sys/unix"
 )
 
 // captureFlags are shared by run, attach and record.
@@ -109,11 +113,20 @@ func interruptible() (context.Context, context.CancelFunc) {
 // /dev/shm when there is one, because tmpfs pages are never written back, so
 // whyslow's own recording does not add to the dirty pages it may be diagnosing.
 func tempRecording() (string, error) {
-	dir := ""
+	dir := os.TempDir()
 	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
 		dir = "/dev/shm"
 	}
-	f, err := os.CreateTemp(dir, "whyslow-*.db")
+	return tempRecordingIn(dir)
+}
+
+// tempRecordingIn names a temporary recording in dir after this process,
+// whyslow-PID-*.db, and first removes those a dead whyslow left there: a
+// run killed with SIGKILL cannot remove its own, and in /dev/shm it holds
+// memory until the next boot.
+func tempRecordingIn(dir string) (string, error) {
+	removeOrphanRecordings(dir)
+	f, err := os.CreateTemp(dir, fmt.Sprintf("whyslow-%d-*.db", os.Getpid()))
 	if err != nil {
 		return "", fmt.Errorf("creating a temporary recording: %w", err)
 	}
@@ -121,6 +134,49 @@ func tempRecording() (string, error) {
 	f.Close()
 	os.Remove(name) // the store creates it; it refuses to overwrite
 	return name, nil
+}
+
+// removeOrphanRecordings removes the temporary recordings in dir (their
+// database, WAL and spill directory) whose whyslow is gone. Only files of
+// this user's, named by a pid that no process has now: a pid reused since
+// keeps its file, which a later run removes.
+func removeOrphanRecordings(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		pid, ok := orphanPID(e.Name())
+		if !ok || unix.Kill(pid, 0) != unix.ESRCH {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Geteuid() {
+			continue
+		}
+		os.RemoveAll(filepath.Join(dir, e.Name()))
+	}
+}
+
+// orphanPID reads the pid from a temporary recording's name:
+// whyslow-PID-RANDOM.db, with .wal or .tmp after it.
+func orphanPID(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, "whyslow-")
+	if !ok {
+		return 0, false
+	}
+	digits, rest, ok := strings.Cut(rest, "-")
+	if !ok || !(strings.HasSuffix(rest, ".db") || strings.HasSuffix(rest, ".db.wal") || strings.HasSuffix(rest, ".db.tmp")) {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(digits)
+	if err != nil || pid <= 0 {
+		return 0, false
+	}
+	return pid, true
 }
 
 // recordingPath is where run and attach record: the -o file, kept, or a
@@ -132,5 +188,5 @@ func recordingPath(output string) (path string, cleanup func(), err error) {
 	if path, err = tempRecording(); err != nil {
 		return "", nil, err
 	}
-	return path, func() { os.Remove(path); os.Remove(path + ".wal") }, nil
+	return path, func() { os.Remove(path); os.Remove(path + ".wal"); os.RemoveAll(path + ".tmp") }, nil
 }
