@@ -317,23 +317,12 @@ func (w *pathWalker) busiest(tid uint32, a, b uint64) *pathThread {
 	var best *pathThread
 	var bestBusy uint64
 	for th := range w.lives().alive(a, b) {
-		if th.tid == tid || th.walking > 0 || (th.born != 0 && th.born >= b) || (th.died != 0 && th.died <= a) {
+		if th.tid == tid || th.walking > 0 {
 			continue
 		}
-		lo, hi := max(a, th.born), b
-		if th.died != 0 {
-			hi = min(hi, th.died)
-		}
-		if hi <= lo {
+		busy, alive := th.busyIn(a, b)
+		if !alive {
 			continue
-		}
-		busy := hi - lo
-		i := sort.Search(len(th.offs), func(i int) bool { return th.offs[i].end > lo })
-		for ; i < len(th.offs) && th.offs[i].start < hi; i++ {
-			iv := th.offs[i]
-			if !working[iv.reason] || iv.forWork {
-				busy -= min(iv.end, hi) - max(iv.start, lo)
-			}
 		}
 		if busy > bestBusy || (busy == bestBusy && best != nil && th.tid < best.tid) {
 			best, bestBusy = th, busy
@@ -343,6 +332,30 @@ func (w *pathWalker) busiest(tid uint32, a, b uint64) *pathThread {
 		return nil
 	}
 	return best
+}
+
+// busyIn is how long th worked in [a, b] (see busiest), and whether it was
+// alive then at all.
+func (th *pathThread) busyIn(a, b uint64) (busy uint64, alive bool) {
+	if (th.born != 0 && th.born >= b) || (th.died != 0 && th.died <= a) {
+		return 0, false
+	}
+	lo, hi := max(a, th.born), b
+	if th.died != 0 {
+		hi = min(hi, th.died)
+	}
+	if hi <= lo {
+		return 0, false
+	}
+	busy = hi - lo
+	i := sort.Search(len(th.offs), func(i int) bool { return th.offs[i].end > lo })
+	for ; i < len(th.offs) && th.offs[i].start < hi; i++ {
+		iv := th.offs[i]
+		if !working[iv.reason] || iv.forWork {
+			busy -= min(iv.end, hi) - max(iv.start, lo)
+		}
+	}
+	return busy, true
 }
 
 func (w *pathWalker) link(waiter, worker *pathThread, reason, object string, a, b uint64, depth int) {

@@ -2,7 +2,6 @@ package analysis
 
 import (
 	"math/rand/v2"
-	"sort"
 	"testing"
 
 	"github.com/whyslow/whyslow/internal/event"
@@ -16,23 +15,12 @@ func naiveBusiest(w *pathWalker, tid uint32, a, b uint64) (*pathThread, int) {
 	var bestBusy uint64
 	tied := 0
 	for _, th := range w.threads {
-		if th.tid == tid || th.walking > 0 || (th.born != 0 && th.born >= b) || (th.died != 0 && th.died <= a) {
+		if th.tid == tid || th.walking > 0 {
 			continue
 		}
-		lo, hi := max(a, th.born), b
-		if th.died != 0 {
-			hi = min(hi, th.died)
-		}
-		if hi <= lo {
+		busy, alive := th.busyIn(a, b)
+		if !alive {
 			continue
-		}
-		busy := hi - lo
-		i := sort.Search(len(th.offs), func(i int) bool { return th.offs[i].end > lo })
-		for ; i < len(th.offs) && th.offs[i].start < hi; i++ {
-			iv := th.offs[i]
-			if !working[iv.reason] || iv.forWork {
-				busy -= min(iv.end, hi) - max(iv.start, lo)
-			}
 		}
 		if busy == bestBusy {
 			tied++
