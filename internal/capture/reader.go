@@ -124,34 +124,54 @@ func (e *Engine) Run(ctx context.Context, sink Sink) error {
 // left. A batch goes out when full, and when the ring has been quiet for
 // batchWait.
 func (e *Engine) read(ctx context.Context, r *ring, out chan<- []event.Event) error {
-	dec := newDecoder()
-	batch := make([]event.Event, 0, batchSize)
-	send := func() error {
-		if len(batch) > 0 {
-			out <- batch
-			batch = make([]event.Event, 0, batchSize)
-		}
-		return nil
-	}
+	b := e.newBatches(out)
 	return r.follow(ctx, func(rec []byte) error {
-		ev, err := dec.decode(rec)
-		if err != nil {
-			return nil
-		}
-		switch v := ev.(type) {
-		case *event.File:
-			e.resolver.complete(v)
-		case *event.Exec:
-			// read now, while the process is surely there
-			v.Cgroup = event.EncodeText(sysinfo.Host.Cgroup(v.PID))
-		}
-		batch = append(batch, ev)
-		if x := dec.takeExtra(); x != nil {
-			batch = append(batch, x)
-		}
-		if len(batch) >= batchSize {
-			return send()
-		}
+		b.add(rec)
 		return nil
-	}, send)
+	}, b.send)
+}
+
+// batches decodes records into batches of batchSize for out: the rings'
+// readers and the spool's loader each have one.
+type batches struct {
+	e     *Engine
+	dec   *decoder
+	out   chan<- []event.Event
+	batch []event.Event
+}
+
+func (e *Engine) newBatches(out chan<- []event.Event) *batches {
+	return &batches{e: e, dec: newDecoder(), out: out, batch: make([]event.Event, 0, batchSize)}
+}
+
+// add decodes one record (one that does not decode is dropped), completes
+// what must be read while its process is still there, and sends the batch
+// once it is full.
+func (b *batches) add(rec []byte) {
+	ev, err := b.dec.decode(rec)
+	if err != nil {
+		return
+	}
+	switch v := ev.(type) {
+	case *event.File:
+		b.e.resolver.complete(v)
+	case *event.Exec:
+		v.Cgroup = event.EncodeText(sysinfo.Host.Cgroup(v.PID))
+	}
+	b.batch = append(b.batch, ev)
+	if x := b.dec.takeExtra(); x != nil {
+		b.batch = append(b.batch, x)
+	}
+	if len(b.batch) >= batchSize {
+		b.send()
+	}
+}
+
+// send sends what the batch holds, if anything.
+func (b *batches) send() error {
+	if len(b.batch) > 0 {
+		b.out <- b.batch
+		b.batch = make([]event.Event, 0, batchSize)
+	}
+	return nil
 }

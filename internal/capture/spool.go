@@ -87,17 +87,13 @@ func (e *Engine) fill(ctx context.Context, r *ring, s *spool) error {
 // every record is out.
 func (e *Engine) load(s *spool, out chan<- []event.Event) error {
 	defer s.f.Close()
-	dec := newDecoder()
+	b := e.newBatches(out)
 	buf := make([]byte, 0, 2*spoolChunk)
 	var off, punched int64
-	batch := make([]event.Event, 0, batchSize)
 	for {
 		avail := s.written.Load()
 		if off == avail {
-			if len(batch) > 0 {
-				out <- batch
-				batch = make([]event.Event, 0, batchSize)
-			}
+			b.send()
 			select {
 			case <-s.more:
 				continue
@@ -127,16 +123,7 @@ func (e *Engine) load(s *spool, out chan<- []event.Event) error {
 			if len(p) < 4+l {
 				break
 			}
-			if ev, err := dec.decode(p[4 : 4+l]); err == nil {
-				batch = append(batch, ev)
-				if x := dec.takeExtra(); x != nil {
-					batch = append(batch, x)
-				}
-				if len(batch) == batchSize {
-					out <- batch
-					batch = make([]event.Event, 0, batchSize)
-				}
-			}
+			b.add(p[4 : 4+l])
 			p = p[4+l:]
 		}
 		buf = append(buf[:0], p...)
