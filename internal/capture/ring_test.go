@@ -47,6 +47,23 @@ func ringOutputWords(t *testing.T, rb *ebpf.Map, n int64, words int16, flags int
 	return prog
 }
 
+// testRing is a 4 KiB ring buffer and our reader of it, both closed when
+// the test ends.
+func testRing(t *testing.T) (*ebpf.Map, *ring) {
+	t.Helper()
+	rb, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.RingBuf, MaxEntries: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rb.Close() })
+	r, err := newRing(rb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.close() })
+	return rb, r
+}
+
 // TestRingWaitsInTheNetpoller: a ring's wait ends when the kernel wakes the
 // ring's pollers (a record written with a wakeup), at its deadline when the
 // records came without one (they are then read), and at once when the ring
@@ -54,16 +71,7 @@ func ringOutputWords(t *testing.T, rb *ebpf.Map, n int64, words int16, flags int
 func TestRingWaitsInTheNetpoller(t *testing.T) {
 	requirePrivileges(t)
 	const forceWakeup, noWakeup = 2, 1
-	rb, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.RingBuf, MaxEntries: 4096})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rb.Close()
-	r, err := newRing(rb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.close()
+	rb, r := testRing(t)
 	ctx, stop := context.WithCancel(context.Background())
 	done := r.stopOn(ctx)
 	defer done()
@@ -133,16 +141,7 @@ func TestRingWaitsInTheNetpoller(t *testing.T) {
 func TestRingRecordsThatWrap(t *testing.T) {
 	requirePrivileges(t)
 	const words = 5 // 48 bytes with the header: records straddle 4096 often
-	rb, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.RingBuf, MaxEntries: 4096})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rb.Close()
-	r, err := newRing(rb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.close()
+	rb, r := testRing(t)
 	wrapped := 0
 	for i := range int64(300) { // 3.5 times round the ring
 		p := ringOutputWords(t, rb, i, words, 1)
