@@ -13,7 +13,7 @@ static __always_inline int on_fork(struct task_struct *parent, struct task_struc
 	__u32 cpid = BPF_CORE_READ(child, tgid), ctid = BPF_CORE_READ(child, pid);
 	if (ptgid == self_pid)
 		return 0;
-	if (!system_wide && cpid == ctid && bpf_map_lookup_elem(&targets, &ptgid)) {
+	if (!system_wide && cpid == ctid && is_target(ptgid)) {
 		__u8 one = 1;
 		add_target_slot(cpid);
 		if (bpf_map_update_elem(&targets, &cpid, &one, BPF_ANY))

@@ -84,10 +84,16 @@ static __always_inline int on_wakeup(struct task_struct *p)
 {
 	struct task_struct *t = CAST(struct task_struct, p);
 	__u32 tgid = t->tgid;
-	if (!is_target(tgid))
-		return 0;
-	__u32 tid = t->pid;
+	__u8 kind = task_kind(tgid);
 	__u64 id = bpf_get_current_pid_tgid();
+	__u32 waker_tgid = id >> 32;
+	if (kind == KIND_NONE) {
+		/* A target's request reaching a process outside: a peer from now. */
+		if (follow_peers && t->mm && waker_tgid != tgid && is_target(waker_tgid))
+			add_peer(tgid, 1);
+		return 0;
+	}
+	__u32 tid = t->pid;
 	/* Written in place once the thread has an entry: a hash update takes
 	 * the bucket's lock and swaps elements through the free list, at every
 	 * wakeup of a target (~200 ns of a 460 ns program). The reader, the
@@ -100,10 +106,21 @@ static __always_inline int on_wakeup(struct task_struct *p)
 		if (!w)
 			return 0;
 	}
-	w->ts = bpf_ktime_get_ns();
-	w->pid = id >> 32;
+	__u64 now = bpf_ktime_get_ns();
+	w->ts = now;
+	w->pid = waker_tgid;
 	w->tid = (__u32)id;
 	current_comm(w->comm);
+	__builtin_memset(&w->sock, 0, sizeof(w->sock));
+	if (waker_tgid == tgid || waker_tgid == self_pid || !user_task(bpf_get_current_task_btf()))
+		return 0;
+	/* Another process woke it: from which side of a socket, and, if it is
+	 * new to the capture, it is a peer now, with the waits that led here. */
+	waker_socket(&w->sock);
+	if (follow_peers && task_kind(waker_tgid) == KIND_NONE && add_peer(waker_tgid, hops_of(kind) + 1)) {
+		struct offstart *o = bpf_map_lookup_elem(&offcpu_start, &tid);
+		send_recent(o && o->ts ? o->ts : now - 1000000000ULL, now);
+	}
 	return 0;
 }
 

@@ -140,8 +140,79 @@ static __always_inline void close_wait(__u32 tid, struct offstart *o)
 		o->ts = 0;
 }
 
+/* Sends the wait s of task next (tgid, tid), ended now, and closes its
+ * entry open. A target's and a peer's alike; a peer's calls are not hooked,
+ * so its wait carries its call at every level. */
+static __always_inline void send_offcpu(struct task_struct *next, __u32 tgid, __u32 tid, struct offstart *s,
+					struct offstart *open, __u64 now)
+{
+	struct offcpu_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_OFFCPU);
+		close_wait(tid, open);
+		return;
+	}
+	fill_hdr_of(&e->h, EV_OFFCPU, now, next, tgid, tid);
+	e->off_ns = now - s->ts;
+	e->state = s->state;
+	e->stack_id = s->stack_id;
+	e->syscall = s->syscall;
+	e->runq_ns = s->state == 'R' ? e->off_ns : 0;
+	e->waker_pid = 0;
+	e->waker_tid = 0;
+	e->fkind = s->f.kind;
+	__builtin_memset(e->waker_comm, 0, sizeof(e->waker_comm));
+	/* A call row for a wait without one of its own: every wait at the
+	 * default level, an io thread's at every level (it has no syscalls). */
+	e->call = s->cls && (!syscall_hooks || s->io_worker || s->peer);
+	e->fd = s->fd;
+	e->req = s->req;
+	e->flags = s->flags;
+	e->outside = s->peer;
+	e->f = s->f;
+	__builtin_memset(&e->waker_sock, 0, sizeof(e->waker_sock));
+	struct waker *w = bpf_map_lookup_elem(&wakers, &tid);
+	if (w && w->ts >= s->ts) {
+		e->runq_ns = now - w->ts;
+		e->waker_pid = w->pid;
+		e->waker_tid = w->tid;
+		__builtin_memcpy(e->waker_comm, w->comm, sizeof(e->waker_comm));
+		e->waker_sock = w->sock;
+	}
+	bpf_ringbuf_submit(e, wake_events());
+	close_wait(tid, open);
+}
+
+/* A peer's switch-in ends its wait: the one opened at its switch-out, or,
+ * for a process that has just become a peer, the one its history noted
+ * (tp_btf only). */
+static __always_inline int peer_switch_in(struct task_struct *next, __u32 tgid, __u32 tid, __u64 now, bool btf)
+{
+	struct offstart *s = bpf_map_lookup_elem(&offcpu_start, &tid);
+	if (s && s->ts) {
+		send_offcpu(next, tgid, tid, s, s, now);
+		return 0;
+	}
+	if (!btf)
+		return 0;
+	struct recent_wait *rw = last_recent(next);
+	if (!rw || !rw->start || rw->end)
+		return 0;
+	rw->end = now;
+	struct offstart before = {};
+	before.ts = rw->start;
+	before.pid = tgid;
+	before.state = rw->state;
+	before.stack_id = -1;
+	before.syscall = rw->syscall;
+	before.peer = 1;
+	before.fd = -1;
+	send_offcpu(next, tgid, tid, &before, NULL, now);
+	return 0;
+}
+
 static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct *prev,
-				     struct task_struct *next, unsigned int prev_state)
+				     struct task_struct *next, unsigned int prev_state, bool btf)
 {
 	struct task_struct *pv = CAST(struct task_struct, prev), *nx = CAST(struct task_struct, next);
 	__u32 prev_tgid = pv->tgid, prev_tid = pv->pid;
@@ -149,11 +220,16 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 
 	/* Each side's target test is one hash lookup, made once: this runs at
 	 * every context switch of the machine. */
-	bool prev_target = prev_tid && is_target(prev_tgid);
-	bool next_target = next_tid && is_target(next_tgid);
-	/* The clock is read only where something is timed: most switches of a
-	 * busy machine are between other tasks, with no wait of theirs open. */
-	__u64 now = prev_target || next_target || other_syncs_open ? bpf_ktime_get_ns() : 0;
+	__u8 prev_kind = prev_tid ? task_kind(prev_tgid) : KIND_NONE;
+	__u8 next_kind = next_tid ? task_kind(next_tgid) : KIND_NONE;
+	bool prev_target = prev_kind == KIND_TARGET, next_target = next_kind == KIND_TARGET;
+	bool prev_peer = prev_kind >= KIND_PEER, next_peer = next_kind >= KIND_PEER;
+	/* User tasks keep their last waits (peers.bpf.h): the clock is read for
+	 * them too, else only where something is timed. */
+	bool prev_user = follow_peers && prev_kind == KIND_NONE && prev_tid && pv->mm;
+	bool next_user = follow_peers && btf && next_kind == KIND_NONE && next_tid && nx->mm;
+	__u64 now = prev_target || next_target || prev_peer || next_peer || prev_user || next_user ||
+		other_syncs_open ? bpf_ktime_get_ns() : 0;
 
 	/* A dying task's last switch is no wait: it never runs again. */
 	bool dead = (prev_state & 0x80) || pv->exit_state;
@@ -166,15 +242,17 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		}
 		bpf_map_delete_elem(&wakers, &prev_tid);
 	}
-	if (prev_target && !dead) {
+	if ((prev_target || prev_peer) && !dead) {
 		struct offstart s = {};
 		s.ts = now;
 		s.pid = prev_tgid;
 		s.state = state_char(preempt, prev_state);
 		s.syscall = -1;
 		s.stack_id = -1;
+		s.peer = prev_peer;
 		if (s.state != 'R') {
-			struct inflight *in = syscall_hooks ? current_call() : NULL; /* prev is current here */
+			/* prev is current here; a peer's calls are not hooked */
+			struct inflight *in = syscall_hooks && prev_target ? current_call() : NULL;
 			if (pv->flags & PF_IO_WORKER) {
 				uring_wait(&s);
 			} else if (in) {
@@ -184,13 +262,16 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 			} else {
 				struct pt_regs *regs = CAST(struct pt_regs, bpf_task_pt_regs(bpf_get_current_task_btf()));
 				s.syscall = regs->orig_ax;
-				if (!syscall_hooks)
+				if (!syscall_hooks || prev_peer)
 					wait_syscall(&s);
 			}
 			s.stack_id = wait_stack(ctx, s.state, s.syscall, now);
 		}
 		open_wait(prev_tid, &s);
-	} else if (!syscall_hooks && prev_tid && !dead && prev_tgid != self_pid && pv->mm &&
+	} else if (prev_user && !dead && state_char(preempt, prev_state) != 'R') {
+		note_recent(state_char(preempt, prev_state), now);
+	}
+	if (!prev_target && !prev_peer && !syscall_hooks && prev_tid && !dead && prev_tgid != self_pid && pv->mm &&
 		   state_char(preempt, prev_state) != 'R') {
 		/* Another process's sync: how others hurt the target. */
 		struct pt_regs *regs = CAST(struct pt_regs, bpf_task_pt_regs(bpf_get_current_task_btf()));
@@ -216,7 +297,12 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		pc->on_since = 0;
 	}
 
-	if (!syscall_hooks && next_tid && !next_target) {
+	if (next_user) {
+		struct recent_wait *rw = last_recent(next);
+		if (rw && rw->start && !rw->end)
+			rw->end = now;
+	}
+	if (!syscall_hooks && next_tid && !next_target && !next_peer) {
 		if (!other_syncs_open)
 			return 0;
 		struct offstart *o = bpf_map_lookup_elem(&offcpu_start, &next_tid);
@@ -229,6 +315,8 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		}
 		return 0;
 	}
+	if (next_peer && !next_target)
+		return peer_switch_in(next, next_tgid, next_tid, now, btf);
 	if (next_target) {
 		struct cpu_val *c = bpf_map_lookup_elem(&cpu, &next_tid);
 		if (!c) {
@@ -258,38 +346,7 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 			bpf_map_delete_elem(&waiting_at_start, &next_tid);
 			s = &before;
 		}
-		struct offcpu_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-		if (!e) {
-			count_lost(LOST_OFFCPU);
-			close_wait(next_tid, open);
-			return 0;
-		}
-		fill_hdr_of(&e->h, EV_OFFCPU, now, next, next_tgid, next_tid);
-		e->off_ns = now - s->ts;
-		e->state = s->state;
-		e->stack_id = s->stack_id;
-		e->syscall = s->syscall;
-		e->runq_ns = s->state == 'R' ? e->off_ns : 0;
-		e->waker_pid = 0;
-		e->waker_tid = 0;
-		e->fkind = s->f.kind;
-		__builtin_memset(e->waker_comm, 0, sizeof(e->waker_comm));
-		/* A call row for a wait without one of its own: every wait at the
-		 * default level, an io thread's at every level (it has no syscalls). */
-		e->call = s->cls && (!syscall_hooks || s->io_worker);
-		e->fd = s->fd;
-		e->req = s->req;
-		e->flags = s->flags;
-		e->_pad = 0;
-		e->f = s->f;
-		struct waker *w = bpf_map_lookup_elem(&wakers, &next_tid);
-		if (w && w->ts >= s->ts) {
-			e->runq_ns = now - w->ts;
-			e->waker_pid = w->pid;
-			e->waker_tid = w->tid;
-			__builtin_memcpy(e->waker_comm, w->comm, sizeof(e->waker_comm));
-		}
-		bpf_ringbuf_submit(e, wake_events());
+		send_offcpu(next, next_tgid, next_tid, s, open, now);
 		close_wait(next_tid, open);
 	}
 	return 0;

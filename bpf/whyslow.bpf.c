@@ -207,7 +207,8 @@ struct offstart {
 	__u32 cls;
 	__u8 other;
 	__u8 io_worker;   /* an io_uring thread: the call is its operation's (uring_wait) */
-	__u16 _pad;
+	__u8 peer;        /* a peer's wait (peers.bpf.h): a call row at every level */
+	__u8 _pad;
 	__s32 fd;
 	__u32 flags;
 	__u64 req;
@@ -238,6 +239,7 @@ struct waker {
 	__u32 pid;
 	__u32 tid;
 	char comm[TASK_COMM_LEN];
+	struct waker_sock sock;   /* the socket the waker was sending on, if any */
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -355,17 +357,31 @@ static __always_inline void count_lost(__u32 source)
 		(*n)++;
 }
 
-static __always_inline bool is_target(__u32 tgid)
+/* What a process is to the capture, as the targets map holds it: one of
+ * the targets, a peer (a process outside them that it waits on, followed
+ * while it serves them: see peers.bpf.h), or nothing. */
+#define KIND_NONE 0
+#define KIND_TARGET 1
+#define KIND_PEER 2     /* KIND_PEER + hops - 1: hops from the target, 1 to PEER_HOPS */
+#define PEER_HOPS 3
+
+static __always_inline __u8 task_kind(__u32 tgid)
 {
-	if (tgid == self_pid)
-		return false;
+	if (tgid == self_pid || tgid == 0)
+		return KIND_NONE;
 	if (system_wide)
-		return tgid != 0;
+		return KIND_TARGET;
 	__u32 slot = tgid % TARGET_SLOTS;
 	__u8 *maybe = bpf_map_lookup_elem(&target_slots, &slot);
 	if (!maybe || !*maybe)
-		return false;
-	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
+		return KIND_NONE;
+	__u8 *kind = bpf_map_lookup_elem(&targets, &tgid);
+	return kind ? *kind : KIND_NONE;
+}
+
+static __always_inline bool is_target(__u32 tgid)
+{
+	return task_kind(tgid) == KIND_TARGET;
 }
 
 /* The current thread's state if its process is a target. The targets map
@@ -489,6 +505,7 @@ static __always_inline __s32 stack_id_of(void *ctx)
 #include "hist.bpf.h"
 #include "syscall.bpf.h"
 #include "uring.bpf.h"
+#include "peers.bpf.h"
 #include "sched.bpf.h"
 #include "sample.bpf.h"
 #include "lifecycle.bpf.h"
@@ -505,9 +522,19 @@ static __always_inline __s32 stack_id_of(void *ctx)
 
 TWIN(sys_enter, sys_enter, struct pt_regs *regs COMMA long id, on_sys_enter(regs, id))
 TWIN(sys_exit, sys_exit, struct pt_regs *regs COMMA long ret, on_sys_exit(regs, ret))
-TWIN(sched_switch, sched_switch,
-     bool preempt COMMA struct task_struct *prev COMMA struct task_struct *next COMMA unsigned int prev_state,
-     on_switch(ctx, preempt, prev, next, prev_state))
+/* Twins apart: only tp_btf's task pointers may reach task storage (peers.bpf.h). */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(btf_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	return on_switch(ctx, preempt, prev, next, prev_state, true);
+}
+SEC("raw_tp/sched_switch")
+int BPF_PROG(raw_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	return on_switch(ctx, preempt, prev, next, prev_state, false);
+}
 /* sched_waking, not sched_wakeup: it runs in the waker's context, while
  * sched_wakeup may run later on the target CPU (ttwu wake list) as swapper. */
 TWIN(local_timer_entry, local_timer_entry, int vector, on_tick(ctx))
@@ -549,6 +576,7 @@ const struct sample_event *unused_sample_event __attribute__((unused));
 const struct stack_event *unused_stack_event __attribute__((unused));
 const struct file_event *unused_file_event __attribute__((unused));
 const struct offcpu_event *unused_offcpu_event __attribute__((unused));
+const struct waker_sock *unused_waker_sock __attribute__((unused));
 const struct block_event *unused_block_event __attribute__((unused));
 const struct throttle_event *unused_throttle_event __attribute__((unused));
 const struct writeback_event *unused_writeback_event __attribute__((unused));

@@ -123,6 +123,15 @@ struct file_event {
 #define FILEF_DELETED 2
 #define FILEF_TRUNCATED 4   /* deeper than PATH_DEPTH */
 
+/* The socket a waker was sending on when it woke a thread (its syscall's
+ * fd, read at the wakeup): which side of the conversation it spoke from. */
+struct waker_sock {
+	struct file_ref f;   /* kind 0: not a socket call */
+	__u16 lport;         /* inet: the waker's local and remote ports */
+	__u16 rport;
+	__u32 bound;         /* unix: the waker's socket has an address (a server's side) */
+};
+
 struct offcpu_event {
 	struct hdr h;    /* ts = back on CPU */
 	__u64 off_ns;    /* switched out -> switched in */
@@ -141,8 +150,9 @@ struct offcpu_event {
 	__s32 fd;
 	__u64 req;
 	__u32 flags;
-	__u32 _pad;
+	__u32 outside;   /* the thread is a peer's, not a target's (peers.bpf.h) */
 	struct file_ref f;
+	struct waker_sock waker_sock;
 };
 
 struct block_event {

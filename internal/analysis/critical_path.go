@@ -36,6 +36,9 @@ type PathSegment struct {
 	// (a lock holder that let go, the writer of a pipe).
 	BlockedByPID  uint32 `json:"blocked_by_pid,omitempty"`
 	BlockedByComm string `json:"blocked_by_comm,omitempty"`
+	// Role is "outside" for a process outside the target that the path went
+	// on into (a server, a lock holder), empty for the target's own.
+	Role string `json:"role,omitempty"`
 }
 
 // PathLink is one hand-off: Waiter waited (Reason) and Worker's work ended it.
@@ -46,6 +49,10 @@ type PathLink struct {
 	WorkerTID  uint32 `json:"worker_tid"`
 	WorkerComm string `json:"worker_comm"`
 	Object     string `json:"object,omitempty"`
+	// WorkerPID and WorkerRole: the worker's process, "outside" when it is
+	// not the target's (the path went on into a server or a lock holder).
+	WorkerPID  uint32 `json:"worker_pid"`
+	WorkerRole string `json:"worker_role,omitempty"`
 }
 
 // pathInterval is one off-CPU interval of a traced thread.
@@ -69,6 +76,8 @@ type pathThread struct {
 	// into a thread whose span it is explaining (a thread cannot have woken
 	// another while it was itself waiting).
 	walking int
+	// outside: a thread of a process outside the target (outside_path.go).
+	outside bool
 }
 
 // maxPathDepth bounds how many hand-offs the walk follows in a chain. Each
@@ -92,6 +101,13 @@ var working = reasonSet(func(r event.Reason) bool {
 
 type pathWalker struct {
 	threads map[uint32]*pathThread
+	// src and win let the walk load the waits of processes outside the
+	// target when it reaches them (outside_path.go); reached lists those
+	// loaded; hop is the hand-off into the outside process being walked.
+	src     *Source
+	win     window
+	reached map[uint32]bool
+	hop     *pathHop
 	// live finds the threads alive in a span, for busiest (lives).
 	live  *liveIndex
 	begin uint64
@@ -109,7 +125,7 @@ type pathLinkSpan struct {
 
 // criticalPath walks the target's main thread back from the end of the window.
 func (x *Explanation) criticalPath(s *Source, pid uint32, win window) error {
-	w := &pathWalker{threads: map[uint32]*pathThread{}, begin: win.begin}
+	w := &pathWalker{threads: map[uint32]*pathThread{}, begin: win.begin, src: s, win: win}
 	if err := w.load(s, win); err != nil {
 		return err
 	}
@@ -277,9 +293,19 @@ func (w *pathWalker) walk(tid uint32, from, to uint64, depth int) {
 // wait explains [a, b] of an off-CPU interval of th.
 func (w *pathWalker) wait(th *pathThread, iv *pathInterval, a, b uint64, depth int) {
 	waker := w.threads[iv.wakerTID]
+	if waker == nil && followed[iv.reason] && iv.wakerPID != 0 && iv.wakerPID != th.pid {
+		waker = w.reach(iv.wakerPID, iv.wakerTID)
+	}
 	traced := waker != nil && iv.wakerTID != th.tid
 	if traced && followed[iv.reason] && depth < maxPathDepth && waker.walking == 0 {
 		w.link(th, waker, iv.reason, iv.object, a, b, depth)
+		if waker.outside && waker.pid != th.pid {
+			// Into another process: what it did meanwhile is the path,
+			// and where it was itself idle the wait stays this hop's.
+			saved := w.hop
+			w.hop = &pathHop{reason: iv.reason, object: iv.object, pid: waker.pid, comm: waker.comm}
+			defer func() { w.hop = saved }()
+		}
 		w.walk(waker.tid, a, b, depth+1)
 		return
 	}
@@ -317,7 +343,7 @@ func (w *pathWalker) busiest(tid uint32, a, b uint64) *pathThread {
 	var best *pathThread
 	var bestBusy uint64
 	for th := range w.lives().alive(a, b) {
-		if th.tid == tid || th.walking > 0 {
+		if th.tid == tid || th.walking > 0 || th.outside {
 			continue
 		}
 		busy, alive := th.busyIn(a, b)
@@ -359,8 +385,12 @@ func (th *pathThread) busyIn(a, b uint64) (busy uint64, alive bool) {
 }
 
 func (w *pathWalker) link(waiter, worker *pathThread, reason, object string, a, b uint64, depth int) {
-	w.links = append(w.links, pathLinkSpan{PathLink: PathLink{WaiterTID: waiter.tid, WaiterComm: waiter.comm,
-		Reason: reason, WorkerTID: worker.tid, WorkerComm: worker.comm, Object: object}, a: a, b: b, depth: depth})
+	l := PathLink{WaiterTID: waiter.tid, WaiterComm: waiter.comm, Reason: reason, WorkerTID: worker.tid,
+		WorkerComm: worker.comm, Object: object, WorkerPID: worker.pid}
+	if worker.outside {
+		l.WorkerRole = roleOutside
+	}
+	w.links = append(w.links, pathLinkSpan{PathLink: l, a: a, b: b, depth: depth})
 }
 
 // add records a segment; walking goes backwards, so it merges with the
@@ -377,9 +407,12 @@ func (w *pathWalker) add(th *pathThread, reason string, a, b uint64, info *pathS
 			seg.BlockedByPID, seg.BlockedByComm = info.by.wakerPID, info.by.wakerComm
 		}
 	}
+	if th.outside {
+		w.outsideSegment(&seg)
+	}
 	if n := len(w.segs); n > 0 {
 		last := &w.segs[n-1]
-		if last.TID == seg.TID && last.Reason == seg.Reason && last.Object == seg.Object &&
+		if last.TID == seg.TID && last.Reason == seg.Reason && last.Object == seg.Object && last.Role == seg.Role &&
 			last.BlockedByPID == seg.BlockedByPID && seg.BeginS+seg.DurS >= last.BeginS-1e-9 {
 			last.DurS += last.BeginS - seg.BeginS
 			last.BeginS = seg.BeginS

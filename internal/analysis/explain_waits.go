@@ -55,16 +55,23 @@ func (s *Source) targetWaits(pids []uint32, win window) error {
 	      OR fkind IN (SELECT kind FROM unix) AND syscall_nr IN (SELECT nr FROM receiving)))
 	  SELECT o.ts, o.start_ts, o.off_ns, o.runq_ns, o.pid, o.tid, o.comm, o.state, o.reason, o.stack_id,
 	         o.syscall, o.waker_pid, o.waker_tid, o.waker_comm,
-	         CASE WHEN c.end_ts >= o.ts - o.runq_ns THEN c.object END AS object,
-	         coalesce(o.syscall IN ('accept','accept4')
-	           OR (o.syscall IN (` + pollSyscalls + `) AND o.tid NOT IN (SELECT tid FROM socket_movers)), false) AS for_work
-	  FROM o ASOF LEFT JOIN calls c ON c.tid = o.tid AND c.ts <= o.start_ts`
+	         CASE WHEN c.end_ts >= o.ts - o.runq_ns THEN c.object
+	              WHEN o.waker_side = 'server' THEN coalesce(wf.local, wf.path) END AS object,
+	         ` + forWorkSQL("o") + ` AS for_work, o.waker_side
+	  FROM o ASOF LEFT JOIN calls c ON c.tid = o.tid AND c.ts <= o.start_ts
+	    LEFT JOIN file_names wf ON wf.dev = o.waker_dev AND wf.ino = o.waker_ino AND wf.gen = o.waker_gen
+	         AND o.waker_side IS NOT NULL`
 	args := []any{sql.Named("b", win.begin), sql.Named("e", win.end)}
 	if !offCPU {
 		q, args = emptyTargetOffCPU, nil
 	}
 	if _, err := s.DB.Exec(q, args...); err != nil {
 		return fmt.Errorf("collecting the target's waits: %w", err)
+	}
+	if offCPU {
+		if _, err := s.DB.Exec(pollRunsSQL("target_offcpu")); err != nil {
+			return fmt.Errorf("joining a client's polls: %w", err)
+		}
 	}
 	// target_threads: each target thread's latest name, from the small
 	// tables (the threads view reads every syscall for it).
@@ -102,7 +109,8 @@ func (s *Source) targetWaits(pids []uint32, win window) error {
 // plan). A test keeps the two shapes the same.
 const emptyTargetOffCPU = `CREATE OR REPLACE TEMP TABLE target_offcpu (ts UBIGINT, start_ts UBIGINT, off_ns UBIGINT,
 	  runq_ns UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, state VARCHAR, reason VARCHAR, stack_id INTEGER,
-	  syscall VARCHAR, waker_pid UINTEGER, waker_tid UINTEGER, waker_comm VARCHAR, object VARCHAR, for_work BOOLEAN)`
+	  syscall VARCHAR, waker_pid UINTEGER, waker_tid UINTEGER, waker_comm VARCHAR, object VARCHAR, for_work BOOLEAN,
+	  waker_side VARCHAR)`
 
 // targetIO says what target_io holds: the steps that read it are skipped
 // when it is empty.

@@ -173,7 +173,7 @@ func FindRequests(s *Source, opts RequestOptions) (*Requests, error) {
 	if err := s.targetWaits(pids, win); err != nil {
 		return nil, err
 	}
-	w := &pathWalker{threads: map[uint32]*pathThread{}}
+	w := &pathWalker{threads: map[uint32]*pathThread{}, src: s, win: win}
 	if err := w.load(s, win); err != nil {
 		return nil, err
 	}

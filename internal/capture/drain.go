@@ -63,8 +63,9 @@ func monotonicNow() uint64 {
 }
 
 func (e *Engine) isTarget(pid uint32) bool {
-	var one uint8
-	return e.opts.SystemWide || e.maps.Targets.Lookup(pid, &one) == nil
+	// The set holds peers too (peers.bpf.h): a target's value is 1.
+	var kind uint8
+	return e.opts.SystemWide || e.maps.Targets.Lookup(pid, &kind) == nil && kind == 1
 }
 
 // TargetDirtied reports whether the target dirtied page cache pages: only

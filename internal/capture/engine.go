@@ -228,6 +228,8 @@ func open(opts Options, flavour string, kernel *kernelTypes) (*Engine, error) {
 		value any
 	}{
 		{vars.SystemWide, opts.SystemWide},
+		// Peers: the processes outside the target it waits on (peers.bpf.h).
+		{vars.FollowPeers, !opts.SystemWide},
 		{vars.Full, opts.Level == Full},
 		{vars.SlowNs, uint64(slow)},
 		{vars.SelfPid, uint32(os.Getpid())},

@@ -30,6 +30,7 @@ type reasonKey struct {
 	state          byte
 	pollOnSockets  bool
 	fileKind       event.FileKind
+	wakerKind      event.FileKind
 }
 
 func newStacks(m *ebpf.Map, sent *sync.Map) *stacks {
@@ -102,10 +103,11 @@ func (s *stacks) Frames(id int32) []string {
 
 func (s *stacks) classify(o *event.OffCPU) {
 	o.Stack = s.Frames(o.StackID)
-	in := classify.Input{State: o.State, Syscall: o.Syscall, Frames: o.Stack, PollOnSockets: s.sockets[o.PID], FileKind: o.FileKind}
+	in := classify.Input{State: o.State, Syscall: o.Syscall, Frames: o.Stack, PollOnSockets: s.sockets[o.PID], FileKind: o.FileKind,
+		WakerKind: o.WakerFile.Kind}
 	// Waits without a stack (no id) too: the rules and the syscall tables
 	// were still walked for each.
-	k := reasonKey{o.StackID, o.Syscall, o.State, in.PollOnSockets, o.FileKind}
+	k := reasonKey{o.StackID, o.Syscall, o.State, in.PollOnSockets, o.FileKind, in.WakerKind}
 	r, ok := s.reasons[k]
 	if !ok {
 		r = classify.Reason(in)

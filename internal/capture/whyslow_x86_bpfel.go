@@ -162,8 +162,9 @@ type whyslowOffcpuEvent struct {
 	Fd        int32
 	Req       uint64
 	Flags     uint32
-	Pad       uint32
+	Outside   uint32
 	F         whyslowFileRef
+	WakerSock whyslowWakerSock
 }
 
 type whyslowOffstart struct {
@@ -176,7 +177,8 @@ type whyslowOffstart struct {
 	Cls      uint32
 	Other    uint8
 	IoWorker uint8
-	Pad      uint16
+	Peer     uint8
+	Pad      uint8
 	Fd       int32
 	Flags    uint32
 	Req      uint64
@@ -190,6 +192,21 @@ type whyslowPayloadEvent struct {
 	Len  uint32
 	Pad  uint32
 	Data [128]uint8
+}
+
+type whyslowRecent struct {
+	_ structs.HostLayout
+	W [2]struct {
+		_       structs.HostLayout
+		Start   uint64
+		End     uint64
+		Syscall int32
+		State   uint32
+		Fd      int32
+		Pad     uint32
+	}
+	Next uint32
+	Pad  uint32
 }
 
 type whyslowRqinfo struct {
@@ -330,6 +347,15 @@ type whyslowWaker struct {
 	Pid  uint32
 	Tid  uint32
 	Comm [16]int8
+	Sock whyslowWakerSock
+}
+
+type whyslowWakerSock struct {
+	_     structs.HostLayout
+	F     whyslowFileRef
+	Lport uint16
+	Rport uint16
+	Bound uint32
 }
 
 type whyslowWbStart struct {
@@ -360,6 +386,7 @@ const (
 	whyslowMapMeta                    = "meta"
 	whyslowMapOffcpuStart             = "offcpu_start"
 	whyslowMapOwnStacks               = "own_stacks"
+	whyslowMapRecent                  = "recent"
 	whyslowMapRequests                = "requests"
 	whyslowMapSampleScratch           = "sample_scratch"
 	whyslowMapSeen                    = "seen"
@@ -414,6 +441,7 @@ const (
 	whyslowVarByRequest               = "by_request"
 	whyslowVarDescribeHoldNs          = "describe_hold_ns"
 	whyslowVarEventsWakeAt            = "events_wake_at"
+	whyslowVarFollowPeers             = "follow_peers"
 	whyslowVarFull                    = "full"
 	whyslowVarMetaWakeAt              = "meta_wake_at"
 	whyslowVarOtherSyncsOpen          = "other_syncs_open"
@@ -442,6 +470,7 @@ const (
 	whyslowVarUnusedThrottleEvent     = "unused_throttle_event"
 	whyslowVarUnusedUnlinkEvent       = "unused_unlink_event"
 	whyslowVarUnusedUringEvent        = "unused_uring_event"
+	whyslowVarUnusedWakerSock         = "unused_waker_sock"
 	whyslowVarUnusedWritebackEvent    = "unused_writeback_event"
 )
 
@@ -542,6 +571,7 @@ type whyslowMapSpecs struct {
 	Meta           *ebpf.MapSpec `ebpf:"meta"`
 	OffcpuStart    *ebpf.MapSpec `ebpf:"offcpu_start"`
 	OwnStacks      *ebpf.MapSpec `ebpf:"own_stacks"`
+	Recent         *ebpf.MapSpec `ebpf:"recent"`
 	Requests       *ebpf.MapSpec `ebpf:"requests"`
 	SampleScratch  *ebpf.MapSpec `ebpf:"sample_scratch"`
 	Seen           *ebpf.MapSpec `ebpf:"seen"`
@@ -564,6 +594,7 @@ type whyslowVariableSpecs struct {
 	ByRequest            *ebpf.VariableSpec `ebpf:"by_request"`
 	DescribeHoldNs       *ebpf.VariableSpec `ebpf:"describe_hold_ns"`
 	EventsWakeAt         *ebpf.VariableSpec `ebpf:"events_wake_at"`
+	FollowPeers          *ebpf.VariableSpec `ebpf:"follow_peers"`
 	Full                 *ebpf.VariableSpec `ebpf:"full"`
 	MetaWakeAt           *ebpf.VariableSpec `ebpf:"meta_wake_at"`
 	OtherSyncsOpen       *ebpf.VariableSpec `ebpf:"other_syncs_open"`
@@ -592,6 +623,7 @@ type whyslowVariableSpecs struct {
 	UnusedThrottleEvent  *ebpf.VariableSpec `ebpf:"unused_throttle_event"`
 	UnusedUnlinkEvent    *ebpf.VariableSpec `ebpf:"unused_unlink_event"`
 	UnusedUringEvent     *ebpf.VariableSpec `ebpf:"unused_uring_event"`
+	UnusedWakerSock      *ebpf.VariableSpec `ebpf:"unused_waker_sock"`
 	UnusedWritebackEvent *ebpf.VariableSpec `ebpf:"unused_writeback_event"`
 }
 
@@ -626,6 +658,7 @@ type whyslowMaps struct {
 	Meta           *ebpf.Map `ebpf:"meta"`
 	OffcpuStart    *ebpf.Map `ebpf:"offcpu_start"`
 	OwnStacks      *ebpf.Map `ebpf:"own_stacks"`
+	Recent         *ebpf.Map `ebpf:"recent"`
 	Requests       *ebpf.Map `ebpf:"requests"`
 	SampleScratch  *ebpf.Map `ebpf:"sample_scratch"`
 	Seen           *ebpf.Map `ebpf:"seen"`
@@ -653,6 +686,7 @@ func (m *whyslowMaps) Close() error {
 		m.Meta,
 		m.OffcpuStart,
 		m.OwnStacks,
+		m.Recent,
 		m.Requests,
 		m.SampleScratch,
 		m.Seen,
@@ -676,6 +710,7 @@ type whyslowVariables struct {
 	ByRequest            *ebpf.Variable `ebpf:"by_request"`
 	DescribeHoldNs       *ebpf.Variable `ebpf:"describe_hold_ns"`
 	EventsWakeAt         *ebpf.Variable `ebpf:"events_wake_at"`
+	FollowPeers          *ebpf.Variable `ebpf:"follow_peers"`
 	Full                 *ebpf.Variable `ebpf:"full"`
 	MetaWakeAt           *ebpf.Variable `ebpf:"meta_wake_at"`
 	OtherSyncsOpen       *ebpf.Variable `ebpf:"other_syncs_open"`
@@ -704,6 +739,7 @@ type whyslowVariables struct {
 	UnusedThrottleEvent  *ebpf.Variable `ebpf:"unused_throttle_event"`
 	UnusedUnlinkEvent    *ebpf.Variable `ebpf:"unused_unlink_event"`
 	UnusedUringEvent     *ebpf.Variable `ebpf:"unused_uring_event"`
+	UnusedWakerSock      *ebpf.Variable `ebpf:"unused_waker_sock"`
 	UnusedWritebackEvent *ebpf.Variable `ebpf:"unused_writeback_event"`
 }
 

@@ -21,6 +21,10 @@ type Input struct {
 	// without a stack (it costs more than the rest of the switch): the
 	// syscall and this tell them.
 	FileKind event.FileKind
+	// WakerKind is the kind of socket the waker was sending on when it ended
+	// the wait (0: none seen): a poll woken by an answer over TCP waited on
+	// the network, over a Unix socket on another process.
+	WakerKind event.FileKind
 }
 
 // rule maps a kernel function (matched as a prefix) to a reason. Rules are in
@@ -192,6 +196,12 @@ func directIO(in Input) event.Reason {
 }
 
 func pollReason(in Input) event.Reason {
+	switch in.WakerKind {
+	case event.KindSocketInet:
+		return event.ReasonNetwork
+	case event.KindSocketUnix, event.KindPipe:
+		return event.ReasonIPC
+	}
 	if in.PollOnSockets {
 		return event.ReasonNetwork
 	}

@@ -74,7 +74,24 @@ type OffCPU struct {
 	// FileKind is the kind of the file the syscall in progress names (a
 	// socket, a pipe): what tells an interruptible wait, taken without stack.
 	FileKind FileKind
+	// Outside: the thread is a peer's, a process outside the target that the
+	// target waited on (a server, a lock holder), captured while it served.
+	Outside bool
+	// WakerFile is the socket the waker was sending on when it woke the
+	// thread (zero: none seen), and WakerSide which end of the conversation
+	// it spoke from: a server's answer, or a client's request.
+	WakerFile FileRef
+	WakerSide Side
 }
+
+// Side is the end of a conversation a process spoke from.
+type Side uint8
+
+const (
+	SideUnknown Side = iota
+	SideServer       // it answered: its end is the one that was connected to
+	SideClient       // it asked: its end connected
+)
 
 // Block is one block request; Header names the task that issued it, Time is completion.
 type Block struct {

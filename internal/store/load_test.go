@@ -49,7 +49,8 @@ func TestEveryTableRoundTrips(t *testing.T) {
 		&event.File{Header: at(21, "x"), Ref: f2, Path: odd[1], Truncated: true,
 			Peer: netip.MustParseAddrPort("10.0.0.2:0")}, // a peer with no port is no peer: NULL
 		&event.OffCPU{Header: at(30, "off"), Off: 25, Runq: maxU64, State: 'D', StackID: 9, Syscall: 40000,
-			WakerPID: 1, WakerTID: 2, WakerComm: odd[4], Reason: event.ReasonDiskWrite, Stack: odd},
+			WakerPID: 1, WakerTID: 2, WakerComm: odd[4], Reason: event.ReasonDiskWrite, Stack: odd, Outside: true,
+			WakerSide: event.SideServer, WakerFile: event.FileRef{Dev: maxU32, Ino: maxU64, Gen: maxU32 - 2}},
 		&event.OffCPU{Header: at(31, "off"), Off: 1, State: 'S', StackID: 9, Syscall: -1, Reason: event.Reason("nonsense"),
 			Stack: []string{"another stack, same id: not written again"}},
 		&event.Block{Header: at(40, "blk"), InsertTime: 38, IssueTime: 39, Sector: maxU64, Bytes: maxU32, Dev: 5,
@@ -116,9 +117,9 @@ func TestEveryTableRoundTrips(t *testing.T) {
 			"(SELECT comm FROM comms WHERE comm_id = r.waker_comm_id) AS waker_comm_id, " +
 			"(SELECT reason FROM reasons WHERE reason_id = r.reason_id) AS reason_id) FROM offcpu_raw r ORDER BY ts", [][]any{
 			{uint64(30), uint64(5), uint64(25), uint64(maxU64), uint32(7), uint32(8), "off", uint8('D'), "disk-write", int32(9),
-				int16(-1), uint32(1), uint32(2), odd[4]},
+				int16(-1), uint32(1), uint32(2), odd[4], true, uint8(event.SideServer), uint32(maxU32), uint64(maxU64), uint32(maxU32 - 2)},
 			{uint64(31), uint64(30), uint64(1), uint64(0), uint32(7), uint32(8), "off", uint8('S'), "other", int32(9),
-				int16(-1), uint32(0), uint32(0), ""},
+				int16(-1), uint32(0), uint32(0), "", false, uint8(0), uint32(0), uint64(0), uint32(0)},
 		}},
 		{"SELECT * FROM stacks ORDER BY stack_id", [][]any{
 			{int32(9), strs(odd)},

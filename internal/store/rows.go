@@ -208,7 +208,8 @@ func (w *Writer) append(ev event.Event) error {
 			return err
 		}
 		return t.offcpuRaw.row().u64(e.Time).u64(e.Time - e.Off).u64(e.Off).u64(e.Runq).u32(e.PID).u32(e.TID).u32(cid).u8(e.State).
-			u8(reasonID(e.Reason)).i32(e.StackID).i16(syscallNr(e.Syscall)).u32(e.WakerPID).u32(e.WakerTID).u32(wid).end()
+			u8(reasonID(e.Reason)).i32(e.StackID).i16(syscallNr(e.Syscall)).u32(e.WakerPID).u32(e.WakerTID).u32(wid).
+			bool(e.Outside).u8(uint8(e.WakerSide)).u32(e.WakerFile.Dev).u64(e.WakerFile.Ino).u32(e.WakerFile.Gen).end()
 	case *event.Block:
 		cid, err := w.namedCommID(e.TID, e.Comm)
 		if err != nil {

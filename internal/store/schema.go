@@ -19,7 +19,7 @@ var tables = []struct{ name, columns string }{
 	{"syscall_names", "nr USMALLINT, name VARCHAR, class VARCHAR"},
 	{"kinds", "kind UTINYINT, name VARCHAR"},
 	{"syscall_totals", "ts UBIGINT, last_ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, name VARCHAR, class VARCHAR, dev UINTEGER, ino UBIGINT, gen UINTEGER, fkind VARCHAR, count UBIGINT, bytes UBIGINT, total_ns UBIGINT, max_ns UBIGINT, errors UBIGINT, slots UBIGINT[]"},
-	{"offcpu_raw", "ts UBIGINT, start_ts UBIGINT, off_ns UBIGINT, runq_ns UBIGINT, pid UINTEGER, tid UINTEGER, comm_id UINTEGER, state UTINYINT, reason_id UTINYINT, stack_id INTEGER, syscall_nr SMALLINT, waker_pid UINTEGER, waker_tid UINTEGER, waker_comm_id UINTEGER"},
+	{"offcpu_raw", "ts UBIGINT, start_ts UBIGINT, off_ns UBIGINT, runq_ns UBIGINT, pid UINTEGER, tid UINTEGER, comm_id UINTEGER, state UTINYINT, reason_id UTINYINT, stack_id INTEGER, syscall_nr SMALLINT, waker_pid UINTEGER, waker_tid UINTEGER, waker_comm_id UINTEGER, outside BOOLEAN, waker_side UTINYINT, waker_dev UINTEGER, waker_ino UBIGINT, waker_gen UINTEGER"},
 	{"reasons", "reason_id UTINYINT, reason VARCHAR"},
 	{"stacks", "stack_id INTEGER, frames VARCHAR[]"},
 	{"block_raw", "ts UBIGINT, insert_ts UBIGINT, issue_ts UBIGINT, pid UINTEGER, tid UINTEGER, comm_id UINTEGER, dev UINTEGER, sector UBIGINT, bytes UINTEGER, op UTINYINT, sync BOOLEAN, meta BOOLEAN, fua BOOLEAN, error INTEGER, fdev UINTEGER, ino UBIGINT, gen UINTEGER"},
@@ -57,7 +57,8 @@ var views = []string{
 	`CREATE OR REPLACE VIEW offcpu AS
 	 SELECT r.ts, r.start_ts, r.off_ns, r.runq_ns, r.pid, r.tid, c.comm, chr(r.state::INTEGER) AS state,
 	        rs.reason, r.stack_id, coalesce(n.name, CASE WHEN r.syscall_nr >= 0 THEN 'syscall_' || r.syscall_nr END) AS syscall,
-	        r.waker_pid, r.waker_tid, w.comm AS waker_comm
+	        r.waker_pid, r.waker_tid, w.comm AS waker_comm, r.outside,
+	        CASE r.waker_side WHEN 1 THEN 'server' WHEN 2 THEN 'client' END AS waker_side, r.waker_dev, r.waker_ino, r.waker_gen
 	 FROM offcpu_raw r LEFT JOIN comms c USING (comm_id) LEFT JOIN reasons rs USING (reason_id)
 	      LEFT JOIN syscall_names n ON n.nr = r.syscall_nr LEFT JOIN comms w ON w.comm_id = r.waker_comm_id`,
 	`CREATE OR REPLACE VIEW block AS

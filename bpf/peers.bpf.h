@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Peers: the processes outside the target that it waits on. A client's wait
+ * on its server, a backend's on the session holding its row lock: the
+ * critical path goes on into them, so their waits are captured too, from
+ * the moment they take part and, through a short history every user task
+ * keeps, the waits just before. Included by whyslow.bpf.c, after its maps
+ * and settings: one object, split along its sections.
+ *
+ * Who is a peer (targets map value KIND_PEER + hops - 1):
+ *   - a process a target woke (its request reached it): one hop;
+ *   - a process that woke a target or a peer (it answered, let go of a lock,
+ *     finished the work another waited for): one hop more than the wakee.
+ * Hops stop at PEER_HOPS, so that a busy logger or broker does not pull in
+ * the whole machine. Kernel threads are never peers: their waits are told by
+ * the stacks of those who wait on them. */
+#ifndef WHYSLOW_PEERS_BPF_H
+#define WHYSLOW_PEERS_BPF_H
+
+/* Off on a system-wide capture, where every process is a target. */
+const volatile bool follow_peers = false;
+
+/* A user task's last waits, kept by the task itself at every switch: when it
+ * becomes a peer by waking a target, the waits that led to the wakeup (a
+ * lock holder's sleep before it committed) are sent then. The end of a wait
+ * is written at the switch-in, which needs the next task's storage: tp_btf
+ * only (raw_tp's task pointers are not trusted), so under raw_tp a new
+ * peer's history is not sent. */
+#define RECENT_WAITS 2
+struct recent_wait {
+	__u64 start;
+	__u64 end;       /* 0: still waiting, or its end was not seen */
+	__s32 syscall;
+	__u32 state;
+	__s32 fd;        /* the call's fd, -1 if none */
+	__u32 _pad;
+};
+struct recent {
+	struct recent_wait w[RECENT_WAITS];
+	__u32 next;
+	__u32 _pad;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct recent);
+} recent SEC(".maps");
+
+static __always_inline bool user_task(struct task_struct *t)
+{
+	return CAST(struct task_struct, t)->mm != NULL;
+}
+
+/* The fd a syscall names in its first argument, or -1. */
+static __always_inline __s32 first_fd(long nr, struct pt_regs *regs)
+{
+	__u32 cls = syscall_class(nr);
+	if (!cls || cls == CLS_OPEN || cls == CLS_UNLINK || nr == NR_sync || cls == CLS_MMAP)
+		return -1;
+	return (__s32)regs->di;
+}
+
+/* The current task (prev, not a target or peer) goes off CPU: note the wait. */
+static __always_inline void note_recent(__u32 state, __u64 now)
+{
+	struct task_struct *cur = bpf_get_current_task_btf();
+	struct recent *r = bpf_task_storage_get(&recent, cur, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!r)
+		return;
+	struct pt_regs *regs = CAST(struct pt_regs, bpf_task_pt_regs(cur));
+	__u32 i = r->next & (RECENT_WAITS - 1);
+	struct recent_wait *w = &r->w[i];
+	w->start = now;
+	w->end = 0;
+	w->state = state;
+	w->syscall = regs->orig_ax;
+	w->fd = first_fd(w->syscall, regs);
+	r->next = i + 1;
+}
+
+/* The last wait noted of task t (tp_btf: t trusted), or NULL. */
+static __always_inline struct recent_wait *last_recent(struct task_struct *t)
+{
+	struct recent *r = bpf_task_storage_get(&recent, t, 0, 0);
+	if (!r)
+		return NULL;
+	return &r->w[(r->next - 1) & (RECENT_WAITS - 1)];
+}
+
+/* Makes tgid a peer at hops from the target; returns whether it became one. */
+static __always_inline bool add_peer(__u32 tgid, __u32 hops)
+{
+	if (hops > PEER_HOPS)
+		return false;
+	__u8 kind = KIND_PEER + hops - 1;
+	add_target_slot(tgid);
+	/* BPF_NOEXIST: a target, or a peer already, stays what it is. */
+	return bpf_map_update_elem(&targets, &tgid, &kind, BPF_NOEXIST) == 0;
+}
+
+static __always_inline __u32 hops_of(__u8 kind)
+{
+	return kind == KIND_TARGET ? 0 : kind - KIND_PEER + 1;
+}
+
+/* Sends the current task's noted waits that ended after since: the history
+ * of a process that has just become a peer by waking a target or a peer. */
+static __always_inline void send_recent(__u64 since, __u64 now)
+{
+	struct task_struct *cur = bpf_get_current_task_btf();
+	struct recent *r = bpf_task_storage_get(&recent, cur, 0, 0);
+	if (!r)
+		return;
+	__u64 id = bpf_get_current_pid_tgid();
+	for (int i = 0; i < RECENT_WAITS; i++) {
+		struct recent_wait *w = &r->w[i];
+		if (!w->end || w->end <= since || w->end > now || w->start >= w->end)
+			continue;
+		struct offcpu_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+		if (!e) {
+			count_lost(LOST_OFFCPU);
+			return;
+		}
+		__builtin_memset(e, 0, sizeof(*e));
+		fill_hdr_of(&e->h, EV_OFFCPU, w->end, cur, id >> 32, (__u32)id);
+		e->off_ns = w->end - w->start;
+		e->state = w->state;
+		e->stack_id = -1;
+		e->syscall = w->syscall;
+		e->fd = w->fd;
+		e->outside = 1;
+		__u32 cls = syscall_class(w->syscall);
+		if (cls && w->fd >= 0) {
+			e->call = 1;
+			fd_ref_current(w->fd, &e->f);
+			e->fkind = e->f.kind;
+		}
+		bpf_ringbuf_submit(e, wake_events());
+	}
+}
+
+/* The socket the current task is sending on (its syscall's fd), if any:
+ * which side of a conversation the wakeup came from. */
+static __always_inline void waker_socket(struct waker_sock *ws)
+{
+	struct task_struct *cur = bpf_get_current_task_btf();
+	struct pt_regs *regs = CAST(struct pt_regs, bpf_task_pt_regs(cur));
+	long nr = regs->orig_ax;
+	__u32 cls = syscall_class(nr);
+	if (cls != CLS_NET && cls != CLS_WRITE && cls != CLS_XFER)
+		return;
+	__s32 fd = (__s32)regs->di;
+	struct file *file = fd_file((void *)cur, fd);
+	if (!file)
+		return;
+	struct file_ref f = {};
+	fd_ref_current(fd, &f);
+	if (f.kind != FK_SOCK_INET && f.kind != FK_SOCK_UNIX)
+		return;
+	ws->f = f;
+	struct socket *sock = CAST(struct socket, CAST(struct file, file)->private_data);
+	struct sock *sk = sock->sk;
+	if (f.kind == FK_SOCK_INET) {
+		ws->lport = CAST(struct sock, sk)->__sk_common.skc_num;
+		ws->rport = bpf_ntohs(CAST(struct sock, sk)->__sk_common.skc_dport);
+	} else {
+		ws->bound = CAST(struct unix_sock, sk)->addr != NULL;
+	}
+}
+
+#endif

@@ -1,0 +1,47 @@
+package analysis
+
+// A wait in poll, select or epoll_wait is told by who ended it and from
+// which end of a socket (offcpu.waker_side, read in the kernel at the
+// wakeup from the socket the waker was sending on):
+//   - woken by a server's answer ('server'): a client waiting on its
+//     server, whatever else it polled: never waiting for work;
+//   - woken by a client's request ('client'): a server waiting for work;
+//   - neither (a timer, a pipe, a packet from another machine): as before,
+//     waiting for work unless the thread was seen moving socket data.
+//
+// A client polls with a timeout and polls again until the answer comes
+// (curl wakes every 200 ms to 1 s): those timed-out polls are the same wait
+// on the same server, and pollRunsSQL gives them the answer's waker.
+
+// forWorkSQL is target_offcpu.for_work for the offcpu rows aliased o, in a
+// query where socket_movers is defined.
+func forWorkSQL(o string) string {
+	return `coalesce(CASE WHEN ` + o + `.waker_side = 'server' THEN false
+	    WHEN ` + o + `.waker_side = 'client' AND ` + o + `.syscall IN (` + pollSyscalls + `) THEN true
+	    ELSE ` + o + `.syscall IN ('accept','accept4')
+	      OR (` + o + `.syscall IN (` + pollSyscalls + `) AND ` + o + `.tid NOT IN (SELECT tid FROM socket_movers)) END, false)`
+}
+
+// pollRunsSQL updates table t (target_offcpu's shape): a run of polls of one
+// thread, each begun within a millisecond of the last one's end, that ends
+// in a server's answer is one wait on that server: the polls that timed out
+// before it take its waker, reason and object.
+func pollRunsSQL(t string) string {
+	return `UPDATE ` + t + ` t SET waker_pid = g.waker_pid, waker_tid = g.waker_tid, waker_comm = g.waker_comm,
+	    reason = g.reason, object = g.object, for_work = false, waker_side = 'server'
+	  FROM (
+	    WITH p AS (
+	      SELECT tid, start_ts, ts, waker_side, waker_pid, waker_tid, waker_comm, reason, object,
+	             syscall IN (` + pollSyscalls + `) AS poll,
+	             lead(start_ts) OVER (PARTITION BY tid ORDER BY start_ts) AS next_start
+	      FROM ` + t + `),
+	    r AS (
+	      SELECT *, sum(CASE WHEN waker_side = 'server' OR NOT poll OR next_start IS NULL
+	                           OR next_start > ts + 1000000 THEN 1 ELSE 0 END)
+	                  OVER (PARTITION BY tid ORDER BY start_ts DESC ROWS UNBOUNDED PRECEDING) AS run
+	      FROM p)
+	    SELECT a.tid, a.start_ts, h.waker_pid, h.waker_tid, h.waker_comm, h.reason, h.object
+	    FROM r a JOIN r h ON h.tid = a.tid AND h.run = a.run AND h.waker_side = 'server' AND h.poll
+	    WHERE a.poll AND a.waker_side IS NULL AND a.start_ts < h.start_ts) g
+	  WHERE t.tid = g.tid AND t.start_ts = g.start_ts`
+}

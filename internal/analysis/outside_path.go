@@ -1,0 +1,130 @@
+package analysis
+
+import (
+	"database/sql"
+	"fmt"
+
+	"github.com/whyslow/whyslow/internal/event"
+)
+
+// The critical path across processes. A wait of the target ended by a
+// process outside it (a server that answered, a backend that let go of a
+// row lock) goes on into that process when the recording holds its waits:
+// every process's in a system-wide recording, a peer's in one of a target
+// (peers.bpf.h captures the processes a target waits on, from when they
+// take part and, through a short history, the waits just before). What the
+// outside process did meanwhile is the path: its CPU, its disk waits, its
+// fsync, its own wait on a third process, followed the same way. Where it
+// was itself idle (asleep, waiting for work: a lock holder whose session
+// sleeps), the time stays the hop's wait, blocked by that process.
+
+// roleOutside marks segments and links of a process outside the target.
+const roleOutside = "outside"
+
+// pathHop is the hand-off into the outside process being walked.
+type pathHop struct {
+	reason, object string
+	pid            uint32
+	comm           string
+}
+
+// idleOutside: what an outside process does that is no work of its own for
+// the waiter, so the waiter's wait is said plainly.
+var idleOutside = map[string]bool{"idle": true, string(event.ReasonSleep): true}
+
+// outsideSegment words a segment of an outside thread: role outside, and its
+// idle stretches as the hop's wait, blocked by it.
+func (w *pathWalker) outsideSegment(seg *PathSegment) {
+	seg.Role = roleOutside
+	if w.hop == nil || !idleOutside[seg.Reason] {
+		return
+	}
+	seg.Reason = w.hop.reason
+	if seg.Object == "" {
+		seg.Object = w.hop.object
+	}
+	seg.BlockedByPID, seg.BlockedByComm = w.hop.pid, w.hop.comm
+}
+
+// reach loads the waits of process pid, outside the target, the first time
+// the walk reaches it, and returns its thread tid (nil: the recording holds
+// no wait of that process, and the path stops at it as before).
+func (w *pathWalker) reach(pid, tid uint32) *pathThread {
+	if w.src == nil {
+		return nil
+	}
+	if w.reached == nil {
+		w.reached = map[uint32]bool{}
+	}
+	if !w.reached[pid] {
+		w.reached[pid] = true
+		if err := w.loadOutside(pid); err != nil {
+			return nil // the path stops at the process, as it did before
+		}
+	}
+	th := w.threads[tid]
+	if th == nil || !th.outside {
+		return nil
+	}
+	return th
+}
+
+// loadOutside reads the waits of an outside process in the window, with the
+// reasons the target's would get (targetWaits), and this for an outside
+// process: a poll that no answer ended (a timeout) is a sleep.
+func (w *pathWalker) loadOutside(pid uint32) error {
+	s := w.src
+	if !s.hasRows("offcpu_raw") {
+		return nil
+	}
+	rows, err := s.DB.Query(`WITH o AS (SELECT * FROM offcpu WHERE pid = $p AND ts > $b AND start_ts < $e)
+	  SELECT o.tid, coalesce(o.comm, ''), o.start_ts, o.ts, o.runq_ns,
+	         CASE WHEN o.syscall IN (`+pollSyscalls+`) AND o.waker_side IS NULL AND o.waker_pid = 0 THEN 'sleep'
+	              ELSE o.reason END,
+	         o.waker_pid, o.waker_tid, coalesce(o.waker_comm, ''),
+	         coalesce(f.path, CASE WHEN o.waker_side = 'server' THEN coalesce(wf.local, wf.path) END, ''),
+	         coalesce(o.waker_side = 'client' AND o.syscall IN (`+pollSyscalls+`) OR o.syscall IN ('accept','accept4'), false)
+	  FROM o LEFT JOIN syscall_raw c ON c.tid = o.tid AND c.ts = o.start_ts AND c.blocked
+	    LEFT JOIN file_names f ON f.dev = c.dev AND f.ino = c.ino AND f.gen = c.gen
+	    LEFT JOIN file_names wf ON wf.dev = o.waker_dev AND wf.ino = o.waker_ino AND wf.gen = o.waker_gen
+	         AND o.waker_side IS NOT NULL
+	  ORDER BY o.tid, o.start_ts`,
+		sql.Named("p", pid), sql.Named("b", w.win.begin), sql.Named("e", w.win.end))
+	if err != nil {
+		return fmt.Errorf("reading the waits of process %d: %w", pid, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var tid uint32
+		var comm string
+		var iv pathInterval
+		if err := rows.Scan(&tid, &comm, (*scanU64)(&iv.start), (*scanU64)(&iv.end), (*scanU64)(&iv.runq), &iv.reason,
+			(*scanU32)(&iv.wakerPID), (*scanU32)(&iv.wakerTID), &iv.wakerComm, &iv.object, &iv.forWork); err != nil {
+			return err
+		}
+		th := w.threads[tid]
+		if th == nil {
+			th = &pathThread{pid: pid, tid: tid, comm: comm, outside: true}
+			w.threads[tid] = th
+		}
+		if !th.outside {
+			continue // a target's thread: loaded as the target's
+		}
+		if comm != "" {
+			th.comm = comm
+		}
+		iv.start = max(iv.start, w.win.begin)
+		iv.end = min(iv.end, w.win.end)
+		iv.runq = min(iv.runq, iv.end-iv.start)
+		if n := len(th.offs); n > 0 && th.offs[n-1].end > iv.start {
+			iv.start = th.offs[n-1].end // overlapping rows (history and live): keep time once
+			if iv.start >= iv.end {
+				continue
+			}
+			iv.runq = min(iv.runq, iv.end-iv.start)
+		}
+		th.offs = append(th.offs, iv)
+	}
+	w.live = nil // the index of lives is rebuilt with the new threads
+	return rows.Err()
+}
