@@ -25,7 +25,8 @@ const volatile bool follow_peers = false;
  * is written at the switch-in, which needs the next task's storage: tp_btf
  * only (raw_tp's task pointers are not trusted), so under raw_tp a new
  * peer's history is not sent. */
-#define RECENT_WAITS 2
+#define RECENT_WAITS 4
+#define RECENT_JOIN_NS 1000000ULL
 struct recent_wait {
 	__u64 start;
 	__u64 end;       /* 0: still waiting, or its end was not seen */
@@ -68,12 +69,20 @@ static __always_inline void note_recent(__u32 state, __u64 now)
 	if (!r)
 		return;
 	struct pt_regs *regs = CAST(struct pt_regs, bpf_task_pt_regs(cur));
+	long nr = regs->orig_ax;
+	/* One call waits many times (an fsync a dozen): its waits, a moment
+	 * apart, are kept as one, so that the history reaches further back. */
+	struct recent_wait *last = &r->w[(r->next - 1) & (RECENT_WAITS - 1)];
+	if (last->syscall == nr && last->end && now - last->end < RECENT_JOIN_NS) {
+		last->end = 0;
+		return;
+	}
 	__u32 i = r->next & (RECENT_WAITS - 1);
 	struct recent_wait *w = &r->w[i];
 	w->start = now;
 	w->end = 0;
 	w->state = state;
-	w->syscall = regs->orig_ax;
+	w->syscall = nr;
 	w->fd = first_fd(w->syscall, regs);
 	r->next = i + 1;
 }

@@ -4,6 +4,7 @@ set -eu
 need_apt=""
 have() { command -v "$1" >/dev/null 2>&1; }
 have fio        || need_apt="$need_apt fio"
+have curl       || need_apt="$need_apt curl"
 have mkfs.ext4  || need_apt="$need_apt e2fsprogs"
 have losetup    || need_apt="$need_apt util-linux"
 have setpriv    || need_apt="$need_apt util-linux"

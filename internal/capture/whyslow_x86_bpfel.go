@@ -196,7 +196,7 @@ type whyslowPayloadEvent struct {
 
 type whyslowRecent struct {
 	_ structs.HostLayout
-	W [2]struct {
+	W [4]struct {
 		_       structs.HostLayout
 		Start   uint64
 		End     uint64

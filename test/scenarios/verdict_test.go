@@ -41,6 +41,8 @@ type explanation struct {
 			WaiterTID  uint32 `json:"waiter_tid"`
 			Reason     string `json:"reason"`
 			WorkerComm string `json:"worker_comm"`
+			WorkerPID  uint32 `json:"worker_pid"`
+			WorkerRole string `json:"worker_role"`
 		} `json:"chain"`
 	} `json:"critical_path"`
 	Threads []struct {
@@ -85,6 +87,7 @@ type explanation struct {
 		Share    float64 `json:"share"`
 		Summary  string  `json:"summary"`
 		Path     string  `json:"path"`
+		Object   string  `json:"object"`
 	} `json:"blame"`
 	BlameOmitted int    `json:"blame_omitted"`
 	LostEvents   uint64 `json:"lost_events"`

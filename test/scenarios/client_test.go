@@ -1,0 +1,128 @@
+package scenarios
+
+import (
+	"bufio"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/whyslow/whyslow/test/harness"
+)
+
+// Across processes (issue 24): a client waiting in poll() on its server is
+// waiting on the network and on that server, never "waiting for work", and
+// the critical path goes on into the server's process.
+
+// slowServer is a threaded HTTP server on a free loopback port that answers
+// each request after delay.
+const slowServer = `
+import http.server, socketserver, sys, time
+delay = float(sys.argv[1])
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        time.sleep(delay)
+        body = b"ok\n"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a): pass
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+`
+
+// startSlowServer starts slowServer and returns its pid and URL; the test
+// stops it.
+func startSlowServer(t *testing.T, delay time.Duration) (int, string) {
+	t.Helper()
+	script := filepath.Join(t.TempDir(), "slow_server.py")
+	if err := os.WriteFile(script, []byte(slowServer), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(harness.Python(t), script, fmt.Sprint(delay.Seconds()))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	port, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("the slow server did not start: %v", err)
+	}
+	return cmd.Process.Pid, "http://127.0.0.1:" + strings.TrimSpace(port) + "/"
+}
+
+func TestClientWaitsOnItsServer(t *testing.T) {
+	requireRoot(t)
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("curl is missing (make deps installs it)")
+		}
+		t.Skip("curl is missing")
+	}
+	const delay = 1500 * time.Millisecond
+	server, url := startSlowServer(t, delay)
+	clients := map[string][]string{
+		"curl": {curl, "-s", "-o", "/dev/null", url},
+		// urllib with a timeout waits in poll(), as requests does
+		"python urllib": {harness.Python(t), "-c", "import urllib.request; urllib.request.urlopen('" + url + "', timeout=30).read()"},
+	}
+	for name, args := range clients {
+		t.Run(name, func(t *testing.T) {
+			// Untraced first: the wait exists and is as long as the server makes it.
+			start := time.Now()
+			if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+				t.Fatalf("%s untraced: %v\n%s", name, err, out)
+			}
+			if took := time.Since(start); took < delay {
+				t.Fatalf("%s untraced took %v, less than the server's %v", name, took, delay)
+			}
+
+			x, stderr := runExplained(t, args...)
+			if x.Verdict.Reason != "network" {
+				t.Fatalf("verdict %q, want network (a client waiting on its server)\n%s", x.Verdict.Reason, stderr)
+			}
+			if net := x.Critical.ByReason["network"]; net < 0.8*delay.Seconds() {
+				t.Errorf("network on the critical path %.2f s, want most of the server's %.2f s\n%s", net, delay.Seconds(), stderr)
+			}
+			if idle := x.Critical.ByReason["idle"]; idle > 0.1 {
+				t.Errorf("%.2f s idle on the critical path: a client's wait on its server is no wait for work\n%s", idle, stderr)
+			}
+			var sum float64
+			for _, r := range x.Verdict.Ranked {
+				sum += r.S
+			}
+			if math.Abs(sum-x.WallS) > 0.02*x.WallS+0.005 {
+				t.Errorf("ranked adds up to %.3f s, wall %.3f s", sum, x.WallS)
+			}
+			// The path went on into the server, and the server is named.
+			var into bool
+			for _, l := range x.Critical.Chain {
+				into = into || l.WorkerPID == uint32(server) && l.WorkerRole == "outside"
+			}
+			if !into {
+				t.Errorf("the chain does not go into the server (pid %d) as outside: %+v\n%s", server, x.Critical.Chain, stderr)
+			}
+			var blamed bool
+			for _, b := range x.Blame {
+				blamed = blamed || b.PID == uint32(server) && b.Activity == "network" && strings.HasPrefix(b.Object, "127.0.0.1:")
+			}
+			if !blamed {
+				t.Errorf("the server (pid %d) is not blamed for the network wait on its address: %+v\n%s", server, x.Blame, stderr)
+			}
+			if !strings.Contains(stderr, fmt.Sprintf("pid %d", server)) {
+				t.Errorf("the text does not name the server (pid %d):\n%s", server, stderr)
+			}
+		})
+	}
+}
