@@ -87,6 +87,38 @@ static __always_inline void note_recent(__u32 state, __u64 now)
 	r->next = i + 1;
 }
 
+/* When capture began (CLOCK_MONOTONIC), set by user space before load. */
+const volatile __u64 capture_start_ns = 0;
+
+/* Task next (tp_btf: trusted), a user task, is switched in at now: its last
+ * noted wait ends. A task with no history is in a wait begun before capture
+ * (a lock holder asleep since before whyslow started): noted as waiting since
+ * capture began, in the syscall its registers still hold. One that was
+ * preempted in user mode is in no syscall, and no wait. */
+static __always_inline void end_recent(struct task_struct *next, __u64 now)
+{
+	struct recent *r = bpf_task_storage_get(&recent, next, 0, 0);
+	if (r) {
+		struct recent_wait *w = &r->w[(r->next - 1) & (RECENT_WAITS - 1)];
+		if (w->start && !w->end)
+			w->end = now;
+		return;
+	}
+	struct pt_regs *regs = CAST(struct pt_regs, bpf_task_pt_regs(next));
+	long nr = regs->orig_ax;
+	if (nr < 0 || !capture_start_ns || now <= capture_start_ns)
+		return;
+	r = bpf_task_storage_get(&recent, next, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!r)
+		return;
+	r->w[0].start = capture_start_ns;
+	r->w[0].end = now;
+	r->w[0].syscall = nr;
+	r->w[0].state = '?';
+	r->w[0].fd = first_fd(nr, regs);
+	r->next = 1;
+}
+
 /* The last wait noted of task t (tp_btf: t trusted), or NULL. */
 static __always_inline struct recent_wait *last_recent(struct task_struct *t)
 {
@@ -131,6 +163,7 @@ static __always_inline void send_recent(__u64 since, __u64 now)
 			return;
 		}
 		__builtin_memset(e, 0, sizeof(*e));
+		e->waker_sock.nr = -1;
 		fill_hdr_of(&e->h, EV_OFFCPU, w->end, cur, id >> 32, (__u32)id);
 		e->off_ns = w->end - w->start;
 		e->state = w->state;
@@ -155,6 +188,7 @@ static __always_inline void waker_socket(struct waker_sock *ws)
 	struct task_struct *cur = bpf_get_current_task_btf();
 	struct pt_regs *regs = CAST(struct pt_regs, bpf_task_pt_regs(cur));
 	long nr = regs->orig_ax;
+	ws->nr = nr;
 	__u32 cls = syscall_class(nr);
 	if (cls != CLS_NET && cls != CLS_WRITE && cls != CLS_XFER)
 		return;

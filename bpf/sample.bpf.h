@@ -112,6 +112,7 @@ static __always_inline int on_wakeup(struct task_struct *p)
 	w->tid = (__u32)id;
 	current_comm(w->comm);
 	__builtin_memset(&w->sock, 0, sizeof(w->sock));
+	w->sock.nr = -1;
 	if (waker_tgid == tgid || waker_tgid == self_pid || !user_task(bpf_get_current_task_btf()))
 		return 0;
 	/* Another process woke it: from which side of a socket, and, if it is

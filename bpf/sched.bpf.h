@@ -171,6 +171,7 @@ static __always_inline void send_offcpu(struct task_struct *next, __u32 tgid, __
 	e->outside = s->peer;
 	e->f = s->f;
 	__builtin_memset(&e->waker_sock, 0, sizeof(e->waker_sock));
+	e->waker_sock.nr = -1;
 	struct waker *w = bpf_map_lookup_elem(&wakers, &tid);
 	if (w && w->ts >= s->ts) {
 		e->runq_ns = now - w->ts;
@@ -297,11 +298,8 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		pc->on_since = 0;
 	}
 
-	if (next_user) {
-		struct recent_wait *rw = last_recent(next);
-		if (rw && rw->start && !rw->end)
-			rw->end = now;
-	}
+	if (next_user)
+		end_recent(next, now);
 	if (!syscall_hooks && next_tid && !next_target && !next_peer) {
 		if (!other_syncs_open)
 			return 0;

@@ -130,6 +130,8 @@ struct waker_sock {
 	__u16 lport;         /* inet: the waker's local and remote ports */
 	__u16 rport;
 	__u32 bound;         /* unix: the waker's socket has an address (a server's side) */
+	__s32 nr;            /* the waker's syscall (kill: a signal woke it), -1 none */
+	__u32 _pad;
 };
 
 struct offcpu_event {

@@ -39,6 +39,9 @@ type PathSegment struct {
 	// Role is "outside" for a process outside the target that the path went
 	// on into (a server, a lock holder), empty for the target's own.
 	Role string `json:"role,omitempty"`
+	// waiter is, for an outside segment, the target's thread whose wait it
+	// explains (the verdict names that thread).
+	waiter uint32
 }
 
 // PathLink is one hand-off: Waiter waited (Reason) and Worker's work ended it.
@@ -64,6 +67,9 @@ type pathInterval struct {
 	wakerComm        string
 	object           string
 	forWork          bool
+	// poll, answered: a poll-family wait, ended by a server's answer or
+	// another process's signal (outside processes only: outsidePollRuns).
+	poll, answered bool
 }
 
 type pathThread struct {
@@ -303,7 +309,10 @@ func (w *pathWalker) wait(th *pathThread, iv *pathInterval, a, b uint64, depth i
 			// Into another process: what it did meanwhile is the path,
 			// and where it was itself idle the wait stays this hop's.
 			saved := w.hop
-			w.hop = &pathHop{reason: iv.reason, object: iv.object, pid: waker.pid, comm: waker.comm}
+			w.hop = &pathHop{reason: iv.reason, object: iv.object, pid: waker.pid, comm: waker.comm, waiter: th.tid}
+			if saved != nil {
+				w.hop.waiter = saved.waiter
+			}
 			defer func() { w.hop = saved }()
 		}
 		w.walk(waker.tid, a, b, depth+1)

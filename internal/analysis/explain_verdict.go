@@ -72,7 +72,11 @@ func (x *Explanation) pathHolder(reason string) (th *ThreadTime, object string, 
 		if s.Reason != reason {
 			continue
 		}
-		perTID[s.TID] += s.DurS
+		if s.Role == roleOutside && s.waiter != 0 {
+			perTID[s.waiter] += s.DurS // the target's thread that waited on it
+		} else {
+			perTID[s.TID] += s.DurS
+		}
 		if s.Object != "" {
 			perObj[s.Object] += s.DurS
 		}

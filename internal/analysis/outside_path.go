@@ -26,6 +26,7 @@ type pathHop struct {
 	reason, object string
 	pid            uint32
 	comm           string
+	waiter         uint32 // the target's thread that waited, at the first hop
 }
 
 // idleOutside: what an outside process does that is no work of its own for
@@ -36,7 +37,11 @@ var idleOutside = map[string]bool{"idle": true, string(event.ReasonSleep): true}
 // idle stretches as the hop's wait, blocked by it.
 func (w *pathWalker) outsideSegment(seg *PathSegment) {
 	seg.Role = roleOutside
-	if w.hop == nil || !idleOutside[seg.Reason] {
+	if w.hop == nil {
+		return
+	}
+	seg.waiter = w.hop.waiter
+	if !idleOutside[seg.Reason] {
 		return
 	}
 	seg.Reason = w.hop.reason
@@ -83,7 +88,9 @@ func (w *pathWalker) loadOutside(pid uint32) error {
 	              ELSE o.reason END,
 	         o.waker_pid, o.waker_tid, coalesce(o.waker_comm, ''),
 	         coalesce(f.path, CASE WHEN o.waker_side = 'server' THEN coalesce(wf.local, wf.path) END, ''),
-	         coalesce(o.waker_side = 'client' AND o.syscall IN (`+pollSyscalls+`) OR o.syscall IN ('accept','accept4'), false)
+	         coalesce(o.waker_side = 'client' AND o.syscall IN (`+pollSyscalls+`) OR o.syscall IN ('accept','accept4'), false),
+	         coalesce(o.syscall IN (`+pollSyscalls+`), false),
+	         coalesce(o.waker_side = 'server' OR o.reason = 'lock' AND o.waker_pid <> 0, false)
 	  FROM o LEFT JOIN syscall_raw c ON c.tid = o.tid AND c.ts = o.start_ts AND c.blocked
 	    LEFT JOIN file_names f ON f.dev = c.dev AND f.ino = c.ino AND f.gen = c.gen
 	    LEFT JOIN file_names wf ON wf.dev = o.waker_dev AND wf.ino = o.waker_ino AND wf.gen = o.waker_gen
@@ -99,7 +106,8 @@ func (w *pathWalker) loadOutside(pid uint32) error {
 		var comm string
 		var iv pathInterval
 		if err := rows.Scan(&tid, &comm, (*scanU64)(&iv.start), (*scanU64)(&iv.end), (*scanU64)(&iv.runq), &iv.reason,
-			(*scanU32)(&iv.wakerPID), (*scanU32)(&iv.wakerTID), &iv.wakerComm, &iv.object, &iv.forWork); err != nil {
+			(*scanU32)(&iv.wakerPID), (*scanU32)(&iv.wakerTID), &iv.wakerComm, &iv.object, &iv.forWork,
+			&iv.poll, &iv.answered); err != nil {
 			return err
 		}
 		th := w.threads[tid]
@@ -125,6 +133,14 @@ func (w *pathWalker) loadOutside(pid uint32) error {
 		}
 		th.offs = append(th.offs, iv)
 	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, th := range w.threads {
+		if th.pid == pid && th.outside {
+			outsidePollRuns(th.offs)
+		}
+	}
 	w.live = nil // the index of lives is rebuilt with the new threads
-	return rows.Err()
+	return nil
 }

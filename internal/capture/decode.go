@@ -158,7 +158,7 @@ func (d *decoder) decode(raw []byte) (event.Event, error) {
 		o := &event.OffCPU{Header: d.hdr(&w.H), Off: w.OffNs, Runq: w.RunqNs, State: byte(w.State),
 			StackID: w.StackId, Syscall: w.Syscall, WakerPID: w.WakerPid, WakerTID: w.WakerTid,
 			WakerComm: d.comm(w.WakerComm), FileKind: event.FileKind(w.Fkind), Outside: w.Outside != 0,
-			WakerFile: fileRef(w.WakerSock.F), WakerSide: sideOf(w.WakerSock)}
+			WakerFile: fileRef(w.WakerSock.F), WakerSide: sideOf(w.WakerSock), WakerSyscall: w.WakerSock.Nr}
 		if w.Call != 0 {
 			// The syscalls row of a wait seen at the switch: it spans the wait.
 			h := o.Header

@@ -230,6 +230,8 @@ func open(opts Options, flavour string, kernel *kernelTypes) (*Engine, error) {
 		{vars.SystemWide, opts.SystemWide},
 		// Peers: the processes outside the target it waits on (peers.bpf.h).
 		{vars.FollowPeers, !opts.SystemWide},
+		// A user task's wait begun before capture is noted from here.
+		{vars.CaptureStartNs, monotonicNow()},
 		{vars.Full, opts.Level == Full},
 		{vars.SlowNs, uint64(slow)},
 		{vars.SelfPid, uint32(os.Getpid())},

@@ -31,6 +31,7 @@ type reasonKey struct {
 	pollOnSockets  bool
 	fileKind       event.FileKind
 	wakerKind      event.FileKind
+	wakerSyscall   int32
 }
 
 func newStacks(m *ebpf.Map, sent *sync.Map) *stacks {
@@ -104,10 +105,10 @@ func (s *stacks) Frames(id int32) []string {
 func (s *stacks) classify(o *event.OffCPU) {
 	o.Stack = s.Frames(o.StackID)
 	in := classify.Input{State: o.State, Syscall: o.Syscall, Frames: o.Stack, PollOnSockets: s.sockets[o.PID], FileKind: o.FileKind,
-		WakerKind: o.WakerFile.Kind}
+		WakerKind: o.WakerFile.Kind, WakerSyscall: o.WakerSyscall}
 	// Waits without a stack (no id) too: the rules and the syscall tables
 	// were still walked for each.
-	k := reasonKey{o.StackID, o.Syscall, o.State, in.PollOnSockets, o.FileKind, in.WakerKind}
+	k := reasonKey{o.StackID, o.Syscall, o.State, in.PollOnSockets, o.FileKind, in.WakerKind, in.WakerSyscall}
 	r, ok := s.reasons[k]
 	if !ok {
 		r = classify.Reason(in)

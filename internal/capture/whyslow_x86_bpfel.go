@@ -356,6 +356,8 @@ type whyslowWakerSock struct {
 	Lport uint16
 	Rport uint16
 	Bound uint32
+	Nr    int32
+	Pad   uint32
 }
 
 type whyslowWbStart struct {
@@ -439,6 +441,7 @@ const (
 	whyslowProgRawWritebackDirtyFolio = "raw_writeback_dirty_folio"
 	whyslowVarAllStacks               = "all_stacks"
 	whyslowVarByRequest               = "by_request"
+	whyslowVarCaptureStartNs          = "capture_start_ns"
 	whyslowVarDescribeHoldNs          = "describe_hold_ns"
 	whyslowVarEventsWakeAt            = "events_wake_at"
 	whyslowVarFollowPeers             = "follow_peers"
@@ -592,6 +595,7 @@ type whyslowMapSpecs struct {
 type whyslowVariableSpecs struct {
 	AllStacks            *ebpf.VariableSpec `ebpf:"all_stacks"`
 	ByRequest            *ebpf.VariableSpec `ebpf:"by_request"`
+	CaptureStartNs       *ebpf.VariableSpec `ebpf:"capture_start_ns"`
 	DescribeHoldNs       *ebpf.VariableSpec `ebpf:"describe_hold_ns"`
 	EventsWakeAt         *ebpf.VariableSpec `ebpf:"events_wake_at"`
 	FollowPeers          *ebpf.VariableSpec `ebpf:"follow_peers"`
@@ -708,6 +712,7 @@ func (m *whyslowMaps) Close() error {
 type whyslowVariables struct {
 	AllStacks            *ebpf.Variable `ebpf:"all_stacks"`
 	ByRequest            *ebpf.Variable `ebpf:"by_request"`
+	CaptureStartNs       *ebpf.Variable `ebpf:"capture_start_ns"`
 	DescribeHoldNs       *ebpf.Variable `ebpf:"describe_hold_ns"`
 	EventsWakeAt         *ebpf.Variable `ebpf:"events_wake_at"`
 	FollowPeers          *ebpf.Variable `ebpf:"follow_peers"`

@@ -25,6 +25,11 @@ type Input struct {
 	// the wait (0: none seen): a poll woken by an answer over TCP waited on
 	// the network, over a Unix socket on another process.
 	WakerKind event.FileKind
+	// WakerSyscall is the syscall of the other process that ended the wait
+	// (-1 or 0: none seen). A poll ended by another process's kill() was a
+	// wait for it to signal: PostgreSQL's latches, on which a backend waits
+	// for a row lock another session holds.
+	WakerSyscall int32
 }
 
 // rule maps a kernel function (matched as a prefix) to a reason. Rules are in
@@ -121,6 +126,10 @@ var syncSyscalls = map[int32]bool{74: true, 75: true, 162: true, 306: true, 277:
 
 var pollSyscalls = map[int32]bool{7: true, 23: true, 232: true, 281: true, 441: true, 271: true, 270: true}
 
+// signalSyscalls send a signal: kill, tkill, tgkill, rt_sigqueueinfo,
+// rt_tgsigqueueinfo, pidfd_send_signal.
+var signalSyscalls = map[int32]bool{62: true, 200: true, 234: true, 129: true, 297: true, 424: true}
+
 var readSyscalls = map[int32]bool{0: true, 17: true, 19: true, 295: true, 327: true}
 
 // Reason classifies one off-CPU interval.
@@ -145,6 +154,9 @@ func Reason(in Input) event.Reason {
 			}
 		}
 	}
+	if signalSyscalls[in.WakerSyscall] && (pollSyscalls[in.Syscall] || in.Syscall == 128) {
+		return event.ReasonLock
+	}
 	for _, f := range in.Frames {
 		if strings.HasPrefix(f, "do_sys_poll") || strings.HasPrefix(f, "do_select") ||
 			strings.HasPrefix(f, "ep_poll") || strings.HasPrefix(f, "do_epoll_wait") {
@@ -160,7 +172,7 @@ func Reason(in Input) event.Reason {
 		}
 	}
 	switch in.Syscall {
-	case 202:
+	case 202, 65, 220: // futex, semop, semtimedop
 		return event.ReasonLock
 	case 35, 230, 34:
 		return event.ReasonSleep

@@ -82,6 +82,9 @@ type OffCPU struct {
 	// it spoke from: a server's answer, or a client's request.
 	WakerFile FileRef
 	WakerSide Side
+	// WakerSyscall is the syscall another process was in when it woke the
+	// thread (kill: it signalled it), -1 none seen.
+	WakerSyscall int32
 }
 
 // Side is the end of a conversation a process spoke from.
