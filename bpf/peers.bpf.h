@@ -181,6 +181,34 @@ static __always_inline void send_recent(__u64 since, __u64 now)
 	}
 }
 
+/* TCP sockets by which end they are: SOCK_CONNECTED for a connect()'s,
+ * SOCK_ACCEPTED for a listener's child. Seen at their state changes, a few
+ * per connection; sockets older than the capture are not in it, and the
+ * ports tell (see internal/capture/side.go). */
+#define SOCK_CONNECTED 1
+#define SOCK_ACCEPTED 2
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, __u8);
+} sock_ends SEC(".maps");
+
+static __always_inline int on_sock_state(const struct sock *sk, int oldstate, int newstate)
+{
+	__u64 key = (__u64)sk;
+	__u8 end = 0;
+	if (newstate == 2 /* TCP_SYN_SENT */)
+		end = SOCK_CONNECTED;
+	else if (oldstate == 3 /* TCP_SYN_RECV */ && newstate == 1 /* TCP_ESTABLISHED */)
+		end = SOCK_ACCEPTED;
+	if (end)
+		bpf_map_update_elem(&sock_ends, &key, &end, BPF_ANY);
+	else if (newstate == 7 /* TCP_CLOSE */)
+		bpf_map_delete_elem(&sock_ends, &key);   /* its address may be another's next */
+	return 0;
+}
+
 /* The socket the current task is sending on (its syscall's fd), if any:
  * which side of a conversation the wakeup came from. */
 static __always_inline void waker_socket(struct waker_sock *ws)
@@ -190,14 +218,17 @@ static __always_inline void waker_socket(struct waker_sock *ws)
 	long nr = regs->orig_ax;
 	ws->nr = nr;
 	__u32 cls = syscall_class(nr);
-	if (cls != CLS_NET && cls != CLS_WRITE && cls != CLS_XFER)
+	if (cls != CLS_NET && cls != CLS_WRITE && cls != CLS_XFER && nr != 48 /* shutdown */)
 		return;
 	__s32 fd = (__s32)regs->di;
 	struct file *file = fd_file((void *)cur, fd);
 	if (!file)
 		return;
+	/* Not through the thread's file cache: its task storage may be busy
+	 * here (a wakeup nested in another program), and the side must not
+	 * depend on it. */
 	struct file_ref f = {};
-	fd_ref_current(fd, &f);
+	file_ref_of(file, &f);
 	if (f.kind != FK_SOCK_INET && f.kind != FK_SOCK_UNIX)
 		return;
 	ws->f = f;
@@ -206,6 +237,10 @@ static __always_inline void waker_socket(struct waker_sock *ws)
 	if (f.kind == FK_SOCK_INET) {
 		ws->lport = CAST(struct sock, sk)->__sk_common.skc_num;
 		ws->rport = bpf_ntohs(CAST(struct sock, sk)->__sk_common.skc_dport);
+		__u64 key = (__u64)sk;
+		__u8 *end = bpf_map_lookup_elem(&sock_ends, &key);
+		if (end)
+			ws->end = *end;
 	} else {
 		ws->bound = CAST(struct unix_sock, sk)->addr != NULL;
 	}

@@ -89,7 +89,7 @@ static __always_inline int on_wakeup(struct task_struct *p)
 	__u32 waker_tgid = id >> 32;
 	if (kind == KIND_NONE) {
 		/* A target's request reaching a process outside: a peer from now. */
-		if (follow_peers && t->mm && waker_tgid != tgid && is_target(waker_tgid))
+		if (follow_peers && t->mm && waker_tgid != tgid && tgid != self_pid && is_target(waker_tgid))
 			add_peer(tgid, 1);
 		return 0;
 	}

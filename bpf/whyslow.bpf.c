@@ -563,6 +563,8 @@ TWIN(writeback_single_inode_start, wb_inode_start,
 TWIN(writeback_single_inode, wb_inode,
      struct inode *inode COMMA struct writeback_control *wbc COMMA unsigned long nr_to_write,
      on_wb_inode(inode, wbc, nr_to_write))
+TWIN(inet_sock_set_state, sock_state, const struct sock *sk COMMA const int oldstate COMMA const int newstate,
+     on_sock_state(sk, oldstate, newstate))
 TWIN(io_uring_submit_req, uring_submit, struct io_kiocb *req, on_uring_submit(req))
 TWIN(io_uring_complete, uring_complete,
      struct io_ring_ctx *ctx_ COMMA void *req COMMA struct io_uring_cqe *cqe, on_uring_complete(req, cqe))

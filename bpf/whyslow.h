@@ -131,7 +131,7 @@ struct waker_sock {
 	__u16 rport;
 	__u32 bound;         /* unix: the waker's socket has an address (a server's side) */
 	__s32 nr;            /* the waker's syscall (kill: a signal woke it), -1 none */
-	__u32 _pad;
+	__u32 end;           /* TCP: 1 the waker's end connected, 2 it was accepted, 0 not seen */
 };
 
 struct offcpu_event {

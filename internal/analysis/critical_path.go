@@ -39,6 +39,10 @@ type PathSegment struct {
 	// Role is "outside" for a process outside the target that the path went
 	// on into (a server, a lock holder), empty for the target's own.
 	Role string `json:"role,omitempty"`
+	// OwnReason is, for an outside process that was idle while the target
+	// waited on it, what it did itself (sleep, idle): Reason is then the
+	// target's wait on it (lock, network, ipc), and BlockedBy names it.
+	OwnReason string `json:"own_reason,omitempty"`
 	// waiter is, for an outside segment, the target's thread whose wait it
 	// explains (the verdict names that thread).
 	waiter uint32

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -162,10 +163,13 @@ func (x *Explanation) blame(s *Source, pids, tids []uint32, win window) error {
 		return err
 	}
 	own := s.Meta["recording"]
+	self, _ := strconv.ParseUint(s.Meta["whyslow_pid"], 10, 32)
 	for _, c := range charges {
 		b := c.Blame
 		b.Share, b.Bytes, b.Path = c.bytes/all, uint64(c.bytes), c.path
-		if b.Activity == "writeback" && own != "" && strings.HasPrefix(c.path, own) {
+		if b.Activity == "writeback" && own != "" && strings.HasPrefix(c.path, own) ||
+			self != 0 && b.PID == uint32(self) {
+			// whyslow's own recording or reads: counted apart, never a cause
 			b.Activity, b.Comm = "whyslow", "whyslow"
 		}
 		x.Blame = append(x.Blame, b)

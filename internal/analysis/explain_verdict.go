@@ -146,6 +146,10 @@ func (x *Explanation) detail(reason string) *VerdictDetail {
 		if len(x.Network) > 0 {
 			p := x.Network[0]
 			d.Kind, d.Peer = DetailPeer, &p
+		} else if object != "" || by != nil {
+			// No socket call seen (the default level): the peer the path
+			// waited on, and the local server that answered.
+			d.Kind, d.Object, d.HeldUpBy = DetailWaited, object, by
 		}
 	case event.ReasonCPU:
 		if th == nil {

@@ -55,8 +55,8 @@ func (s *Source) targetWaits(pids []uint32, win window) error {
 	      OR fkind IN (SELECT kind FROM unix) AND syscall_nr IN (SELECT nr FROM receiving)))
 	  SELECT o.ts, o.start_ts, o.off_ns, o.runq_ns, o.pid, o.tid, o.comm, o.state, o.reason, o.stack_id,
 	         o.syscall, o.waker_pid, o.waker_tid, o.waker_comm,
-	         CASE WHEN c.end_ts >= o.ts - o.runq_ns THEN c.object
-	              WHEN o.waker_side = 'server' THEN coalesce(wf.local, wf.path) END AS object,
+	         coalesce(CASE WHEN c.end_ts >= o.ts - o.runq_ns THEN c.object END,
+	                  CASE WHEN o.waker_side = 'server' THEN coalesce(wf.local, wf.path) END) AS object,
 	         ` + forWorkSQL("o") + ` AS for_work, o.waker_side
 	  FROM o ASOF LEFT JOIN calls c ON c.tid = o.tid AND c.ts <= o.start_ts
 	    LEFT JOIN file_names wf ON wf.dev = o.waker_dev AND wf.ino = o.waker_ino AND wf.gen = o.waker_gen

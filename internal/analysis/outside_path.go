@@ -44,7 +44,7 @@ func (w *pathWalker) outsideSegment(seg *PathSegment) {
 	if !idleOutside[seg.Reason] {
 		return
 	}
-	seg.Reason = w.hop.reason
+	seg.OwnReason, seg.Reason = seg.Reason, w.hop.reason
 	if seg.Object == "" {
 		seg.Object = w.hop.object
 	}

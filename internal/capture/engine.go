@@ -122,6 +122,7 @@ var tracepoints = []struct{ prog, tp string }{
 	{"wb_inode", "writeback_single_inode"},
 	{"uring_submit", "io_uring_submit_req"},
 	{"uring_complete", "io_uring_complete"},
+	{"sock_state", "inet_sock_set_state"}, // which end of a TCP connection connected (peers.bpf.h)
 }
 
 // perCall are the handlers that run on every syscall: loaded only when

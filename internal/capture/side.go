@@ -13,9 +13,13 @@ import (
 // it was sending on when it woke a thread:
 //   - a Unix socket with an address is a server's: an accepted connection
 //     takes the listener's address, a client's end has none;
-//   - over TCP or UDP the client's port is the ephemeral one the kernel
-//     picked for its connect (net.ipv4.ip_local_port_range); when both or
-//     neither port is, the lower one is the service's.
+//   - a TCP socket the kernel saw connect (SYN_SENT) is a client's, one it
+//     saw accepted (SYN_RECV to ESTABLISHED) a server's;
+//   - for a connection made before the capture, the client's port is the
+//     ephemeral one the kernel picked for its connect
+//     (net.ipv4.ip_local_port_range); when both or neither port is, the
+//     lower one is the service's (a test server on port 0 has an ephemeral
+//     port too: only the state changes tell it then).
 //
 // A server that answered wakes a client waiting on it; a client that asked
 // wakes a server that was waiting for work. That is what tells a client's
@@ -28,12 +32,27 @@ func sideOf(ws whyslowWakerSock) event.Side {
 		}
 		return event.SideClient
 	case event.KindSocketInet:
+		switch ws.End {
+		case sockConnected:
+			return event.SideClient
+		case sockAccepted:
+			return event.SideServer
+		}
 		return inetSide(ws.Lport, ws.Rport, ephemeralPorts())
 	}
 	return event.SideUnknown
 }
 
-// inetSide is sideOf for an inet socket with local port l, remote port r.
+// sockConnected and sockAccepted are SOCK_CONNECTED and SOCK_ACCEPTED in
+// bpf/peers.bpf.h: the kernel saw the waker's TCP socket connect, or be
+// accepted, during the capture.
+const (
+	sockConnected = 1
+	sockAccepted  = 2
+)
+
+// inetSide is sideOf for an inet socket with local port l, remote port r,
+// whose connection the capture did not see made.
 func inetSide(l, r uint16, eph portRange) event.Side {
 	if l == 0 || r == 0 {
 		return event.SideUnknown // not connected: no conversation to take a side in

@@ -27,6 +27,17 @@ func TestInetSide(t *testing.T) {
 	}
 }
 
+func TestSeenConnectionsSide(t *testing.T) {
+	inet := whyslowFileRef{Kind: uint32(event.KindSocketInet)}
+	// both ports ephemeral, the server's the higher: the ports would say client
+	if got := sideOf(whyslowWakerSock{F: inet, Lport: 40000, Rport: 35000, End: sockAccepted}); got != event.SideServer {
+		t.Errorf("an accepted socket: %d, want server", got)
+	}
+	if got := sideOf(whyslowWakerSock{F: inet, Lport: 35000, Rport: 40000, End: sockConnected}); got != event.SideClient {
+		t.Errorf("a connected socket: %d, want client", got)
+	}
+}
+
 func TestUnixSide(t *testing.T) {
 	unix := whyslowFileRef{Kind: uint32(event.KindSocketUnix)}
 	if got := sideOf(whyslowWakerSock{F: unix, Bound: 1}); got != event.SideServer {

@@ -357,7 +357,7 @@ type whyslowWakerSock struct {
 	Rport uint16
 	Bound uint32
 	Nr    int32
-	Pad   uint32
+	End   uint32
 }
 
 type whyslowWbStart struct {
@@ -392,6 +392,7 @@ const (
 	whyslowMapRequests                = "requests"
 	whyslowMapSampleScratch           = "sample_scratch"
 	whyslowMapSeen                    = "seen"
+	whyslowMapSockEnds                = "sock_ends"
 	whyslowMapStackScratch            = "stack_scratch"
 	whyslowMapStacks                  = "stacks"
 	whyslowMapTargetSlots             = "target_slots"
@@ -412,6 +413,7 @@ const (
 	whyslowProgBtfSchedSwitch         = "btf_sched_switch"
 	whyslowProgBtfSchedWakeupNew      = "btf_sched_wakeup_new"
 	whyslowProgBtfSchedWaking         = "btf_sched_waking"
+	whyslowProgBtfSockState           = "btf_sock_state"
 	whyslowProgBtfSysEnter            = "btf_sys_enter"
 	whyslowProgBtfSysExit             = "btf_sys_exit"
 	whyslowProgBtfTaskRename          = "btf_task_rename"
@@ -431,6 +433,7 @@ const (
 	whyslowProgRawSchedSwitch         = "raw_sched_switch"
 	whyslowProgRawSchedWakeupNew      = "raw_sched_wakeup_new"
 	whyslowProgRawSchedWaking         = "raw_sched_waking"
+	whyslowProgRawSockState           = "raw_sock_state"
 	whyslowProgRawSysEnter            = "raw_sys_enter"
 	whyslowProgRawSysExit             = "raw_sys_exit"
 	whyslowProgRawTaskRename          = "raw_task_rename"
@@ -530,6 +533,7 @@ type whyslowProgramSpecs struct {
 	BtfSchedSwitch         *ebpf.ProgramSpec `ebpf:"btf_sched_switch"`
 	BtfSchedWakeupNew      *ebpf.ProgramSpec `ebpf:"btf_sched_wakeup_new"`
 	BtfSchedWaking         *ebpf.ProgramSpec `ebpf:"btf_sched_waking"`
+	BtfSockState           *ebpf.ProgramSpec `ebpf:"btf_sock_state"`
 	BtfSysEnter            *ebpf.ProgramSpec `ebpf:"btf_sys_enter"`
 	BtfSysExit             *ebpf.ProgramSpec `ebpf:"btf_sys_exit"`
 	BtfTaskRename          *ebpf.ProgramSpec `ebpf:"btf_task_rename"`
@@ -549,6 +553,7 @@ type whyslowProgramSpecs struct {
 	RawSchedSwitch         *ebpf.ProgramSpec `ebpf:"raw_sched_switch"`
 	RawSchedWakeupNew      *ebpf.ProgramSpec `ebpf:"raw_sched_wakeup_new"`
 	RawSchedWaking         *ebpf.ProgramSpec `ebpf:"raw_sched_waking"`
+	RawSockState           *ebpf.ProgramSpec `ebpf:"raw_sock_state"`
 	RawSysEnter            *ebpf.ProgramSpec `ebpf:"raw_sys_enter"`
 	RawSysExit             *ebpf.ProgramSpec `ebpf:"raw_sys_exit"`
 	RawTaskRename          *ebpf.ProgramSpec `ebpf:"raw_task_rename"`
@@ -578,6 +583,7 @@ type whyslowMapSpecs struct {
 	Requests       *ebpf.MapSpec `ebpf:"requests"`
 	SampleScratch  *ebpf.MapSpec `ebpf:"sample_scratch"`
 	Seen           *ebpf.MapSpec `ebpf:"seen"`
+	SockEnds       *ebpf.MapSpec `ebpf:"sock_ends"`
 	StackScratch   *ebpf.MapSpec `ebpf:"stack_scratch"`
 	Stacks         *ebpf.MapSpec `ebpf:"stacks"`
 	TargetSlots    *ebpf.MapSpec `ebpf:"target_slots"`
@@ -666,6 +672,7 @@ type whyslowMaps struct {
 	Requests       *ebpf.Map `ebpf:"requests"`
 	SampleScratch  *ebpf.Map `ebpf:"sample_scratch"`
 	Seen           *ebpf.Map `ebpf:"seen"`
+	SockEnds       *ebpf.Map `ebpf:"sock_ends"`
 	StackScratch   *ebpf.Map `ebpf:"stack_scratch"`
 	Stacks         *ebpf.Map `ebpf:"stacks"`
 	TargetSlots    *ebpf.Map `ebpf:"target_slots"`
@@ -694,6 +701,7 @@ func (m *whyslowMaps) Close() error {
 		m.Requests,
 		m.SampleScratch,
 		m.Seen,
+		m.SockEnds,
 		m.StackScratch,
 		m.Stacks,
 		m.TargetSlots,
@@ -763,6 +771,7 @@ type whyslowPrograms struct {
 	BtfSchedSwitch         *ebpf.Program `ebpf:"btf_sched_switch"`
 	BtfSchedWakeupNew      *ebpf.Program `ebpf:"btf_sched_wakeup_new"`
 	BtfSchedWaking         *ebpf.Program `ebpf:"btf_sched_waking"`
+	BtfSockState           *ebpf.Program `ebpf:"btf_sock_state"`
 	BtfSysEnter            *ebpf.Program `ebpf:"btf_sys_enter"`
 	BtfSysExit             *ebpf.Program `ebpf:"btf_sys_exit"`
 	BtfTaskRename          *ebpf.Program `ebpf:"btf_task_rename"`
@@ -782,6 +791,7 @@ type whyslowPrograms struct {
 	RawSchedSwitch         *ebpf.Program `ebpf:"raw_sched_switch"`
 	RawSchedWakeupNew      *ebpf.Program `ebpf:"raw_sched_wakeup_new"`
 	RawSchedWaking         *ebpf.Program `ebpf:"raw_sched_waking"`
+	RawSockState           *ebpf.Program `ebpf:"raw_sock_state"`
 	RawSysEnter            *ebpf.Program `ebpf:"raw_sys_enter"`
 	RawSysExit             *ebpf.Program `ebpf:"raw_sys_exit"`
 	RawTaskRename          *ebpf.Program `ebpf:"raw_task_rename"`
@@ -805,6 +815,7 @@ func (p *whyslowPrograms) Close() error {
 		p.BtfSchedSwitch,
 		p.BtfSchedWakeupNew,
 		p.BtfSchedWaking,
+		p.BtfSockState,
 		p.BtfSysEnter,
 		p.BtfSysExit,
 		p.BtfTaskRename,
@@ -824,6 +835,7 @@ func (p *whyslowPrograms) Close() error {
 		p.RawSchedSwitch,
 		p.RawSchedWakeupNew,
 		p.RawSchedWaking,
+		p.RawSockState,
 		p.RawSysEnter,
 		p.RawSysExit,
 		p.RawTaskRename,

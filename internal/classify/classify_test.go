@@ -33,6 +33,14 @@ func TestReason(t *testing.T) {
 		{"O_DIRECT read of a block device", Input{State: 'D', Syscall: 17, Frames: []string{"schedule", "io_schedule", "__blkdev_direct_IO", "blkdev_direct_IO", "blkdev_read_iter"}}, event.ReasonDiskRead},
 		{"O_DIRECT read, direction from the syscall", Input{State: 'D', Syscall: 295, Frames: []string{"schedule", "io_schedule", "__iomap_dio_rw"}}, event.ReasonDiskRead},
 		{"nothing known", Input{State: 'S', Syscall: -1}, event.ReasonOther},
+		// who ended a poll tells it (issue 24)
+		{"poll answered over TCP", Input{State: 'S', Syscall: 7, WakerKind: event.KindSocketInet}, event.ReasonNetwork},
+		{"poll answered over a unix socket, process with TCP sockets", Input{State: 'S', Syscall: 232, PollOnSockets: true,
+			WakerKind: event.KindSocketUnix}, event.ReasonIPC},
+		{"epoll ended by another process's kill (a latch)", Input{State: 'S', Syscall: 232, WakerSyscall: 62}, event.ReasonLock},
+		{"a kill ending a read is no lock", Input{State: 'S', Syscall: 0, FileKind: event.KindPipe, WakerSyscall: 62}, event.ReasonIPC},
+		{"semop", Input{State: 'S', Syscall: 65}, event.ReasonLock},
+		{"semtimedop", Input{State: 'S', Syscall: 220}, event.ReasonLock},
 	} {
 		if got := Reason(tc.in); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)

@@ -264,13 +264,23 @@ func pathChain(x *analysis.Explanation) string {
 	if longest.Object != "" {
 		end += " on " + format.Safe(longest.Object)
 	}
-	if longest.BlockedByPID != 0 {
+	if longest.OwnReason != "" {
+		// the last process of the chain was itself idle: say so plainly
+		end = fmt.Sprintf("%s (pid %d) %s meanwhile", format.Safe(longest.Comm), longest.PID, ownIdleWords[longest.OwnReason])
+	} else if longest.BlockedByPID != 0 {
 		end += fmt.Sprintf(", held up by %s (pid %d)", format.Safe(longest.BlockedByComm), longest.BlockedByPID)
 	}
 	if len(parts) == 0 {
 		return "" // the main thread's own time: the verdict said it all
 	}
 	return strings.Join(append(parts, end), " ← ")
+}
+
+// ownIdleWords: what an outside process did while the target waited on it
+// and it did nothing for it.
+var ownIdleWords = map[string]string{
+	"sleep": "was asleep",
+	"idle":  "waited for work of its own",
 }
 
 // handOff words how a waiter depended on a worker.

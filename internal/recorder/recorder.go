@@ -118,8 +118,11 @@ func startMeta(cfg Config, eng *capture.Engine, start time.Time) map[string]stri
 		"missing":         strings.Join(eng.Missing(), ","),
 		"slow_ns":         fmt.Sprint(cfg.Capture.Slow.Nanoseconds()),
 		"recording":       event.EncodeText(absPath(cfg.Path)),
-		"requests":        fmt.Sprint(cfg.Capture.Requests),
-		"payload_bytes":   fmt.Sprint(payloadBytes(cfg.Capture)),
+		// whyslow's own activity (its reads of kallsyms, its recording) is
+		// never a cause of the target's: the analyses count it apart.
+		"whyslow_pid":   fmt.Sprint(os.Getpid()),
+		"requests":      fmt.Sprint(cfg.Capture.Requests),
+		"payload_bytes": fmt.Sprint(payloadBytes(cfg.Capture)),
 	}
 }
 
