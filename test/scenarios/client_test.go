@@ -3,7 +3,6 @@ package scenarios
 import (
 	"bufio"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -98,13 +97,7 @@ func TestClientWaitsOnItsServer(t *testing.T) {
 			if idle := x.Critical.ByReason["idle"]; idle > 0.1 {
 				t.Errorf("%.2f s idle on the critical path: a client's wait on its server is no wait for work\n%s", idle, stderr)
 			}
-			var sum float64
-			for _, r := range x.Verdict.Ranked {
-				sum += r.S
-			}
-			if math.Abs(sum-x.WallS) > 0.02*x.WallS+0.005 {
-				t.Errorf("ranked adds up to %.3f s, wall %.3f s", sum, x.WallS)
-			}
+			checkRanked(t, x, stderr)
 			// The path went on into the server, and the server is named.
 			var into bool
 			for _, l := range x.Critical.Chain {
