@@ -27,13 +27,24 @@ const volatile bool follow_peers = false;
  * peer's history is not sent. */
 #define RECENT_WAITS 4
 #define RECENT_JOIN_NS 1000000ULL
+#define PF_KTHREAD 0x00200000
 struct recent_wait {
 	__u64 start;
 	__u64 end;       /* 0: still waiting, or its end was not seen */
 	__s32 syscall;
 	__u32 state;
 	__s32 fd;        /* the call's fd, -1 if none */
-	__u32 _pad;
+	__s32 waker_nr;  /* the waker's syscall (kill: it signalled), -1 none */
+	__u32 waker_pid; /* who woke it (tp_btf only), 0 none seen */
+	__u32 waker_tid;
+	char waker_comm[TASK_COMM_LEN];
+	/* The waker's own longest wait during this one (a lock holder's sleep
+	 * before it let go), noted at the wakeup: the waker may have exited
+	 * by the time this task becomes a peer. by_end 0: none. */
+	__u64 by_start;
+	__u64 by_end;
+	__s32 by_syscall;
+	__u32 by_state;
 };
 struct recent {
 	struct recent_wait w[RECENT_WAITS];
@@ -84,6 +95,9 @@ static __always_inline void note_recent(__u32 state, __u64 now)
 	w->state = state;
 	w->syscall = nr;
 	w->fd = first_fd(w->syscall, regs);
+	w->waker_pid = 0;
+	w->waker_tid = 0;
+	w->waker_nr = -1;
 	r->next = i + 1;
 }
 
@@ -95,28 +109,67 @@ const volatile __u64 capture_start_ns = 0;
  * (a lock holder asleep since before whyslow started): noted as waiting since
  * capture began, in the syscall its registers still hold. One that was
  * preempted in user mode is in no syscall, and no wait. */
-static __always_inline void end_recent(struct task_struct *next, __u64 now)
+static __always_inline struct recent_wait *open_recent(struct task_struct *t, __u64 now)
 {
-	struct recent *r = bpf_task_storage_get(&recent, next, 0, 0);
+	struct recent *r = bpf_task_storage_get(&recent, t, 0, 0);
 	if (r) {
 		struct recent_wait *w = &r->w[(r->next - 1) & (RECENT_WAITS - 1)];
-		if (w->start && !w->end)
-			w->end = now;
-		return;
+		return w->start && !w->end ? w : NULL;
 	}
-	struct pt_regs *regs = CAST(struct pt_regs, bpf_task_pt_regs(next));
+	struct pt_regs *regs = CAST(struct pt_regs, bpf_task_pt_regs(t));
 	long nr = regs->orig_ax;
 	if (nr < 0 || !capture_start_ns || now <= capture_start_ns)
-		return;
-	r = bpf_task_storage_get(&recent, next, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		return NULL;
+	r = bpf_task_storage_get(&recent, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!r)
-		return;
+		return NULL;
 	r->w[0].start = capture_start_ns;
-	r->w[0].end = now;
 	r->w[0].syscall = nr;
 	r->w[0].state = '?';
 	r->w[0].fd = first_fd(nr, regs);
+	r->w[0].waker_nr = -1;
 	r->next = 1;
+	return &r->w[0];
+}
+
+static __always_inline void end_recent(struct task_struct *next, __u64 now)
+{
+	struct recent_wait *w = open_recent(next, now);
+	if (w)
+		w->end = now;
+}
+
+/* The current task wakes user task p (tp_btf: p trusted), neither a target
+ * nor a peer: its open wait notes who ended it, and how. */
+static __always_inline void wake_recent(struct task_struct *p, __u64 id, long nr)
+{
+	struct recent_wait *w = open_recent(p, bpf_ktime_get_ns());
+	if (!w)
+		return;
+	w->waker_pid = id >> 32;
+	w->waker_tid = (__u32)id;
+	w->waker_nr = nr;
+	w->by_end = 0;
+	current_comm(w->waker_comm);
+	if (nr < 0)
+		return;   /* a thread of its own process, or no user task */
+	struct recent *mine = bpf_task_storage_get(&recent, bpf_get_current_task_btf(), 0, 0);
+	if (!mine)
+		return;
+	__u64 best = 0;
+	for (int i = 0; i < RECENT_WAITS; i++) {
+		struct recent_wait *m = &mine->w[i];
+		if (!m->end || m->end <= w->start)
+			continue;
+		__u64 from = m->start > w->start ? m->start : w->start;
+		if (m->end - from > best) {
+			best = m->end - from;
+			w->by_start = m->start;
+			w->by_end = m->end;
+			w->by_syscall = m->syscall;
+			w->by_state = m->state;
+		}
+	}
 }
 
 /* The last wait noted of task t (tp_btf: t trusted), or NULL. */
@@ -144,15 +197,45 @@ static __always_inline __u32 hops_of(__u8 kind)
 	return kind == KIND_TARGET ? 0 : kind - KIND_PEER + 1;
 }
 
-/* Sends the current task's noted waits that ended after since: the history
- * of a process that has just become a peer by waking a target or a peer. */
-static __always_inline void send_recent(__u64 since, __u64 now)
+extern struct task_struct *bpf_task_from_pid(__s32 pid) __ksym;
+extern void bpf_task_release(struct task_struct *p) __ksym;
+
+/* Sends the wait the waker of w was in before it woke w's task (by_*), as
+ * its process's: the one hop of a holder that may be gone. */
+static __always_inline void send_waker_wait(struct recent_wait *w)
 {
-	struct task_struct *cur = bpf_get_current_task_btf();
-	struct recent *r = bpf_task_storage_get(&recent, cur, 0, 0);
-	if (!r)
+	struct offcpu_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_OFFCPU);
 		return;
-	__u64 id = bpf_get_current_pid_tgid();
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->h.ts = w->by_end;
+	e->h.pid = w->waker_pid;
+	e->h.tid = w->waker_tid;
+	e->h.kind = EV_OFFCPU;
+	e->h.cpu = bpf_get_smp_processor_id();
+	__builtin_memcpy(e->h.comm, w->waker_comm, sizeof(e->h.comm));
+	e->off_ns = w->by_end - w->by_start;
+	e->state = w->by_state;
+	e->stack_id = -1;
+	e->syscall = w->by_syscall;
+	e->fd = -1;
+	e->outside = 1;
+	e->waker_sock.nr = -1;
+	bpf_ringbuf_submit(e, wake_events());
+}
+
+/* Sends the noted waits of task (pid, tid) that ended after since, as a
+ * peer's; returns the waker of the last one sent that is a process outside
+ * the capture (0: none), for the caller to follow one hop further. */
+static __always_inline __u32 send_recent_of(struct task_struct *task, __u32 pid, __u32 tid, __u64 since, __u64 now,
+					    __u64 *waker_since)
+{
+	struct recent *r = bpf_task_storage_get(&recent, task, 0, 0);
+	if (!r)
+		return 0;
+	__u32 further = 0;
 	for (int i = 0; i < RECENT_WAITS; i++) {
 		struct recent_wait *w = &r->w[i];
 		if (!w->end || w->end <= since || w->end > now || w->start >= w->end)
@@ -160,25 +243,57 @@ static __always_inline void send_recent(__u64 since, __u64 now)
 		struct offcpu_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 		if (!e) {
 			count_lost(LOST_OFFCPU);
-			return;
+			return 0;
 		}
 		__builtin_memset(e, 0, sizeof(*e));
-		e->waker_sock.nr = -1;
-		fill_hdr_of(&e->h, EV_OFFCPU, w->end, cur, id >> 32, (__u32)id);
+		fill_hdr_of(&e->h, EV_OFFCPU, w->end, task, pid, tid);
 		e->off_ns = w->end - w->start;
 		e->state = w->state;
 		e->stack_id = -1;
 		e->syscall = w->syscall;
 		e->fd = w->fd;
 		e->outside = 1;
+		e->waker_pid = w->waker_pid;
+		e->waker_tid = w->waker_tid;
+		__builtin_memcpy(e->waker_comm, w->waker_comm, sizeof(e->waker_comm));
+		e->waker_sock.nr = w->waker_nr;
 		__u32 cls = syscall_class(w->syscall);
 		if (cls && w->fd >= 0) {
 			e->call = 1;
-			fd_ref_current(w->fd, &e->f);
+			file_ref_of(fd_file(task, w->fd), &e->f);
 			e->fkind = e->f.kind;
 		}
 		bpf_ringbuf_submit(e, wake_events());
+		if (w->waker_pid && w->waker_pid != pid && w->waker_pid != self_pid) {
+			further = w->waker_tid;
+			*waker_since = w->start;
+			if (w->by_end)
+				send_waker_wait(w);
+		}
 	}
+	return further;
+}
+
+/* The current task has just become a peer at hops: sends its noted waits
+ * that ended after since, and, when the last of them was ended by another
+ * process new to the capture (a lock holder that let go), makes that one a
+ * peer too and sends its own (tp_btf: a task found by pid is trusted). */
+static __always_inline void send_recent(__u64 since, __u64 now, __u32 hops, bool btf)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u64 waker_since = 0;
+	__u32 waker_tid = send_recent_of(bpf_get_current_task_btf(), id >> 32, (__u32)id, since, now, &waker_since);
+	if (!btf || !waker_tid)
+		return;
+	struct task_struct *t = bpf_task_from_pid(waker_tid);
+	if (!t)
+		return;
+	/* Not t->mm: the holder may be exiting already (its session ended
+	 * after the commit that let go), its history still readable. */
+	__u32 tgid = t->tgid;
+	if (!(t->flags & PF_KTHREAD) && task_kind(tgid) == KIND_NONE && add_peer(tgid, hops + 1))
+		send_recent_of(t, tgid, waker_tid, since, now, &waker_since);
+	bpf_task_release(t);
 }
 
 /* TCP sockets by which end they are: SOCK_CONNECTED for a connect()'s,

@@ -80,7 +80,7 @@ static __always_inline int on_rename(struct task_struct *task, const char *comm)
 	return 0;
 }
 
-static __always_inline int on_wakeup(struct task_struct *p)
+static __always_inline int on_wakeup(struct task_struct *p, bool btf)
 {
 	struct task_struct *t = CAST(struct task_struct, p);
 	__u32 tgid = t->tgid;
@@ -88,9 +88,20 @@ static __always_inline int on_wakeup(struct task_struct *p)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 waker_tgid = id >> 32;
 	if (kind == KIND_NONE) {
+		if (!follow_peers || !t->mm || tgid == self_pid)
+			return 0;
 		/* A target's request reaching a process outside: a peer from now. */
-		if (follow_peers && t->mm && waker_tgid != tgid && tgid != self_pid && is_target(waker_tgid))
+		if (waker_tgid != tgid && is_target(waker_tgid))
 			add_peer(tgid, 1);
+		else if (btf && waker_tgid != self_pid) {
+			/* Another process's wait, ended: by whom and how, for its
+			 * history (peers.bpf.h). */
+			struct task_struct *cur = bpf_get_current_task_btf();
+			long nr = -1;
+			if (waker_tgid != tgid && cur->mm)
+				nr = CAST(struct pt_regs, bpf_task_pt_regs(cur))->orig_ax;
+			wake_recent(p, id, nr);
+		}
 		return 0;
 	}
 	__u32 tid = t->pid;
@@ -120,7 +131,7 @@ static __always_inline int on_wakeup(struct task_struct *p)
 	waker_socket(&w->sock);
 	if (follow_peers && task_kind(waker_tgid) == KIND_NONE && add_peer(waker_tgid, hops_of(kind) + 1)) {
 		struct offstart *o = bpf_map_lookup_elem(&offcpu_start, &tid);
-		send_recent(o && o->ts ? o->ts : now - 1000000000ULL, now);
+		send_recent(o && o->ts ? o->ts : now - 1000000000ULL, now, hops_of(kind) + 1, btf);
 	}
 	return 0;
 }

@@ -538,9 +538,15 @@ int BPF_PROG(raw_sched_switch, bool preempt, struct task_struct *prev, struct ta
 /* sched_waking, not sched_wakeup: it runs in the waker's context, while
  * sched_wakeup may run later on the target CPU (ttwu wake list) as swapper. */
 TWIN(local_timer_entry, local_timer_entry, int vector, on_tick(ctx))
-TWIN(sched_waking, sched_waking, struct task_struct *p, on_wakeup(p))
+SEC("tp_btf/sched_waking")
+int BPF_PROG(btf_sched_waking, struct task_struct *p) { return on_wakeup(p, true); }
+SEC("raw_tp/sched_waking")
+int BPF_PROG(raw_sched_waking, struct task_struct *p) { return on_wakeup(p, false); }
 TWIN(task_rename, task_rename, struct task_struct *task COMMA const char *comm, on_rename(task, comm))
-TWIN(sched_wakeup_new, sched_wakeup_new, struct task_struct *p, on_wakeup(p))
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(btf_sched_wakeup_new, struct task_struct *p) { return on_wakeup(p, true); }
+SEC("raw_tp/sched_wakeup_new")
+int BPF_PROG(raw_sched_wakeup_new, struct task_struct *p) { return on_wakeup(p, false); }
 TWIN(sched_process_fork, sched_process_fork, struct task_struct *parent COMMA struct task_struct *child,
      on_fork(parent, child))
 TWIN(sched_process_exec, sched_process_exec,

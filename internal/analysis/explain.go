@@ -190,7 +190,7 @@ func Explain(s *Source, pid uint32) (*Explanation, error) {
 	for _, n := range s.Lost {
 		x.LostEvents += n
 	}
-	win := s.window()
+	win := s.lifeIn(pid, s.window())
 	x.WallS = float64(win.end-win.begin) / 1e9
 	if x.Target.Command == "" {
 		x.Target.Command = s.commOf(pid)
@@ -255,6 +255,25 @@ func (s *Source) window() window {
 		w.end = w.begin
 	}
 	return w
+}
+
+// lifeIn narrows win to the life of pid when pid is not the recording's
+// own target (report explain --pid on a system-wide recording): from its
+// fork to its exit, where the recording saw them.
+func (s *Source) lifeIn(pid uint32, win window) window {
+	if p, _ := strconv.ParseUint(s.Meta["target_pid"], 10, 32); uint32(p) == pid {
+		return win
+	}
+	var born, died sql.NullInt64
+	s.DB.QueryRow(`SELECT (SELECT min(ts) FROM forks WHERE child_pid = $1 AND child_tid = $1),
+	    (SELECT max(ts) FROM exits WHERE tid = $1 AND group_dead)`, pid).Scan(&born, &died)
+	if born.Valid && uint64(born.Int64) > win.begin && uint64(born.Int64) < win.end {
+		win.begin = uint64(born.Int64)
+	}
+	if died.Valid && uint64(died.Int64) < win.end && uint64(died.Int64) > win.begin {
+		win.end = uint64(died.Int64)
+	}
+	return win
 }
 
 func (s *Source) commOf(pid uint32) string {

@@ -197,13 +197,20 @@ type whyslowPayloadEvent struct {
 type whyslowRecent struct {
 	_ structs.HostLayout
 	W [4]struct {
-		_       structs.HostLayout
-		Start   uint64
-		End     uint64
-		Syscall int32
-		State   uint32
-		Fd      int32
-		Pad     uint32
+		_         structs.HostLayout
+		Start     uint64
+		End       uint64
+		Syscall   int32
+		State     uint32
+		Fd        int32
+		WakerNr   int32
+		WakerPid  uint32
+		WakerTid  uint32
+		WakerComm [16]int8
+		ByStart   uint64
+		ByEnd     uint64
+		BySyscall int32
+		ByState   uint32
 	}
 	Next uint32
 	Pad  uint32
