@@ -35,6 +35,7 @@ struct recent_wait {
 	__u32 state;
 	__s32 fd;        /* the call's fd, -1 if none */
 	__s32 waker_nr;  /* the waker's syscall (kill: it signalled), -1 none */
+	struct waker_sock sock; /* the socket the waker sent on, its side */
 	__u32 waker_pid; /* who woke it (tp_btf only), 0 none seen */
 	__u32 waker_tid;
 	char waker_comm[TASK_COMM_LEN];
@@ -139,6 +140,71 @@ static __always_inline void end_recent(struct task_struct *next, __u64 now)
 		w->end = now;
 }
 
+/* TCP sockets by which end they are: SOCK_CONNECTED for a connect()'s,
+ * SOCK_ACCEPTED for a listener's child. Seen at their state changes, a few
+ * per connection; sockets older than the capture are not in it, and the
+ * ports tell (see internal/capture/side.go). */
+#define SOCK_CONNECTED 1
+#define SOCK_ACCEPTED 2
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, __u8);
+} sock_ends SEC(".maps");
+
+static __always_inline int on_sock_state(const struct sock *sk, int oldstate, int newstate)
+{
+	__u64 key = (__u64)sk;
+	__u8 end = 0;
+	if (newstate == 2 /* TCP_SYN_SENT */)
+		end = SOCK_CONNECTED;
+	else if (oldstate == 3 /* TCP_SYN_RECV */ && newstate == 1 /* TCP_ESTABLISHED */)
+		end = SOCK_ACCEPTED;
+	if (end)
+		bpf_map_update_elem(&sock_ends, &key, &end, BPF_ANY);
+	else if (newstate == 7 /* TCP_CLOSE */)
+		bpf_map_delete_elem(&sock_ends, &key);   /* its address may be another's next */
+	return 0;
+}
+
+/* The socket the current task is sending on (its syscall's fd), if any:
+ * which side of a conversation the wakeup came from. */
+static __always_inline void waker_socket(struct waker_sock *ws)
+{
+	struct task_struct *cur = bpf_get_current_task_btf();
+	struct pt_regs *regs = CAST(struct pt_regs, bpf_task_pt_regs(cur));
+	long nr = regs->orig_ax;
+	ws->nr = nr;
+	__u32 cls = syscall_class(nr);
+	if (cls != CLS_NET && cls != CLS_WRITE && cls != CLS_XFER && nr != 48 /* shutdown */)
+		return;
+	__s32 fd = (__s32)regs->di;
+	struct file *file = fd_file((void *)cur, fd);
+	if (!file)
+		return;
+	/* Not through the thread's file cache: its task storage may be busy
+	 * here (a wakeup nested in another program), and the side must not
+	 * depend on it. */
+	struct file_ref f = {};
+	file_ref_of(file, &f);
+	if (f.kind != FK_SOCK_INET && f.kind != FK_SOCK_UNIX)
+		return;
+	ws->f = f;
+	struct socket *sock = CAST(struct socket, CAST(struct file, file)->private_data);
+	struct sock *sk = sock->sk;
+	if (f.kind == FK_SOCK_INET) {
+		ws->lport = CAST(struct sock, sk)->__sk_common.skc_num;
+		ws->rport = bpf_ntohs(CAST(struct sock, sk)->__sk_common.skc_dport);
+		__u64 key = (__u64)sk;
+		__u8 *end = bpf_map_lookup_elem(&sock_ends, &key);
+		if (end)
+			ws->end = *end;
+	} else {
+		ws->bound = CAST(struct unix_sock, sk)->addr != NULL;
+	}
+}
+
 /* The current task wakes user task p (tp_btf: p trusted), neither a target
  * nor a peer: its open wait notes who ended it, and how. */
 static __always_inline void wake_recent(struct task_struct *p, __u64 id, long nr)
@@ -151,8 +217,12 @@ static __always_inline void wake_recent(struct task_struct *p, __u64 id, long nr
 	w->waker_nr = nr;
 	w->by_end = 0;
 	current_comm(w->waker_comm);
+	__builtin_memset(&w->sock, 0, sizeof(w->sock));
 	if (nr < 0)
 		return;   /* a thread of its own process, or no user task */
+	/* which end it spoke from: a client's request to a server waiting for
+	 * work is no wait on that client */
+	waker_socket(&w->sock);
 	struct recent *mine = bpf_task_storage_get(&recent, bpf_get_current_task_btf(), 0, 0);
 	if (!mine)
 		return;
@@ -256,6 +326,7 @@ static __always_inline __u32 send_recent_of(struct task_struct *task, __u32 pid,
 		e->waker_pid = w->waker_pid;
 		e->waker_tid = w->waker_tid;
 		__builtin_memcpy(e->waker_comm, w->waker_comm, sizeof(e->waker_comm));
+		e->waker_sock = w->sock;
 		e->waker_sock.nr = w->waker_nr;
 		__u32 cls = syscall_class(w->syscall);
 		if (cls && w->fd >= 0) {
@@ -294,71 +365,6 @@ static __always_inline void send_recent(__u64 since, __u64 now, __u32 hops, bool
 	if (!(t->flags & PF_KTHREAD) && task_kind(tgid) == KIND_NONE && add_peer(tgid, hops + 1))
 		send_recent_of(t, tgid, waker_tid, since, now, &waker_since);
 	bpf_task_release(t);
-}
-
-/* TCP sockets by which end they are: SOCK_CONNECTED for a connect()'s,
- * SOCK_ACCEPTED for a listener's child. Seen at their state changes, a few
- * per connection; sockets older than the capture are not in it, and the
- * ports tell (see internal/capture/side.go). */
-#define SOCK_CONNECTED 1
-#define SOCK_ACCEPTED 2
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u64);
-	__type(value, __u8);
-} sock_ends SEC(".maps");
-
-static __always_inline int on_sock_state(const struct sock *sk, int oldstate, int newstate)
-{
-	__u64 key = (__u64)sk;
-	__u8 end = 0;
-	if (newstate == 2 /* TCP_SYN_SENT */)
-		end = SOCK_CONNECTED;
-	else if (oldstate == 3 /* TCP_SYN_RECV */ && newstate == 1 /* TCP_ESTABLISHED */)
-		end = SOCK_ACCEPTED;
-	if (end)
-		bpf_map_update_elem(&sock_ends, &key, &end, BPF_ANY);
-	else if (newstate == 7 /* TCP_CLOSE */)
-		bpf_map_delete_elem(&sock_ends, &key);   /* its address may be another's next */
-	return 0;
-}
-
-/* The socket the current task is sending on (its syscall's fd), if any:
- * which side of a conversation the wakeup came from. */
-static __always_inline void waker_socket(struct waker_sock *ws)
-{
-	struct task_struct *cur = bpf_get_current_task_btf();
-	struct pt_regs *regs = CAST(struct pt_regs, bpf_task_pt_regs(cur));
-	long nr = regs->orig_ax;
-	ws->nr = nr;
-	__u32 cls = syscall_class(nr);
-	if (cls != CLS_NET && cls != CLS_WRITE && cls != CLS_XFER && nr != 48 /* shutdown */)
-		return;
-	__s32 fd = (__s32)regs->di;
-	struct file *file = fd_file((void *)cur, fd);
-	if (!file)
-		return;
-	/* Not through the thread's file cache: its task storage may be busy
-	 * here (a wakeup nested in another program), and the side must not
-	 * depend on it. */
-	struct file_ref f = {};
-	file_ref_of(file, &f);
-	if (f.kind != FK_SOCK_INET && f.kind != FK_SOCK_UNIX)
-		return;
-	ws->f = f;
-	struct socket *sock = CAST(struct socket, CAST(struct file, file)->private_data);
-	struct sock *sk = sock->sk;
-	if (f.kind == FK_SOCK_INET) {
-		ws->lport = CAST(struct sock, sk)->__sk_common.skc_num;
-		ws->rport = bpf_ntohs(CAST(struct sock, sk)->__sk_common.skc_dport);
-		__u64 key = (__u64)sk;
-		__u8 *end = bpf_map_lookup_elem(&sock_ends, &key);
-		if (end)
-			ws->end = *end;
-	} else {
-		ws->bound = CAST(struct unix_sock, sk)->addr != NULL;
-	}
 }
 
 #endif

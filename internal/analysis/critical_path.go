@@ -307,7 +307,11 @@ func (w *pathWalker) wait(th *pathThread, iv *pathInterval, a, b uint64, depth i
 		waker = w.reach(iv.wakerPID, iv.wakerTID)
 	}
 	traced := waker != nil && iv.wakerTID != th.tid
-	if traced && followed[iv.reason] && depth < maxPathDepth && waker.walking == 0 {
+	// An outside process waiting for work (a backend idle in a transaction,
+	// awaiting its client's next statement) is where the chain ends: its
+	// client's doings are no part of the target's wait.
+	idleOutsider := th.outside && iv.forWork
+	if traced && followed[iv.reason] && depth < maxPathDepth && waker.walking == 0 && !idleOutsider {
 		w.link(th, waker, iv.reason, iv.object, a, b, depth)
 		if waker.outside && waker.pid != th.pid {
 			// Into another process: what it did meanwhile is the path,

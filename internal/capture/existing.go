@@ -98,7 +98,8 @@ func (e *Engine) completeBefore(o *event.OffCPU, st *stacks) []event.Event {
 	if o.Comm == "" {
 		o.Comm = w.Comm
 	}
-	o.Reason = classify.Reason(classify.Input{State: o.State, Syscall: o.Syscall, Frames: o.Stack, PollOnSockets: st.sockets[o.PID]})
+	o.Reason = classify.Reason(classify.Input{State: o.State, Syscall: o.Syscall, Frames: o.Stack, PollOnSockets: st.sockets[o.PID],
+		WakerKind: o.WakerFile.Kind, WakerSyscall: o.WakerSyscall})
 	if w.Syscall < 0 {
 		return nil
 	}

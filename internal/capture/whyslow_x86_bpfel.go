@@ -204,6 +204,7 @@ type whyslowRecent struct {
 		State     uint32
 		Fd        int32
 		WakerNr   int32
+		Sock      whyslowWakerSock
 		WakerPid  uint32
 		WakerTid  uint32
 		WakerComm [16]int8

@@ -280,7 +280,7 @@ func pathChain(x *analysis.Explanation) string {
 // and it did nothing for it.
 var ownIdleWords = map[string]string{
 	"sleep": "was asleep",
-	"idle":  "waited for work of its own",
+	"idle":  "was idle, waiting for work of its own (its client, a connection)",
 }
 
 // handOff words how a waiter depended on a worker.

@@ -113,8 +113,15 @@ func TestPostgresRowLock(t *testing.T) {
 		t.Fatalf("the UPDATE took %v behind a row held %v: no lock wait", took, hold)
 	}
 
-	holder := pg.holdRow(t, hold)
-	x, stderr := runExplained(t, update...)
+	var holder int
+	explainWays(t, func(t *testing.T) { holder = pg.holdRow(t, hold) }, update, func(t *testing.T, x *explanation, stderr string) {
+		checkRowLock(t, x, stderr, holder)
+	})
+}
+
+// checkRowLock: the UPDATE's time is the lock, held by the holding backend.
+func checkRowLock(t *testing.T, x *explanation, stderr string, holder int) {
+	t.Helper()
 	if x.Verdict.Reason != "lock" {
 		t.Fatalf("verdict %q, want lock: the UPDATE waited on another session's row lock\n%s", x.Verdict.Reason, stderr)
 	}
