@@ -27,13 +27,25 @@ var (
 	pairs    = flag.Int("pairs", 3, "A B pairs per tool")
 	runtimeS = flag.Int("runtime", 3, "seconds per fio run")
 	bigS     = flag.Int("big", 30, "seconds of fio for the 10M-event recording")
-	sections = flag.String("sections", "overhead,realistic,loss,analysis,startup", "which sections to run, by name (a subset writes a partial file); explain-build runs only the parallel build's part of analysis")
+	sections = flag.String("sections", "overhead,realistic,loss,analysis,startup,peers", "which sections to run, by name (a subset writes a partial file); explain-build runs only the parallel build's part of analysis")
+	baseline = flag.String("baseline", "", "peers: a whyslow binary from before peers were followed, measured in the same rounds")
+	pingSrv  = flag.String("pingpong-server", "", "internal: serve the peers section's ping-pong on this Unix socket")
+	pingCli  = flag.String("pingpong-client", "", "internal: the peers section's ping-pong client, on this Unix socket")
+	rounds   = flag.Int("rounds", 100000, "internal: the ping-pong client's round trips")
 	work     string
 	built    string // the binary as the Go linker wrote it; *whyslow is an installed copy
 )
 
 func main() {
 	flag.Parse()
+	switch {
+	case *pingSrv != "":
+		pingPongServer(*pingSrv)
+		return
+	case *pingCli != "":
+		pingPongClient(*pingCli, *rounds)
+		return
+	}
 	var err error
 	// tmpfs: cached I/O with no writeback, so the write variant's baseline
 	// does not swing with the disk (it did, ±2x, on ext4).
@@ -66,7 +78,7 @@ func main() {
 	for _, sec := range []struct {
 		name string
 		run  func(io.Writer)
-	}{{"overhead", overhead}, {"realistic", realistic}, {"loss", loss}, {"analysis", analysis}, {"explain-build", explainBuild}, {"startup", startup}} {
+	}{{"overhead", overhead}, {"realistic", realistic}, {"loss", loss}, {"analysis", analysis}, {"explain-build", explainBuild}, {"startup", startup}, {"peers", peers}} {
 		if slices.Contains(chosen, sec.name) {
 			sec.run(w)
 		}

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/whyslow/whyslow/internal/event"
+	"github.com/whyslow/whyslow/internal/sysinfo"
 )
 
 // sideOf says which end of a conversation a waker spoke from, by the socket
@@ -15,7 +16,9 @@ import (
 //     takes the listener's address, a client's end has none;
 //   - a TCP socket the kernel saw connect (SYN_SENT) is a client's, one it
 //     saw accepted (SYN_RECV to ESTABLISHED) a server's;
-//   - for a connection made before the capture, the client's port is the
+//   - for a connection made before the capture, the server's port is one
+//     that had a listening socket when whyslow first looked (a server on
+//     this machine); else the client's port is the
 //     ephemeral one the kernel picked for its connect
 //     (net.ipv4.ip_local_port_range); when both or neither port is, the
 //     lower one is the service's (a test server on port 0 has an ephemeral
@@ -38,7 +41,7 @@ func sideOf(ws whyslowWakerSock) event.Side {
 		case sockAccepted:
 			return event.SideServer
 		}
-		return inetSide(ws.Lport, ws.Rport, ephemeralPorts())
+		return inetSide(ws.Lport, ws.Rport, listeningPorts(), ephemeralPorts())
 	}
 	return event.SideUnknown
 }
@@ -53,9 +56,15 @@ const (
 
 // inetSide is sideOf for an inet socket with local port l, remote port r,
 // whose connection the capture did not see made.
-func inetSide(l, r uint16, eph portRange) event.Side {
+func inetSide(l, r uint16, listening map[uint16]bool, eph portRange) event.Side {
 	if l == 0 || r == 0 {
 		return event.SideUnknown // not connected: no conversation to take a side in
+	}
+	switch ll, rl := listening[l], listening[r]; {
+	case ll && !rl:
+		return event.SideServer
+	case rl && !ll:
+		return event.SideClient
 	}
 	le, re := eph.has(l), eph.has(r)
 	switch {
@@ -74,6 +83,10 @@ func inetSide(l, r uint16, eph portRange) event.Side {
 type portRange struct{ lo, hi uint16 }
 
 func (p portRange) has(port uint16) bool { return port >= p.lo && port <= p.hi }
+
+// listeningPorts is the host's listening TCP ports, read once: at the first
+// wakeup through a socket older than the capture, near its start.
+var listeningPorts = sync.OnceValue(sysinfo.Host.ListeningTCPPorts)
 
 // ephemeralPorts is the host's range for connect's local ports, read once.
 var ephemeralPorts = sync.OnceValue(func() portRange {

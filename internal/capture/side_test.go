@@ -21,9 +21,22 @@ func TestInetSide(t *testing.T) {
 		{8080, 0, event.SideUnknown},
 		{9000, 9000, event.SideUnknown},
 	} {
-		if got := inetSide(c.l, c.r, eph); got != c.want {
+		if got := inetSide(c.l, c.r, nil, eph); got != c.want {
 			t.Errorf("inetSide(%d, %d) = %d, want %d", c.l, c.r, got, c.want)
 		}
+	}
+}
+
+func TestListeningPortSide(t *testing.T) {
+	eph := portRange{32768, 60999}
+	// a test server on an ephemeral port, older than the capture: its
+	// listener says which end is the server's, whichever port is lower
+	listening := map[uint16]bool{42531: true}
+	if got := inetSide(42531, 35000, listening, eph); got != event.SideServer {
+		t.Errorf("the listener's port: %d, want server", got)
+	}
+	if got := inetSide(35000, 42531, listening, eph); got != event.SideClient {
+		t.Errorf("the port connected to a listener: %d, want client", got)
 	}
 }
 
