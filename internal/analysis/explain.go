@@ -259,14 +259,15 @@ func (s *Source) window() window {
 
 // lifeIn narrows win to the life of pid when pid is not the recording's
 // own target (report explain --pid on a system-wide recording): from its
-// fork to its exit, where the recording saw them.
+// fork to its exit (its last thread's, which need not be the main one: Go's),
+// where the recording saw them.
 func (s *Source) lifeIn(pid uint32, win window) window {
 	if p, _ := strconv.ParseUint(s.Meta["target_pid"], 10, 32); uint32(p) == pid {
 		return win
 	}
 	var born, died sql.NullInt64
 	s.DB.QueryRow(`SELECT (SELECT min(ts) FROM forks WHERE child_pid = $1 AND child_tid = $1),
-	    (SELECT max(ts) FROM exits WHERE tid = $1 AND group_dead)`, pid).Scan(&born, &died)
+	    (SELECT max(ts) FROM exits WHERE pid = $1 AND group_dead)`, pid).Scan(&born, &died)
 	if born.Valid && uint64(born.Int64) > win.begin && uint64(born.Int64) < win.end {
 		win.begin = uint64(born.Int64)
 	}

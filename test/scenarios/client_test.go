@@ -73,6 +73,9 @@ func TestClientWaitsOnItsServer(t *testing.T) {
 	server, url := startSlowServer(t, delay)
 	clients := map[string][]string{
 		"curl": {curl, "-s", "-o", "/dev/null", url},
+		// a goroutine parks on a futex while the runtime's netpoller thread
+		// waits in epoll_wait: the futex is a hand-off, not a lock
+		"go net/http": {goClient(t), url},
 		// urllib with a timeout waits in poll(), as requests does
 		"python urllib": {harness.Python(t), "-c", "import urllib.request; urllib.request.urlopen('" + url + "', timeout=30).read()"},
 	}
@@ -127,4 +130,41 @@ func checkClientWait(t *testing.T, x *explanation, stderr string, server int, de
 	if !strings.Contains(stderr, fmt.Sprintf("pid %d", server)) {
 		t.Errorf("the text does not name the server (pid %d):\n%s", server, stderr)
 	}
+}
+
+// goHTTPClient fetches a URL with net/http.
+const goHTTPClient = `package main
+
+import (
+	"io"
+	"net/http"
+	"os"
+)
+
+func main() {
+	r, err := http.Get(os.Args[1])
+	if err != nil {
+		os.Exit(1)
+	}
+	io.Copy(io.Discard, r.Body)
+	r.Body.Close()
+}
+`
+
+// goClient builds goHTTPClient with the Go toolchain that builds whyslow.
+func goClient(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "main.go")
+	if err := os.WriteFile(src, []byte(goHTTPClient), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(dir, "client")
+	cmd := exec.Command("go", "build", "-o", exe, src)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building the Go client: %v\n%s", err, out)
+	}
+	return exe
 }
