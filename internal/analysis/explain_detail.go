@@ -58,6 +58,10 @@ type VerdictDetail struct {
 	// Blame is other processes' part in storage waits, when it is large: a
 	// copy of an entry of the explanation's blame.
 	Blame *Blame `json:"blame,omitempty"`
+	// Via is the process outside the target where most of the reason's time
+	// was spent, when it was (the server whose fsync a client waited on):
+	// Who waited on it, and Path is then its file.
+	Via *Actor `json:"via,omitempty"`
 }
 
 // ActorRole is how a thread or process stands to the target.

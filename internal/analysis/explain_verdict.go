@@ -67,15 +67,28 @@ func (x *Explanation) verdict() {
 // pathHolder is the thread with the most critical-path time in reason, and
 // the object and blocking process it waited on most.
 func (x *Explanation) pathHolder(reason string) (th *ThreadTime, object string, by *Actor) {
-	perTID, perObj, perBy := map[uint32]float64{}, map[string]float64{}, map[Actor]float64{}
+	th, object, by, _ = x.pathHolderVia(reason)
+	return th, object, by
+}
+
+// pathHolderVia is pathHolder, and the outside process that spent most of
+// the reason's time itself when outside processes spent most of it.
+func (x *Explanation) pathHolderVia(reason string) (th *ThreadTime, object string, by, via *Actor) {
+	perTID, perObj, perBy, perVia := map[uint32]float64{}, map[string]float64{}, map[Actor]float64{}, map[Actor]float64{}
+	var all, outside float64
 	for _, s := range x.Path.Segments {
 		if s.Reason != reason {
 			continue
 		}
+		all += s.DurS
 		if s.Role == roleOutside && s.waiter != 0 {
 			perTID[s.waiter] += s.DurS // the target's thread that waited on it
 		} else {
 			perTID[s.TID] += s.DurS
+		}
+		if s.Role == roleOutside && s.OwnReason == "" {
+			perVia[Actor{Role: ActorOutside, Comm: s.Comm, PID: s.PID}] += s.DurS
+			outside += s.DurS
 		}
 		if s.Object != "" {
 			perObj[s.Object] += s.DurS
@@ -95,7 +108,10 @@ func (x *Explanation) pathHolder(reason string) (th *ThreadTime, object string, 
 			th = &x.Threads[i]
 		}
 	}
-	return th, largest(perObj), largestActor(perBy)
+	if outside*2 > all {
+		via = largestActor(perVia)
+	}
+	return th, largest(perObj), largestActor(perBy), via
 }
 
 func largest(m map[string]float64) string {
@@ -110,13 +126,26 @@ func largest(m map[string]float64) string {
 
 // detail picks who and what the verdict names for the top reason.
 func (x *Explanation) detail(reason string) *VerdictDetail {
-	th, object, by := x.pathHolder(reason)
+	th, object, by, via := x.pathHolderVia(reason)
 	if x.Verdict.Basis == "threads" {
 		th = x.busiestThread(reason)
 	} else if spread := x.pathSpread(reason); spread != nil {
 		return &VerdictDetail{Kind: DetailSpread, Spread: spread} // many processes share it: name them by command
 	}
 	d := &VerdictDetail{Kind: DetailWho, Who: actor(th, x.Target.PID)}
+	if via != nil && x.Verdict.Basis != "threads" {
+		// Spent in a server or another process it waited on: its file, not
+		// the target's own.
+		d.Via = via
+		switch event.Reason(reason) {
+		case event.ReasonDiskWrite, event.ReasonDirtyThrottle, event.ReasonSync:
+			d.Kind, d.Path = DetailWrote, object
+			return d
+		case event.ReasonDiskRead:
+			d.Kind, d.Path = DetailRead, object
+			return d
+		}
+	}
 	switch event.Reason(reason) {
 	case event.ReasonDiskWrite, event.ReasonDirtyThrottle, event.ReasonSync:
 		d.Kind = DetailWrote

@@ -63,6 +63,10 @@ func detailWords(d *analysis.VerdictDetail) string {
 		return ""
 	}
 	who := actorWords(d.Who)
+	if d.Via != nil {
+		// "main thread pgbench (tid 1) waited on postgres (pid 2), which wrote to ..."
+		who += " waited on " + actorWords(d.Via) + ", which"
+	}
 	switch d.Kind {
 	case analysis.DetailSpread:
 		return spreadWords(d.Spread)

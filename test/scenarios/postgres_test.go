@@ -24,7 +24,11 @@ type postgres struct {
 // startPostgres initdb's a cluster in a temporary directory, starts it on a
 // unix socket in that directory (no TCP), and stops and removes it at the
 // end of the test.
-func startPostgres(t *testing.T) *postgres {
+func startPostgres(t *testing.T) *postgres { t.Helper(); return startPostgresIn(t, "") }
+
+// startPostgresIn is startPostgres with the cluster in a directory under
+// parent (a slow disk's mount; "" the system's temporary directory).
+func startPostgresIn(t *testing.T, parent string) *postgres {
 	t.Helper()
 	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl")
 	if len(bins) == 0 {
@@ -33,7 +37,7 @@ func startPostgres(t *testing.T) *postgres {
 	bin := filepath.Dir(bins[len(bins)-1])
 	// initdb refuses root: the cluster is the postgres user's, in a directory
 	// it can reach (t.TempDir's parents are root's alone).
-	dir, err := os.MkdirTemp("", "whyslow-pg-")
+	dir, err := os.MkdirTemp(parent, "whyslow-pg-")
 	if err != nil {
 		t.Fatal(err)
 	}
