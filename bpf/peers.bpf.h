@@ -183,6 +183,11 @@ static __always_inline void waker_socket(struct waker_sock *ws)
 	struct file *file = fd_file((void *)cur, fd);
 	if (!file)
 		return;
+	/* A pipe or a file (most wakeups through a write): no side, and no
+	 * describing of it, which costs a lookup of the files seen. */
+	struct inode *inode = CAST(struct file, file)->f_inode;
+	if (!inode || (CAST(struct inode, inode)->i_mode & S_IFMT) != S_IFSOCK)
+		return;
 	/* Not through the thread's file cache: its task storage may be busy
 	 * here (a wakeup nested in another program), and the side must not
 	 * depend on it. */
@@ -209,8 +214,11 @@ static __always_inline void waker_socket(struct waker_sock *ws)
  * nor a peer: its open wait notes who ended it, and how. */
 static __always_inline void wake_recent(struct task_struct *p, __u64 id, long nr)
 {
-	struct recent_wait *w = open_recent(p, bpf_ktime_get_ns());
-	if (!w)
+	__u64 now = bpf_ktime_get_ns();
+	struct recent_wait *w = open_recent(p, now);
+	/* A wait of under a millisecond is no link of a chain worth its cost
+	 * here (a ping-pong's thousands a second): its waker is not noted. */
+	if (!w || now - w->start < RECENT_JOIN_NS)
 		return;
 	w->waker_pid = id >> 32;
 	w->waker_tid = (__u32)id;
