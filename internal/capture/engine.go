@@ -58,6 +58,9 @@ func (o Options) Hooks() bool { return o.Level != Default || o.Requests }
 type Options struct {
 	Level      Level
 	SystemWide bool
+	// NoPeers: do not follow the processes outside the target that it waits
+	// on (peers.bpf.h); system-wide, every process is followed anyway.
+	NoPeers bool
 	// Slow is the default level's streaming threshold for a syscall (1ms when zero).
 	Slow time.Duration
 	// EventsRingBytes sizes the main ring buffer (16 MiB when zero); a power of two, at least a page.
@@ -230,7 +233,7 @@ func open(opts Options, flavour string, kernel *kernelTypes) (*Engine, error) {
 	}{
 		{vars.SystemWide, opts.SystemWide},
 		// Peers: the processes outside the target it waits on (peers.bpf.h).
-		{vars.FollowPeers, !opts.SystemWide},
+		{vars.FollowPeers, !opts.SystemWide && !opts.NoPeers},
 		// A user task's wait begun before capture is noted from here.
 		{vars.CaptureStartNs, monotonicNow()},
 		{vars.Full, opts.Level == Full},

@@ -28,6 +28,7 @@ type captureFlags struct {
 	ring      string
 	requests  bool
 	noPayload bool
+	noPeers   bool
 }
 
 func (c *captureFlags) bind(fs *pflag.FlagSet) {
@@ -37,10 +38,11 @@ func (c *captureFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&c.ring, "ring-size", "", "ring buffer for events (a power of two, 4K to 1G; default 4M, 16M with --syscalls or --full): bigger rides out bursts")
 	fs.BoolVar(&c.requests, "requests", false, "capture every socket call of the target, so that 'report requests' can cut its requests")
 	fs.BoolVar(&c.noPayload, "no-payload", false, "with --requests: do not take the first bytes of each request (its label, e.g. the HTTP request line)")
+	fs.BoolVar(&c.noPeers, "no-peers", false, "do not follow the processes outside the target that it waits on (a server, a lock holder): the critical path then stops at them; following them costs every process a little at each context switch (BENCHMARKS.md)")
 }
 
 func (c *captureFlags) options() (capture.Options, error) {
-	o := capture.Options{Slow: c.slow, Requests: c.requests, Payload: !c.noPayload}
+	o := capture.Options{Slow: c.slow, Requests: c.requests, Payload: !c.noPayload, NoPeers: c.noPeers}
 	switch {
 	case c.full:
 		o.Level = capture.Full
