@@ -616,4 +616,20 @@ Profiles: ` + "`bpftool prog show`" + ` with ` + "`kernel.bpf_stats_enabled=1`" 
   binary, 20 MiB the two rings (40 before the reader of our own), ~17 MiB Go heap, DuckDB's pool (64 MB while
   recording; less spilled rows to temporary files) and ~20 MiB of its own. The spool keeps the
   backlog on disk.
+- **Following peers (section 6).** The baseline is whyslow before peers (c73bde0, built to
+  /tmp/whyslow-before-peers; ` + "`./bench/run.sh -baseline /tmp/whyslow-before-peers`" + `). This run's host was
+  slower than the last one's (untraced fio IOPS about half, the build 24 s against 18 s) and its
+  pairs spread wider, the fsync loop's most (0.66, 0.64–0.85). A spot check of the fsync loop on a
+  quiet host (20000 commits, ext4 on a loop device in /dev/shm, 4 rounds alternating): untraced
+  0.82 s, before peers 1.04–1.09 s, this build 1.07–1.08 s, ` + "`--no-peers`" + ` 1.06–1.12 s: the same.
+  What following peers costs everyone else (` + "`kernel.bpf_stats_enabled`" + ` on the bystanders'
+  ping-pong): ` + "`sched_switch`" + ` ~125 → ~275 ns a run, ` + "`sched_waking`" + ` ~85 → ~420 ns, the wait
+  history's task-storage lookups at each switch-out, switch-in and wakeup of every user task;
+  that is the bystanders' 0.87 against 0.97. A wakeup through a pipe no longer describes the
+  pipe (only a socket's side is wanted), and a wait under 1 ms notes no waker. Tried and
+  dropped: a wait's length from the scheduler's own ` + "`se.exec_start`" + ` (no storage for a short
+  wait): pick_next_task sets the next task's before ` + "`sched_switch`" + ` fires, and the runqueues'
+  ` + "`clock_task`" + ` differs between CPUs by their IRQ and steal time. The conversation row (0.82
+  against 0.99) is what was asked for: the server's every wait is captured now. ` + "`--no-peers`" + `
+  turns both off.
 `

@@ -227,8 +227,8 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 	bool prev_peer = prev_kind >= KIND_PEER, next_peer = next_kind >= KIND_PEER;
 	/* User tasks keep their last waits (peers.bpf.h): the clock is read for
 	 * them too, else only where something is timed. */
-	bool prev_user = follow_peers && prev_kind == KIND_NONE && prev_tid && pv->mm;
-	bool next_user = follow_peers && btf && next_kind == KIND_NONE && next_tid && nx->mm;
+	bool prev_user = follow_peers && prev_kind == KIND_NONE && prev_tid && prev_tgid != self_pid && pv->mm;
+	bool next_user = follow_peers && btf && next_kind == KIND_NONE && next_tid && next_tgid != self_pid && nx->mm;
 	__u64 now = prev_target || next_target || prev_peer || next_peer || prev_user || next_user ||
 		other_syncs_open ? bpf_ktime_get_ns() : 0;
 

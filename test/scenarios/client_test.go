@@ -1,7 +1,6 @@
 package scenarios
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
@@ -45,19 +44,8 @@ func startSlowServer(t *testing.T, delay time.Duration) (int, string) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(harness.Python(t), script, fmt.Sprint(delay.Seconds()))
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	port, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("the slow server did not start: %v", err)
-	}
-	return cmd.Process.Pid, "http://127.0.0.1:" + strings.TrimSpace(port) + "/"
+	port := startedSaying(t, cmd)
+	return cmd.Process.Pid, "http://127.0.0.1:" + port + "/"
 }
 
 func TestClientWaitsOnItsServer(t *testing.T) {

@@ -45,6 +45,17 @@ func checkPath(t *testing.T, x *explanation, log string, reasons ...string) {
 func holder(t *testing.T, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(args[0], args[1:]...)
+	if line := startedSaying(t, cmd); line != "locked" {
+		t.Fatalf("%v: %q", args, line)
+	}
+	return cmd
+}
+
+// startedSaying starts cmd, to be killed at the end of the test, and
+// returns the first line it prints (without its newline): that it is ready,
+// and what it has to say (a port, a pid).
+func startedSaying(t *testing.T, cmd *exec.Cmd) string {
+	t.Helper()
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -53,10 +64,11 @@ func holder(t *testing.T, args ...string) *exec.Cmd {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "locked\n" {
-		t.Fatalf("%v: %q", args, line)
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("%v said nothing: %v", cmd.Args, err)
 	}
-	return cmd
+	return strings.TrimSuffix(line, "\n")
 }
 
 // timedCPU runs a command untraced and returns its wall and CPU time.

@@ -1,7 +1,6 @@
 package scenarios
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
@@ -78,18 +77,7 @@ func (p *postgres) holdRow(t *testing.T, hold time.Duration) int {
 	cmd := exec.Command(filepath.Join(p.bin, "psql"), "-X", "-q", "-At", "-h", p.dir, "-U", "postgres")
 	cmd.Stdin = strings.NewReader(fmt.Sprintf(
 		"BEGIN;\nUPDATE t SET v = v + 1 WHERE id = 1;\nSELECT pg_backend_pid();\nSELECT pg_sleep(%.3f);\nCOMMIT;\n", hold.Seconds()))
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("the holding session said nothing: %v", err)
-	}
+	line := startedSaying(t, cmd)
 	pid, err := strconv.Atoi(strings.TrimSpace(line))
 	if err != nil {
 		t.Fatalf("the holding session's pid: %q", line)
