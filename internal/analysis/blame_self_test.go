@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/whyslow/whyslow/internal/event"
-	"github.com/whyslow/whyslow/internal/store"
 	"github.com/whyslow/whyslow/internal/store/storetest"
 )
 
@@ -28,15 +27,7 @@ func TestWhyslowIsNeverBlamed(t *testing.T) {
 		r.Off(reader, 0, 90, event.ReasonDiskRead, "read", storetest.Thread{}, 0),
 		storetest.Block(self, 40, 1, 5, disk, event.BlockOp(0), 3<<20, 8, kallsyms),
 		storetest.Block(other, 50, 1, 5, disk, event.BlockOp(0), 1<<20, 9000, big))
-	rec, err := store.Open(r.Close())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rec.Close()
-	x, err := Explain(NewSource(rec), 100)
-	if err != nil {
-		t.Fatal(err)
-	}
+	x := explainRecorded(t, r.Close(), 100)
 	var cat, own bool
 	for _, b := range x.Blame {
 		if b.PID == 900 && b.Activity != "whyslow" {

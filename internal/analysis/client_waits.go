@@ -13,13 +13,19 @@ package analysis
 // (curl wakes every 200 ms to 1 s): those timed-out polls are the same wait
 // on the same server, and pollRunsSQL gives them the answer's waker.
 
-// forWorkSQL is target_offcpu.for_work for the offcpu rows aliased o, in a
-// query where socket_movers is defined.
-func forWorkSQL(o string) string {
+// forWorkSQL is for_work for the offcpu rows aliased o: the target's
+// (target_offcpu, in a query where socket_movers is defined: idle tells a
+// poll no answer ended by the thread's socket traffic) and an outside
+// process's (unmoved ""; its calls were not seen: such a poll is a sleep,
+// outside_path.go).
+func forWorkSQL(o, unmoved string) string {
+	quiet := "false"
+	if unmoved != "" {
+		quiet = o + `.syscall IN (` + pollSyscalls + `) AND ` + unmoved
+	}
 	return `coalesce(CASE WHEN ` + o + `.waker_side = 'server' THEN false
 	    WHEN ` + o + `.waker_side = 'client' AND ` + o + `.syscall IN (` + pollSyscalls + `) THEN true
-	    ELSE ` + o + `.syscall IN ('accept','accept4')
-	      OR (` + o + `.syscall IN (` + pollSyscalls + `) AND ` + o + `.tid NOT IN (SELECT tid FROM socket_movers)) END, false)`
+	    ELSE ` + o + `.syscall IN ('accept','accept4') OR (` + quiet + `) END, false)`
 }
 
 // pollRunsSQL updates table t (target_offcpu's shape): a run of polls of one

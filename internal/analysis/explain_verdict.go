@@ -64,16 +64,11 @@ func (x *Explanation) verdict() {
 	x.Verdict.Detail = x.detail(top.Reason)
 }
 
-// pathHolder is the thread with the most critical-path time in reason, and
-// the object and blocking process it waited on most.
-func (x *Explanation) pathHolder(reason string) (th *ThreadTime, object string, by *Actor) {
-	th, object, by, _ = x.pathHolderVia(reason)
-	return th, object, by
-}
-
-// pathHolderVia is pathHolder, and the outside process that spent most of
-// the reason's time itself when outside processes spent most of it.
-func (x *Explanation) pathHolderVia(reason string) (th *ThreadTime, object string, by, via *Actor) {
+// pathHolder is the thread with the most critical-path time in reason, the
+// object and blocking process it waited on most, and the outside process
+// that spent most of the reason's time itself when outside processes spent
+// most of it.
+func (x *Explanation) pathHolder(reason string) (th *ThreadTime, object string, by, via *Actor) {
 	perTID, perObj, perBy, perVia := map[uint32]float64{}, map[string]float64{}, map[Actor]float64{}, map[Actor]float64{}
 	var all, outside float64
 	for _, s := range x.Path.Segments {
@@ -126,7 +121,7 @@ func largest(m map[string]float64) string {
 
 // detail picks who and what the verdict names for the top reason.
 func (x *Explanation) detail(reason string) *VerdictDetail {
-	th, object, by, via := x.pathHolderVia(reason)
+	th, object, by, via := x.pathHolder(reason)
 	if x.Verdict.Basis == "threads" {
 		th = x.busiestThread(reason)
 	} else if spread := x.pathSpread(reason); spread != nil {

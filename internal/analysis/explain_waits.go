@@ -57,7 +57,7 @@ func (s *Source) targetWaits(pids []uint32, win window) error {
 	         o.syscall, o.waker_pid, o.waker_tid, o.waker_comm,
 	         coalesce(CASE WHEN c.end_ts >= o.ts - o.runq_ns THEN c.object END,
 	                  CASE WHEN o.waker_side = 'server' THEN coalesce(wf.local, wf.path) END) AS object,
-	         ` + forWorkSQL("o") + ` AS for_work, o.waker_side
+	         ` + forWorkSQL("o", "o.tid NOT IN (SELECT tid FROM socket_movers)") + ` AS for_work, o.waker_side
 	  FROM o ASOF LEFT JOIN calls c ON c.tid = o.tid AND c.ts <= o.start_ts
 	    LEFT JOIN file_names wf ON wf.dev = o.waker_dev AND wf.ino = o.waker_ino AND wf.gen = o.waker_gen
 	         AND o.waker_side IS NOT NULL`

@@ -88,7 +88,7 @@ func (w *pathWalker) loadOutside(pid uint32) error {
 	              ELSE o.reason END,
 	         o.waker_pid, o.waker_tid, coalesce(o.waker_comm, ''),
 	         coalesce(f.path, CASE WHEN o.waker_side = 'server' THEN coalesce(wf.local, wf.path) END, ''),
-	         coalesce(o.waker_side = 'client' AND o.syscall IN (`+pollSyscalls+`) OR o.syscall IN ('accept','accept4'), false),
+	         `+forWorkSQL("o", "")+`,
 	         coalesce(o.syscall IN (`+pollSyscalls+`), false),
 	         coalesce(o.waker_side = 'server' OR o.reason = 'lock' AND o.waker_pid <> 0, false)
 	  FROM o LEFT JOIN syscall_raw c ON c.tid = o.tid AND c.ts = o.start_ts AND c.blocked

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/whyslow/whyslow/internal/event"
-	"github.com/whyslow/whyslow/internal/store"
 	"github.com/whyslow/whyslow/internal/store/storetest"
 )
 
@@ -34,16 +33,7 @@ func crossProcess(t *testing.T, name string, evs ...event.Event) *Explanation {
 		Local: netip.MustParseAddrPort("127.0.0.1:8080"), Peer: netip.MustParseAddrPort("127.0.0.1:45000")},
 		&event.File{Header: server.At(0), Ref: wal, Path: "/db/pg_wal/000000010000000000000001"})
 	r.Add(evs...)
-	rec, err := store.Open(r.Close())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rec.Close() })
-	x, err := Explain(NewSource(rec), 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return x
+	return explainRecorded(t, r.Close(), 100)
 }
 
 // answered is the client's poll, 0 to 1000 ms, ended by th's answer from the

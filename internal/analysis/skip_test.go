@@ -118,15 +118,7 @@ func TestNeverIssuedRequest(t *testing.T) {
 		flush,
 		&event.CPUTime{Header: tr.At(4), OnCPU: storetest.MS(1)},
 		&event.Exit{Header: tr.At(4.5), GroupDead: true})
-	rec, err := store.Open(r.Close())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rec.Close()
-	x, err := Explain(NewSource(rec), 100)
-	if err != nil {
-		t.Fatalf("explain: %v", err)
-	}
+	x := explainRecorded(t, r.Close(), 100)
 	if len(x.Devices) != 1 || x.Devices[0].QueueMS != 0 || x.Devices[0].ServiceMS < 1.9 || x.Devices[0].ServiceMS > 2.1 {
 		t.Errorf("devices: %+v, want one with 0 ms queued and 2 ms at the device", x.Devices)
 	}
