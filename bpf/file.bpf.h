@@ -155,7 +155,51 @@ static __always_inline void sock_addrs(struct file_event *e, struct file *file)
 	}
 }
 
-/* Describes a file to user space once per (dev, ino, gen); sockets again once they have a peer. */
+/* A unix socket's other end: its sock, and that sock's inode number once it
+ * has a socket (accept gives it one). */
+static __always_inline struct sock *unix_peer(struct file *file)
+{
+	struct socket *sock = CAST(struct socket, CAST(struct file, file)->private_data);
+	return CAST(struct unix_sock, sock->sk)->peer;
+}
+
+static __always_inline __u64 sock_ino(struct sock *sk)
+{
+	if (!sk)
+		return 0;
+	struct socket *s = CAST(struct sock, sk)->sk_socket;
+	if (!s)
+		return 0;
+	/* SOCK_INODE(): the inode allocated with the socket */
+	struct inode *inode = (void *)s - bpf_core_field_offset(struct socket_alloc, socket) +
+			      bpf_core_field_offset(struct socket_alloc, vfs_inode);
+	return CAST(struct inode, inode)->i_ino;
+}
+
+/* The server's address of a unix connection: the socket's own when bound,
+ * else its peer's. */
+static __always_inline void unix_addrs(struct file_event *e, struct file *file)
+{
+	struct socket *sock = CAST(struct socket, CAST(struct file, file)->private_data);
+	struct unix_sock *u = CAST(struct unix_sock, sock->sk);
+	struct sock *peer = u->peer;
+	e->peer_ino = sock_ino(peer);
+	struct unix_address *addr = u->addr;
+	if (addr)
+		e->flags |= FILEF_UNIX_BOUND;
+	else if (peer)
+		addr = CAST(struct unix_sock, peer)->addr;
+	if (!addr)
+		return;
+	int len = CAST(struct unix_address, addr)->len - 2;   /* less sun_family */
+	if (len <= 0)
+		return;
+	e->unix_len = len > UNIX_PATH_LEN ? UNIX_PATH_LEN : len;
+	bpf_probe_read_kernel(e->unix_path, sizeof(e->unix_path), (void *)addr + bpf_core_field_offset(struct unix_address, name) + 2);
+}
+
+/* Describes a file to user space once per (dev, ino, gen); sockets again
+ * once they have a peer (a unix one again once its peer has a socket). */
 static __always_inline void describe_inline(struct file *file, struct inode *inode, struct dentry *dentry,
 					    struct vfsmount *mnt, struct file_ref *r)
 {
@@ -165,6 +209,10 @@ static __always_inline void describe_inline(struct file *file, struct inode *ino
 		struct socket *sock = CAST(struct socket, CAST(struct file, file)->private_data);
 		if (sock->sk->__sk_common.skc_dport)
 			state = 2;
+	} else if (r->kind == FK_SOCK_UNIX && file) {
+		struct sock *peer = unix_peer(file);
+		if (peer)
+			state = sock_ino(peer) ? 3 : 2;
 	}
 	__u8 *old = bpf_map_lookup_elem(&seen, &k);
 	if (old && *old >= state)
@@ -188,6 +236,8 @@ static __always_inline void describe_inline(struct file *file, struct inode *ino
 	e->family = 0;
 	e->lport = 0;
 	e->rport = 0;
+	e->unix_len = 0;
+	e->peer_ino = 0;
 	__builtin_memset(e->laddr, 0, sizeof(e->laddr));
 	__builtin_memset(e->raddr, 0, sizeof(e->raddr));
 	e->size = BPF_CORE_READ(inode, i_size);
@@ -195,6 +245,8 @@ static __always_inline void describe_inline(struct file *file, struct inode *ino
 		e->flags |= FILEF_DELETED;
 	if (r->kind == FK_SOCK_INET && file)
 		sock_addrs(e, file);
+	else if (r->kind == FK_SOCK_UNIX && file)
+		unix_addrs(e, file);
 	e->depth = 0;
 	if (describe_hold_ns && slot == 0 && is_target(bpf_get_current_pid_tgid() >> 32)) {
 		__u64 until = bpf_ktime_get_ns() + describe_hold_ns;

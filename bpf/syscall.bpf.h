@@ -255,7 +255,10 @@ static __always_inline void note_request(struct inflight *in, __u32 pid, long re
 	bool first = read && (!last || *last != 2);
 	if (!last || *last != now)
 		bpf_map_update_elem(&conn_dir, &k, &now, BPF_ANY);
-	if (!first || !payload || !in->buf)
+	if (!first)
+		return;
+	__u64 arrived = in->f.kind == FK_SOCK_INET ? arrival_of(in->fd) : 0;
+	if (!arrived && (!payload || !in->buf))
 		return;
 	struct payload_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
@@ -267,7 +270,8 @@ static __always_inline void note_request(struct inflight *in, __u32 pid, long re
 	__u32 n = ret > PAYLOAD_LEN ? PAYLOAD_LEN : ret;
 	e->len = 0;
 	e->_pad = 0;
-	if (n > 0 && n <= PAYLOAD_LEN && bpf_probe_read_user(e->data, n, (void *)in->buf) == 0)
+	e->arrived = arrived;
+	if (payload && in->buf && n > 0 && n <= PAYLOAD_LEN && bpf_probe_read_user(e->data, n, (void *)in->buf) == 0)
 		e->len = n;
 	bpf_ringbuf_submit(e, wake_events());
 }

@@ -503,6 +503,7 @@ static __always_inline __s32 stack_id_of(void *ctx)
 
 #include "file.bpf.h"
 #include "hist.bpf.h"
+#include "arrival.bpf.h"
 #include "syscall.bpf.h"
 #include "uring.bpf.h"
 #include "peers.bpf.h"
@@ -571,6 +572,7 @@ TWIN(writeback_single_inode, wb_inode,
      on_wb_inode(inode, wbc, nr_to_write))
 TWIN(inet_sock_set_state, sock_state, const struct sock *sk COMMA const int oldstate COMMA const int newstate,
      on_sock_state(sk, oldstate, newstate))
+TWIN(tcp_probe, tcp_probe, struct sock *sk COMMA const struct sk_buff *skb, on_tcp_probe(sk, skb))
 TWIN(io_uring_submit_req, uring_submit, struct io_kiocb *req, on_uring_submit(req))
 TWIN(io_uring_complete, uring_complete,
      struct io_ring_ctx *ctx_ COMMA void *req COMMA struct io_uring_cqe *cqe, on_uring_complete(req, cqe))

@@ -7,6 +7,7 @@
 #define TASK_COMM_LEN 16
 #define PATH_DEPTH 16   /* path components resolved in the kernel */
 #define NAME_LEN 64     /* bytes kept of each component */
+#define UNIX_PATH_LEN 108  /* sizeof(sockaddr_un.sun_path) */
 #define EXEC_ARGS_LEN 256
 #define EXEC_FILE_LEN 128
 /* Kernel frames kept per stack, innermost first, after the two of the BPF
@@ -113,15 +114,22 @@ struct file_event {
 	__u16 family;
 	__u16 lport;
 	__u16 rport;
-	__u16 _pad[3];
+	__u16 unix_len;  /* unix: bytes of unix_path */
+	__u16 _pad[2];
 	__u8 laddr[16];
 	__u8 raddr[16];
 	__u64 size;
+	/* unix: the other end's socket inode (0 until it has one: a connection
+	 * not yet accepted), and the server's address: this socket's own when
+	 * FILEF_UNIX_BOUND, else its peer's (abstract: a leading NUL) */
+	__u64 peer_ino;
+	char unix_path[UNIX_PATH_LEN];
 	char names[PATH_DEPTH][NAME_LEN];  /* leaf first */
 };
 #define FILEF_NO_MOUNT 1    /* path is relative to the filesystem's root: user space adds the mount point */
 #define FILEF_DELETED 2
 #define FILEF_TRUNCATED 4   /* deeper than PATH_DEPTH */
+#define FILEF_UNIX_BOUND 8  /* unix: unix_path is this socket's own address (a server's end) */
 
 /* The socket a waker was sending on when it woke a thread (its syscall's
  * fd, read at the wakeup): which side of the conversation it spoke from. */
@@ -234,13 +242,15 @@ struct unlink_event {
 
 /* The first bytes a server read of a request (--requests): its label, such
  * as an HTTP request line. Only the first read after the server wrote to the
- * connection (or accepted it) is taken. */
+ * connection (or accepted it) is taken. Sent without bytes (len 0) when
+ * payloads are off and the arrival is known. */
 #define PAYLOAD_LEN 128
 struct payload_event {
 	struct hdr h;          /* ts = the read's entry */
 	struct file_ref f;     /* the socket */
 	__u32 len;             /* bytes in data */
 	__u32 _pad;
+	__u64 arrived;         /* TCP: when those bytes reached the socket (arrival.bpf.h), 0 unknown */
 	__u8 data[PAYLOAD_LEN];
 };
 

@@ -19,13 +19,14 @@ func (x *Explanation) blame(s *Source, pids, tids []uint32, win window) error {
 		return nil // no wait, no one to blame for one
 	}
 	// target_offcpu holds every wait of the target (io_uring's turned into
-	// storage waits): most targets had none on storage.
+	// storage waits): most targets had none on storage. A request's path
+	// (tids) may have its storage waits in an upstream outside the target.
 	var storage bool
 	if err := s.DB.QueryRow(`SELECT $1 OR EXISTS (SELECT 1 FROM target_offcpu WHERE reason IN (`+storageReasonsSQL+`))`,
 		s.everyStep).Scan(&storage); err != nil {
 		return fmt.Errorf("collecting the target's storage waits: %w", err)
 	}
-	if !storage {
+	if !storage && len(tids) == 0 {
 		return nil
 	}
 	in := s.inTargets("pid", pids)

@@ -42,8 +42,8 @@ type LabelStats struct {
 	Verdict string  `json:"verdict"` // the most common verdict of its requests
 }
 
-// RequestEntry is one request: from the first bytes the server read to the
-// last it wrote back.
+// RequestEntry is one request: from its first bytes' arrival (or, where
+// that is unknown, the server's read of them) to the last bytes it wrote back.
 type RequestEntry struct {
 	PID   uint32 `json:"pid"`
 	TID   uint32 `json:"tid"` // the thread that answered
@@ -51,11 +51,16 @@ type RequestEntry struct {
 	Peer  string `json:"peer"`
 	Label string `json:"label"`
 	Begin string `json:"begin"` // wall clock, RFC 3339 with ns
-	// DurationS is server-side: first byte read to last byte written.
+	// DurationS is server-side: first byte in to last byte written.
 	DurationS float64 `json:"duration_s"`
+	// QueuedS is the part before the server read the request: from its
+	// first bytes' arrival (TCP) to the read that took them.
+	QueuedS float64 `json:"queued_s"`
 	// ClientWaitS is the part spent waiting for more of the request from
 	// the client: no slowness of the server's.
-	ClientWaitS float64            `json:"client_wait_s"`
+	ClientWaitS float64 `json:"client_wait_s"`
+	// Upstream is where the request was passed on to, if anywhere.
+	Upstream    *Upstream          `json:"upstream,omitempty"`
 	BytesIn     uint64             `json:"bytes_in"`
 	BytesOut    uint64             `json:"bytes_out"`
 	Verdict     RequestVerdict     `json:"verdict"`
@@ -141,16 +146,24 @@ func FindRequests(s *Source, opts RequestOptions) (*Requests, error) {
 	if err != nil {
 		return nil, err
 	}
-	reqs := cutRequests(calls)
-	labels, err := s.requestLabels(pids, opts.KeepQuery)
+	reqs, clients := cutRequests(calls)
+	starts, err := s.requestStarts(pids, opts.KeepQuery)
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range reqs {
-		r.Label = labels[labelKey{r.conn, r.firstRead}]
+	prevEnd := map[connKey]uint64{}
+	for _, r := range reqs { // in time order
+		f := starts[labelKey{r.conn, r.firstRead}]
+		r.Label = f.label
 		if r.Label == "" {
 			r.Label = "(no request line)"
 		}
+		r.fromArrival(f.arrived, prevEnd[r.conn])
+		prevEnd[r.conn] = r.end
+	}
+	// A request passed on to an upstream is the front's: counted there once.
+	if reqs, err = s.nestUpstreams(calls, clients, reqs); err != nil {
+		return nil, err
 	}
 	// Filters: window, label, latency.
 	kept := reqs[:0]
@@ -205,7 +218,9 @@ func FindRequests(s *Source, opts RequestOptions) (*Requests, error) {
 type request struct {
 	RequestEntry
 	firstRead uint64 // entry time of the read that brought its first bytes
+	read      uint64 // and its return: begin, unless the bytes' arrival is known
 	answered  bool
+	hops      []hop // its conversations on connections it opened (upstreams)
 }
 
 func (r *request) server() float64 { return float64(r.end-r.begin)/1e9 - r.ClientWaitS }
@@ -213,8 +228,9 @@ func (r *request) server() float64 { return float64(r.end-r.begin)/1e9 - r.Clien
 // cutRequests runs each connection's calls, in time order, through the
 // request state machine. A connection is the server's if it accepted it, or
 // (one older than the recording) if the first data on it went in; one it
-// connected is a client's, and its calls cut no requests.
-func cutRequests(calls []socketCall) []*request {
+// connected is a client's, and its calls cut no requests: clients holds
+// those (a server's hops to its upstreams and databases).
+func cutRequests(calls []socketCall) (reqs []*request, clients map[connKey]bool) {
 	type connState struct {
 		decided, server bool
 		cur             *request
@@ -254,6 +270,7 @@ func cutRequests(calls []socketCall) []*request {
 				st.cur.TID, st.cur.Comm = c.tid, c.comm
 				st.cur.conn, st.cur.PID, st.cur.Peer = c.conn, c.conn.pid, c.peer
 				st.cur.begin = c.ts + c.dur // the bytes were there when the read returned
+				st.cur.read = st.cur.begin
 			} else if c.blocked {
 				st.cur.ClientWaitS += float64(c.dur) / 1e9 // more of the request, late
 			}
@@ -267,9 +284,13 @@ func cutRequests(calls []socketCall) []*request {
 			finish(st)
 		}
 	}
-	for _, st := range conns {
+	clients = map[connKey]bool{}
+	for k, st := range conns {
 		finish(st)
+		if st.decided && !st.server {
+			clients[k] = true
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].begin < out[j].begin })
-	return out
+	return out, clients
 }

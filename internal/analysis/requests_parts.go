@@ -78,15 +78,26 @@ type labelKey struct {
 	ts   uint64
 }
 
-// requestLabels reads the first bytes of each request, by connection and the
+// firstBytes is what the kernel told of a request's first bytes: its label,
+// and when they reached the socket (TCP; 0 unknown).
+type firstBytes struct {
+	label   string
+	arrived uint64
+}
+
+// requestStarts reads the first bytes of each request, by connection and the
 // entry time of the read that brought them.
-func (s *Source) requestLabels(pids []uint32, keepQuery bool) (map[labelKey]string, error) {
-	out := map[labelKey]string{}
+func (s *Source) requestStarts(pids []uint32, keepQuery bool) (map[labelKey]firstBytes, error) {
+	out := map[labelKey]firstBytes{}
 	var n int
 	if s.DB.QueryRow("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'payloads'").Scan(&n); n == 0 {
 		return out, nil // an older recording: no first bytes
 	}
-	rows, err := s.DB.Query(`SELECT pid, dev, ino, gen, ts, data FROM payloads WHERE ` + inList("pid", pids))
+	arrived := "0"
+	if s.DB.QueryRow("SELECT count(*) FROM duckdb_columns() WHERE table_name = 'payloads' AND column_name = 'arrived'").Scan(&n); n > 0 {
+		arrived = "coalesce(arrived, 0)"
+	}
+	rows, err := s.DB.Query(`SELECT pid, dev, ino, gen, ts, data, ` + arrived + ` FROM payloads WHERE ` + inList("pid", pids))
 	if err != nil {
 		return nil, fmt.Errorf("reading request labels: %w", err)
 	}
@@ -94,14 +105,27 @@ func (s *Source) requestLabels(pids []uint32, keepQuery bool) (map[labelKey]stri
 	for rows.Next() {
 		var k labelKey
 		var data []byte
-		if err := rows.Scan(&k.conn.pid, &k.conn.dev, &k.conn.ino, &k.conn.gen, &k.ts, &data); err != nil {
+		var f firstBytes
+		if err := rows.Scan(&k.conn.pid, &k.conn.dev, &k.conn.ino, &k.conn.gen, &k.ts, &data, &f.arrived); err != nil {
 			return nil, err
 		}
-		if l := httpLabel(data, keepQuery); l != "" {
-			out[k] = l
-		}
+		f.label = httpLabel(data, keepQuery)
+		out[k] = f
 	}
 	return out, rows.Err()
+}
+
+// fromArrival makes a request begin when its first bytes reached the socket
+// rather than when the server read them: the client waited from there. The
+// difference is QueuedS. An arrival after the read (bytes that came later,
+// a socket's address reused) or before the connection's previous request
+// ended is none of this request's.
+func (r *request) fromArrival(arrived, prevEnd uint64) {
+	if arrived == 0 || arrived >= r.begin || arrived < prevEnd {
+		return
+	}
+	r.QueuedS = float64(r.begin-arrived) / 1e9
+	r.begin = arrived
 }
 
 // httpLabel reads an HTTP/1.x request line: "GET /popularity/linux", the
@@ -210,9 +234,16 @@ func pathObject(p CriticalPath, reason string) (object string, by *Actor) {
 // who else made it wait.
 func (r *request) explain(s *Source, pids []uint32) error {
 	tids := map[uint32]bool{r.TID: true}
+	// The processes its path went through (an upstream worker) wait on
+	// storage for it too: blame looks at their waits as the target's.
+	onPath := slices.Clone(pids)
 	for _, seg := range r.path.Segments {
 		tids[seg.TID] = true
+		if !slices.Contains(onPath, seg.PID) {
+			onPath = append(onPath, seg.PID)
+		}
 	}
+	slices.Sort(onPath)
 	var list []uint32
 	for t := range tids {
 		list = append(list, t)
@@ -251,7 +282,7 @@ func (r *request) explain(s *Source, pids []uint32) error {
 	}
 	x := &Explanation{WallS: r.DurationS, Path: r.path}
 	x.pathBlame()
-	if err := x.blame(s, pids, list, window{r.begin, r.end}); err != nil {
+	if err := x.blame(s, onPath, list, window{r.begin, r.end}); err != nil {
 		return err
 	}
 	x.trimBlame()

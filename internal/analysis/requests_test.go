@@ -55,7 +55,10 @@ func TestCutRequests(t *testing.T) {
 		{conn: old, tid: 3, ts: 33 * ms, dur: ms, name: "write", class: "write", ret: 80},
 		{conn: old, tid: 3, ts: 40 * ms, dur: ms, name: "close", class: "close", ret: 0},
 	}
-	got := cutRequests(calls)
+	got, clients := cutRequests(calls)
+	if !clients[backend] || clients[srv] || clients[old] {
+		t.Errorf("client connections %v, want the backend's alone", clients)
+	}
 	if len(got) != 3 {
 		t.Fatalf("%d requests, want 3: %+v", len(got), got)
 	}
@@ -93,13 +96,13 @@ func TestRequestsSplitReadsFromWritesAsSQL(t *testing.T) {
 		}
 		// A read: the call alone on a connection, then an answer, cuts a
 		// request whose bytes in are the call's.
-		got := cutRequests([]socketCall{
+		got, _ := cutRequests([]socketCall{
 			{conn: conn, ts: 1, dur: 1, name: name, class: class, ret: 100},
 			{conn: conn, ts: 5, dur: 1, name: "write", class: "write", ret: 1},
 		})
 		read := len(got) == 1 && got[0].BytesIn == 100
 		// A write: after a request came in, the call answers it.
-		got = cutRequests([]socketCall{
+		got, _ = cutRequests([]socketCall{
 			{conn: conn, ts: 1, dur: 1, name: "read", class: "read", ret: 1},
 			{conn: conn, ts: 5, dur: 1, name: name, class: class, ret: 50},
 		})
@@ -110,7 +113,7 @@ func TestRequestsSplitReadsFromWritesAsSQL(t *testing.T) {
 		// A read of 0 bytes is the end of the connection: the request
 		// still unanswered is not one (nor after a close, or a connect that
 		// makes the connection a client's).
-		got = cutRequests([]socketCall{
+		got, _ = cutRequests([]socketCall{
 			{conn: conn, ts: 1, dur: 1, name: "read", class: "read", ret: 1},
 			{conn: conn, ts: 3, dur: 1, name: name, class: class, ret: 0},
 			{conn: conn, ts: 5, dur: 1, name: "write", class: "write", ret: 1},

@@ -40,6 +40,7 @@ const (
 	fileNoMount   = 1
 	fileDeleted   = 2
 	fileTruncated = 4
+	fileUnixBound = 8
 
 	blockSync = 1
 	blockMeta = 2
@@ -102,6 +103,15 @@ func cString(b []byte) string {
 // a path relative to its mount, and where /proc is read (existing.go, an
 // exec's cgroup). A path's components are joined first, then encoded as one.
 func text(b []byte) string { return event.EncodeText(cString(b)) }
+
+// unixPath names a unix socket's address as ss does: the path, or "@name"
+// for an abstract one (a leading NUL, the rest not NUL-terminated).
+func unixPath(b []byte) string {
+	if len(b) > 0 && b[0] == 0 {
+		return "@" + event.EncodeText(string(bytes.TrimRight(b[1:], "\x00")))
+	}
+	return text(b)
+}
 
 func int8s(b []int8) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(b))), len(b))
@@ -226,7 +236,7 @@ func (d *decoder) decode(raw []byte) (event.Event, error) {
 			return nil, err
 		}
 		n := min(int(w.Len), len(w.Data))
-		return &event.Payload{Header: d.hdr(&w.H), Conn: fileRef(w.F), Data: append([]byte(nil), w.Data[:n]...)}, nil
+		return &event.Payload{Header: d.hdr(&w.H), Conn: fileRef(w.F), Data: append([]byte(nil), w.Data[:n]...), Arrived: w.Arrived}, nil
 	case evSample:
 		w, err := as[whyslowSampleEvent](raw)
 		if err != nil {
@@ -269,6 +279,10 @@ func (d *decoder) file(w *whyslowFileEvent) *event.File {
 	case unix.AF_INET6:
 		f.Local = netip.AddrPortFrom(netip.AddrFrom16(w.Laddr).Unmap(), w.Lport)
 		f.Peer = netip.AddrPortFrom(netip.AddrFrom16(w.Raddr).Unmap(), w.Rport)
+	}
+	if f.Ref.Kind == event.KindSocketUnix {
+		f.PeerIno, f.Bound = w.PeerIno, w.Flags&fileUnixBound != 0
+		f.UnixPath = unixPath(int8s(w.UnixPath[:min(int(w.UnixLen), len(w.UnixPath))]))
 	}
 	return f
 }

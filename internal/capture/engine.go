@@ -126,12 +126,17 @@ var tracepoints = []struct{ prog, tp string }{
 	{"uring_submit", "io_uring_submit_req"},
 	{"uring_complete", "io_uring_complete"},
 	{"sock_state", "inet_sock_set_state"}, // which end of a TCP connection connected (peers.bpf.h)
+	{"tcp_probe", "tcp_probe"},            // when a request's bytes arrived (arrival.bpf.h)
 }
 
 // perCall are the handlers that run on every syscall: loaded only when
 // Options.Hooks says so, because the tracepoints alone cost a syscall-heavy
 // program about 5% of its throughput.
 var perCall = map[string]bool{"sys_enter": true, "sys_exit": true}
+
+// perSegment are the handlers that run on every TCP segment received:
+// loaded only for requests, whose arrival they time.
+var perSegment = map[string]bool{"tcp_probe": true}
 
 // Tracepoints names every tracepoint the engine uses, for `whyslow check`.
 func Tracepoints() []string {
@@ -343,7 +348,7 @@ func (e *Engine) attach(prefix string) error {
 	results := make(chan result, len(tracepoints))
 	n := 0
 	for _, t := range tracepoints {
-		if perCall[t.prog] && !e.opts.Hooks() {
+		if perCall[t.prog] && !e.opts.Hooks() || perSegment[t.prog] && !e.opts.Requests {
 			continue
 		}
 		n++

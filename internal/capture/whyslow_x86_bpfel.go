@@ -102,19 +102,23 @@ type whyslowExitEvent struct {
 }
 
 type whyslowFileEvent struct {
-	_      structs.HostLayout
-	H      whyslowHdr
-	F      whyslowFileRef
-	Depth  uint16
-	Flags  uint16
-	Family uint16
-	Lport  uint16
-	Rport  uint16
-	Pad    [3]uint16
-	Laddr  [16]uint8
-	Raddr  [16]uint8
-	Size   uint64
-	Names  [16][64]int8
+	_        structs.HostLayout
+	H        whyslowHdr
+	F        whyslowFileRef
+	Depth    uint16
+	Flags    uint16
+	Family   uint16
+	Lport    uint16
+	Rport    uint16
+	UnixLen  uint16
+	Pad      [2]uint16
+	Laddr    [16]uint8
+	Raddr    [16]uint8
+	Size     uint64
+	PeerIno  uint64
+	UnixPath [108]int8
+	Names    [16][64]int8
+	_        [4]byte
 }
 
 type whyslowFileRef struct {
@@ -186,12 +190,13 @@ type whyslowOffstart struct {
 }
 
 type whyslowPayloadEvent struct {
-	_    structs.HostLayout
-	H    whyslowHdr
-	F    whyslowFileRef
-	Len  uint32
-	Pad  uint32
-	Data [128]uint8
+	_       structs.HostLayout
+	H       whyslowHdr
+	F       whyslowFileRef
+	Len     uint32
+	Pad     uint32
+	Arrived uint64
+	Data    [128]uint8
 }
 
 type whyslowRecent struct {
@@ -400,6 +405,7 @@ const (
 	whyslowMapRequests                = "requests"
 	whyslowMapSampleScratch           = "sample_scratch"
 	whyslowMapSeen                    = "seen"
+	whyslowMapSkArrival               = "sk_arrival"
 	whyslowMapSockEnds                = "sock_ends"
 	whyslowMapStackScratch            = "stack_scratch"
 	whyslowMapStacks                  = "stacks"
@@ -425,6 +431,7 @@ const (
 	whyslowProgBtfSysEnter            = "btf_sys_enter"
 	whyslowProgBtfSysExit             = "btf_sys_exit"
 	whyslowProgBtfTaskRename          = "btf_task_rename"
+	whyslowProgBtfTcpProbe            = "btf_tcp_probe"
 	whyslowProgBtfUringComplete       = "btf_uring_complete"
 	whyslowProgBtfUringSubmit         = "btf_uring_submit"
 	whyslowProgBtfWbInode             = "btf_wb_inode"
@@ -445,6 +452,7 @@ const (
 	whyslowProgRawSysEnter            = "raw_sys_enter"
 	whyslowProgRawSysExit             = "raw_sys_exit"
 	whyslowProgRawTaskRename          = "raw_task_rename"
+	whyslowProgRawTcpProbe            = "raw_tcp_probe"
 	whyslowProgRawUringComplete       = "raw_uring_complete"
 	whyslowProgRawUringSubmit         = "raw_uring_submit"
 	whyslowProgRawWbInode             = "raw_wb_inode"
@@ -545,6 +553,7 @@ type whyslowProgramSpecs struct {
 	BtfSysEnter            *ebpf.ProgramSpec `ebpf:"btf_sys_enter"`
 	BtfSysExit             *ebpf.ProgramSpec `ebpf:"btf_sys_exit"`
 	BtfTaskRename          *ebpf.ProgramSpec `ebpf:"btf_task_rename"`
+	BtfTcpProbe            *ebpf.ProgramSpec `ebpf:"btf_tcp_probe"`
 	BtfUringComplete       *ebpf.ProgramSpec `ebpf:"btf_uring_complete"`
 	BtfUringSubmit         *ebpf.ProgramSpec `ebpf:"btf_uring_submit"`
 	BtfWbInode             *ebpf.ProgramSpec `ebpf:"btf_wb_inode"`
@@ -565,6 +574,7 @@ type whyslowProgramSpecs struct {
 	RawSysEnter            *ebpf.ProgramSpec `ebpf:"raw_sys_enter"`
 	RawSysExit             *ebpf.ProgramSpec `ebpf:"raw_sys_exit"`
 	RawTaskRename          *ebpf.ProgramSpec `ebpf:"raw_task_rename"`
+	RawTcpProbe            *ebpf.ProgramSpec `ebpf:"raw_tcp_probe"`
 	RawUringComplete       *ebpf.ProgramSpec `ebpf:"raw_uring_complete"`
 	RawUringSubmit         *ebpf.ProgramSpec `ebpf:"raw_uring_submit"`
 	RawWbInode             *ebpf.ProgramSpec `ebpf:"raw_wb_inode"`
@@ -591,6 +601,7 @@ type whyslowMapSpecs struct {
 	Requests       *ebpf.MapSpec `ebpf:"requests"`
 	SampleScratch  *ebpf.MapSpec `ebpf:"sample_scratch"`
 	Seen           *ebpf.MapSpec `ebpf:"seen"`
+	SkArrival      *ebpf.MapSpec `ebpf:"sk_arrival"`
 	SockEnds       *ebpf.MapSpec `ebpf:"sock_ends"`
 	StackScratch   *ebpf.MapSpec `ebpf:"stack_scratch"`
 	Stacks         *ebpf.MapSpec `ebpf:"stacks"`
@@ -680,6 +691,7 @@ type whyslowMaps struct {
 	Requests       *ebpf.Map `ebpf:"requests"`
 	SampleScratch  *ebpf.Map `ebpf:"sample_scratch"`
 	Seen           *ebpf.Map `ebpf:"seen"`
+	SkArrival      *ebpf.Map `ebpf:"sk_arrival"`
 	SockEnds       *ebpf.Map `ebpf:"sock_ends"`
 	StackScratch   *ebpf.Map `ebpf:"stack_scratch"`
 	Stacks         *ebpf.Map `ebpf:"stacks"`
@@ -709,6 +721,7 @@ func (m *whyslowMaps) Close() error {
 		m.Requests,
 		m.SampleScratch,
 		m.Seen,
+		m.SkArrival,
 		m.SockEnds,
 		m.StackScratch,
 		m.Stacks,
@@ -783,6 +796,7 @@ type whyslowPrograms struct {
 	BtfSysEnter            *ebpf.Program `ebpf:"btf_sys_enter"`
 	BtfSysExit             *ebpf.Program `ebpf:"btf_sys_exit"`
 	BtfTaskRename          *ebpf.Program `ebpf:"btf_task_rename"`
+	BtfTcpProbe            *ebpf.Program `ebpf:"btf_tcp_probe"`
 	BtfUringComplete       *ebpf.Program `ebpf:"btf_uring_complete"`
 	BtfUringSubmit         *ebpf.Program `ebpf:"btf_uring_submit"`
 	BtfWbInode             *ebpf.Program `ebpf:"btf_wb_inode"`
@@ -803,6 +817,7 @@ type whyslowPrograms struct {
 	RawSysEnter            *ebpf.Program `ebpf:"raw_sys_enter"`
 	RawSysExit             *ebpf.Program `ebpf:"raw_sys_exit"`
 	RawTaskRename          *ebpf.Program `ebpf:"raw_task_rename"`
+	RawTcpProbe            *ebpf.Program `ebpf:"raw_tcp_probe"`
 	RawUringComplete       *ebpf.Program `ebpf:"raw_uring_complete"`
 	RawUringSubmit         *ebpf.Program `ebpf:"raw_uring_submit"`
 	RawWbInode             *ebpf.Program `ebpf:"raw_wb_inode"`
@@ -827,6 +842,7 @@ func (p *whyslowPrograms) Close() error {
 		p.BtfSysEnter,
 		p.BtfSysExit,
 		p.BtfTaskRename,
+		p.BtfTcpProbe,
 		p.BtfUringComplete,
 		p.BtfUringSubmit,
 		p.BtfWbInode,
@@ -847,6 +863,7 @@ func (p *whyslowPrograms) Close() error {
 		p.RawSysEnter,
 		p.RawSysExit,
 		p.RawTaskRename,
+		p.RawTcpProbe,
 		p.RawUringComplete,
 		p.RawUringSubmit,
 		p.RawWbInode,

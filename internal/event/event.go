@@ -56,6 +56,36 @@ type File struct {
 	Size      uint64
 	Local     netip.AddrPort // sockets
 	Peer      netip.AddrPort
+	// Unix sockets: the server's address of the connection (this socket's
+	// own when Bound, else its peer's; "@name" when abstract), and the other
+	// end's socket inode, which pairs the two ends of a connection.
+	UnixPath string
+	Bound    bool
+	PeerIno  uint64
+}
+
+// LocalName is the socket's own address as the files table keeps it:
+// "ip:port", or a unix server's path; "" when it has none.
+func (f *File) LocalName() string {
+	switch {
+	case f.Local.IsValid():
+		return f.Local.String()
+	case f.UnixPath != "" && f.Bound:
+		return f.UnixPath
+	}
+	return ""
+}
+
+// PeerName is the other end's address: "ip:port", or the path of the unix
+// server it connected to; "" when unknown.
+func (f *File) PeerName() string {
+	switch {
+	case f.Peer.IsValid() && f.Peer.Port() != 0:
+		return f.Peer.String()
+	case f.UnixPath != "" && !f.Bound:
+		return f.UnixPath
+	}
+	return ""
 }
 
 // OffCPU is an interval a thread spent off CPU; Header.Time is when it ran again.
@@ -146,6 +176,9 @@ type Payload struct {
 	Header
 	Conn FileRef // the connection's socket
 	Data []byte
+	// Arrived is when the bytes reached the socket (TCP), before the
+	// server read them; 0 when unknown.
+	Arrived uint64
 }
 
 // Sample is a target thread found on CPU at a local timer interrupt (the

@@ -52,12 +52,39 @@ func Requests(w io.Writer, r *analysis.Requests, rec string) {
 		}
 		fmt.Fprintf(w, "%s  %s  %s (tid %d)  %s\n", format.Seconds(q.DurationS), format.Safe(TrimLeft(label, 40)),
 			format.Safe(q.Comm), q.TID, q.Begin)
+		if q.QueuedS > 0.0005 {
+			fmt.Fprintf(w, "  of it %s queued: the request had arrived, the server had not read it yet\n", format.Seconds(q.QueuedS))
+		}
 		if q.ClientWaitS > 0.0005 {
 			fmt.Fprintf(w, "  of it %s waiting for the client to send the rest\n", format.Seconds(q.ClientWaitS))
+		}
+		if u := q.Upstream; u != nil {
+			fmt.Fprintf(w, "  of it %s in the upstream %s\n", format.Seconds(u.DurationS), upstreamName(u))
+		}
+		if q.Approximate {
+			fmt.Fprintln(w, "  approximate: its thread served other connections meanwhile; their waits are shared")
 		}
 		for _, line := range wrap(strings.ToUpper(q.Verdict.Reason)+": "+requestVerdictSentence(q.Verdict), 76) {
 			fmt.Fprintf(w, "  %s\n", line)
 		}
 		fmt.Fprintf(w, "  zoom: whyslow report log %s --timerange %s --tid %d\n", format.Safe(rec), q.Timerange, q.TID)
 	}
+}
+
+// upstreamName: "php-fpm8.2 (pid 7) on unix:/run/php/fpm.sock".
+func upstreamName(u *analysis.Upstream) string {
+	var b strings.Builder
+	if u.PID != 0 {
+		fmt.Fprintf(&b, "%s (pid %d)", format.Safe(u.Comm), u.PID)
+	}
+	if u.Peer != "" {
+		if b.Len() > 0 {
+			b.WriteString(" ")
+		}
+		b.WriteString("on " + format.Safe(u.Peer))
+	}
+	if b.Len() == 0 {
+		return "server"
+	}
+	return b.String()
 }

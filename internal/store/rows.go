@@ -194,7 +194,7 @@ func (w *Writer) append(ev event.Event) error {
 	case *event.File:
 		return t.files.row().u64(e.Time).u32(e.Ref.Dev).u64(e.Ref.Ino).u32(e.Ref.Gen).str(e.Ref.Kind.String()).str(e.Path).
 			bool(e.Deleted).bool(e.Truncated).u64(e.Size).
-			strOrNull(e.Local.String(), e.Local.IsValid()).strOrNull(e.Peer.String(), e.Peer.IsValid() && e.Peer.Port() != 0).end()
+			strOrNull(e.LocalName(), e.LocalName() != "").strOrNull(e.PeerName(), e.PeerName() != "").u64(e.PeerIno).end()
 	case *event.OffCPU:
 		if err := w.stack(e.StackID, e.Stack); err != nil {
 			return err
@@ -245,7 +245,7 @@ func (w *Writer) append(ev event.Event) error {
 		return t.samples.row().u64(e.Time).u32(e.PID).u32(e.TID).u32(cid).bool(e.User).i16(syscallNr(e.Syscall)).i32(e.FD).
 			u32(e.File.Dev).u64(e.File.Ino).u32(e.File.Gen).u8(uint8(e.File.Kind)).str(e.Path).i32(e.StackID).end()
 	case *event.Payload:
-		return t.payloads.row().u64(e.Time).u32(e.PID).u32(e.TID).u32(e.Conn.Dev).u64(e.Conn.Ino).u32(e.Conn.Gen).blob(e.Data).end()
+		return t.payloads.row().u64(e.Time).u32(e.PID).u32(e.TID).u32(e.Conn.Dev).u64(e.Conn.Ino).u32(e.Conn.Gen).blob(e.Data).u64(e.Arrived).end()
 	case *event.Existing:
 		return t.existing.row().u64(e.Time).u32(e.PID).u32(e.TID).str(w.comm(&e.Header)).u32(e.PPID).str(string(e.State)).
 			strs(e.Args).end()

@@ -10,7 +10,7 @@ const SchemaVersion = 1 // unreleased: changed in place until the first release
 // Times (ts, *_ts) are CLOCK_MONOTONIC nanoseconds; meta.clock_offset_ns maps them to wall time.
 var tables = []struct{ name, columns string }{
 	{"meta", "key VARCHAR PRIMARY KEY, value VARCHAR"},
-	{"files", "ts UBIGINT, dev UINTEGER, ino UBIGINT, gen UINTEGER, kind VARCHAR, path VARCHAR, deleted BOOLEAN, truncated BOOLEAN, size UBIGINT, local VARCHAR, peer VARCHAR"},
+	{"files", "ts UBIGINT, dev UINTEGER, ino UBIGINT, gen UINTEGER, kind VARCHAR, path VARCHAR, deleted BOOLEAN, truncated BOOLEAN, size UBIGINT, local VARCHAR, peer VARCHAR, peer_ino UBIGINT"},
 	// High-rate tables hold numbers only: strings cost the appender a C
 	// allocation each. Names live in the dimension tables below and come back
 	// through views of the same shape (syscalls, offcpu, block).
@@ -31,7 +31,8 @@ var tables = []struct{ name, columns string }{
 	{"execs", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, ppid UINTEGER, filename VARCHAR, args VARCHAR[], cgroup VARCHAR"},
 	{"exits", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, code INTEGER, group_dead BOOLEAN"},
 	// payloads: a request's first bytes (--requests), keyed by its socket.
-	{"payloads", "ts UBIGINT, pid UINTEGER, tid UINTEGER, dev UINTEGER, ino UBIGINT, gen UINTEGER, data BLOB"},
+	// arrived: when those bytes reached the socket (TCP), 0 when unknown.
+	{"payloads", "ts UBIGINT, pid UINTEGER, tid UINTEGER, dev UINTEGER, ino UBIGINT, gen UINTEGER, data BLOB, arrived UBIGINT"},
 	// samples: target threads on CPU at a timer interrupt (default level's
 	// split of kernel time): the syscall they were in, its file or path.
 	{"samples", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm_id UINTEGER, user BOOLEAN, syscall_nr SMALLINT, fd INTEGER, dev UINTEGER, ino UBIGINT, gen UINTEGER, fkind UTINYINT, path VARCHAR, stack_id INTEGER"},
@@ -69,7 +70,7 @@ var views = []string{
 	   ON o.op = r.op`,
 	`CREATE OR REPLACE VIEW file_names AS
 	 SELECT dev, ino, gen, arg_max(path, ts) AS path, arg_max(kind, ts) AS kind, bool_or(deleted) AS deleted,
-	        arg_max(peer, ts) AS peer, arg_max(local, ts) AS local
+	        arg_max(peer, ts) AS peer, arg_max(local, ts) AS local, max(peer_ino) AS peer_ino
 	 FROM files GROUP BY dev, ino, gen`,
 	// io: every I/O syscall, streamed or aggregated, one row each (count > 1 for aggregates).
 	`CREATE OR REPLACE VIEW io AS

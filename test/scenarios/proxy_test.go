@@ -1,0 +1,281 @@
+package scenarios
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/whyslow/whyslow/internal/slowdisk"
+)
+
+// Requests as deployed (issue 25): nginx in front of PHP-FPM over a unix
+// socket, sessions on a slow disk, recorded system-wide and from the nginx
+// master alone. A request is the front's, counted once, explained through
+// the FastCGI hop into the worker that wrote the session.
+
+// proxyRequest is what a test reads of each request beyond requestsJSON.
+type proxyRequests struct {
+	Count    int `json:"count"`
+	Requests []struct {
+		PID       uint32  `json:"pid"`
+		Comm      string  `json:"comm"`
+		Label     string  `json:"label"`
+		DurationS float64 `json:"duration_s"`
+		QueuedS   float64 `json:"queued_s"`
+		Upstream  *struct {
+			PID       uint32  `json:"pid"`
+			Comm      string  `json:"comm"`
+			Peer      string  `json:"peer"`
+			DurationS float64 `json:"duration_s"`
+		} `json:"upstream"`
+		Verdict struct {
+			Reason  string `json:"reason"`
+			Summary string `json:"summary"`
+		} `json:"verdict"`
+		Files []struct {
+			Path string `json:"path"`
+		} `json:"files"`
+		Blame []struct {
+			Comm     string `json:"comm"`
+			Activity string `json:"activity"`
+		} `json:"blame"`
+		Approximate bool `json:"approximate"`
+	} `json:"requests"`
+}
+
+// webStack is nginx and PHP-FPM on a private configuration.
+type webStack struct {
+	url                string
+	nginxPID, fpmPID   int
+	sessions, nginxLog string
+}
+
+// startNginxFPM starts PHP-FPM (pm = static) and nginx passing *.php to it
+// over a unix socket, both from Debian's packages, in a temporary directory;
+// PHP keeps its sessions in sessions. Both stop with the test.
+func startNginxFPM(t *testing.T, sessions string) *webStack {
+	t.Helper()
+	fpmBin, _ := filepath.Glob("/usr/sbin/php-fpm*")
+	if _, err := exec.LookPath("nginx"); err != nil || len(fpmBin) == 0 {
+		t.Fatal("nginx and php-fpm are needed (make deps installs them)")
+	}
+	dir, err := os.MkdirTemp("", "whyslow-nginx-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755) // the workers run as nobody
+	www := filepath.Join(dir, "www")
+	os.MkdirAll(www, 0o755)
+	os.WriteFile(filepath.Join(www, "index.php"), []byte(sessionPHP), 0o644)
+	os.MkdirAll(sessions, 0o1777)
+	os.Chmod(sessions, 0o1777)
+	sock := filepath.Join(dir, "fpm.sock")
+	fpmConf := fmt.Sprintf(`[global]
+pid = %[1]s/fpm.pid
+error_log = %[1]s/fpm.log
+daemonize = no
+[www]
+user = nobody
+group = nogroup
+listen = %[2]s
+listen.mode = 0666
+pm = static
+pm.max_children = 2
+php_admin_value[session.save_path] = %[3]s
+`, dir, sock, sessions)
+	os.WriteFile(filepath.Join(dir, "php-fpm.conf"), []byte(fpmConf), 0o644)
+	port := freePort(t)
+	nginxConf := fmt.Sprintf(`daemon off;
+master_process on;
+worker_processes 1;
+user nobody nogroup;
+pid %[1]s/nginx.pid;
+error_log %[1]s/error.log;
+events { worker_connections 64; }
+http {
+  access_log off;
+  client_body_temp_path %[1]s/tmp-body;
+  proxy_temp_path %[1]s/tmp-proxy;
+  fastcgi_temp_path %[1]s/tmp-fastcgi;
+  uwsgi_temp_path %[1]s/tmp-uwsgi;
+  scgi_temp_path %[1]s/tmp-scgi;
+  server {
+    listen 127.0.0.1:%[2]d;
+    root %[3]s;
+    location ~ \.php$ {
+      fastcgi_pass unix:%[4]s;
+      fastcgi_param SCRIPT_FILENAME $document_root$fastcgi_script_name;
+      fastcgi_param REQUEST_METHOD $request_method;
+      fastcgi_param QUERY_STRING $query_string;
+      fastcgi_param HTTP_COOKIE $http_cookie;
+    }
+  }
+}
+`, dir, port, www, sock)
+	os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(nginxConf), 0o644)
+
+	start := func(name string, args ...string) *exec.Cmd {
+		c := exec.Command(name, args...)
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			c.Process.Signal(syscall.SIGQUIT) // graceful: the workers go too
+			done := make(chan struct{})
+			go func() { c.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+				<-done
+			}
+		})
+		return c
+	}
+	fpm := start(fpmBin[0], "-F", "-y", filepath.Join(dir, "php-fpm.conf"))
+	for i := 0; i < 100; i++ {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	nginx := start("nginx", "-c", filepath.Join(dir, "nginx.conf"), "-p", dir)
+	waitPort(t, port)
+	return &webStack{url: fmt.Sprintf("http://127.0.0.1:%d/index.php", port), nginxPID: nginx.Process.Pid,
+		fpmPID: fpm.Process.Pid, sessions: sessions, nginxLog: filepath.Join(dir, "error.log")}
+}
+
+// curlTimed fetches url with curl keeping the session in jar, and returns
+// curl's own %{time_total}: the client's latency.
+func curlTimed(t *testing.T, url, jar string) time.Duration {
+	t.Helper()
+	out, err := exec.Command("curl", "-sS", "-o", "/dev/null", "-b", jar, "-c", jar, "-w", "%{http_code} %{time_total}", url).Output()
+	f := strings.Fields(string(out))
+	if err != nil || len(f) != 2 || f[0] != "200" {
+		t.Fatalf("curl %s: %v %q", url, err, out)
+	}
+	s, _ := strconv.ParseFloat(f[1], 64)
+	return time.Duration(s * 1e9)
+}
+
+// sessionStall sends 16 requests of one session while another process
+// dirties 16 MiB on the slow disk and runs sync; it returns the client's
+// latencies.
+func sessionStall(t *testing.T, url, diskDir, jar string) []time.Duration {
+	noisy := exec.Command("sh", filepath.Join(repo, "examples", "session-stall", "noisy.sh"), diskDir, "16")
+	var latencies []time.Duration
+	for i := range 16 {
+		if i == 4 {
+			if err := noisy.Start(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		latencies = append(latencies, curlTimed(t, url, jar))
+		time.Sleep(250 * time.Millisecond)
+	}
+	noisy.Wait()
+	return latencies
+}
+
+// recordRequests starts `whyslow record --requests` with args (-p PID, or
+// none: system-wide); stop ends it and returns report requests' JSON and
+// text.
+func recordRequests(t *testing.T, args ...string) (stop func() (*proxyRequests, string, string)) {
+	t.Helper()
+	rec := filepath.Join(t.TempDir(), "rec.db")
+	cmd := exec.Command(filepath.Join(bin, "whyslow"), append([]string{"record", "--requests", "-o", rec}, args...)...)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // loaded and attached
+	return func() (*proxyRequests, string, string) {
+		cmd.Process.Signal(os.Interrupt)
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("record --requests %v: %v\n%s", args, err, errb.String())
+		}
+		out, err := exec.Command(filepath.Join(bin, "whyslow"), "report", "requests", rec, "--json").Output()
+		if err != nil {
+			t.Fatalf("report requests: %v", err)
+		}
+		var r proxyRequests
+		if err := json.Unmarshal(out, &r); err != nil {
+			t.Fatalf("requests JSON: %v\n%s", err, out)
+		}
+		text, _ := exec.Command(filepath.Join(bin, "whyslow"), "report", "requests", rec).CombinedOutput()
+		return &r, string(text), rec
+	}
+}
+
+func TestRequestsNginxFPM(t *testing.T) {
+	d := newSlowDisk(t, slowdisk.Options{WriteBPS: 8 << 20, DirtyBytes: 256 << 20, DirtyBackground: 128 << 20})
+	web := startNginxFPM(t, filepath.Join(d.Dir, "sessions"))
+	for _, way := range []struct {
+		name string
+		args []string
+	}{
+		{"system-wide", nil},
+		{"nginx master", []string{"-p", strconv.Itoa(web.nginxPID)}},
+	} {
+		t.Run(way.name, func(t *testing.T) {
+			jar := filepath.Join(t.TempDir(), "jar")
+			curlTimed(t, web.url, jar) // the session exists before the recording
+			stop := recordRequests(t, way.args...)
+			latencies := sessionStall(t, web.url, d.Dir, jar)
+			r, text, _ := stop()
+			t.Logf("report requests:\n%s", text)
+
+			var worst time.Duration
+			for _, l := range latencies {
+				worst = max(worst, l)
+			}
+			if worst < 200*time.Millisecond {
+				t.Fatalf("no request stalled (client latencies %v): the scenario did not reproduce", latencies)
+			}
+			if r.Count != 16 {
+				t.Errorf("%d requests counted, want the 16 sent (the hop into PHP-FPM is part of each, not another)", r.Count)
+			}
+			for _, q := range r.Requests {
+				if q.Label != "GET /index.php" {
+					t.Errorf("request %q at %s (pid %d), want every one labelled GET /index.php", q.Label, q.Comm, q.PID)
+				}
+			}
+			top := r.Requests[0]
+			server := time.Duration(top.DurationS * 1e9)
+			if server < worst*80/100 || server > worst*102/100 {
+				t.Errorf("slowest request %.3fs server-side, client's %v: want 80-102%%", top.DurationS, worst)
+			}
+			if top.Verdict.Reason != "disk-write" && top.Verdict.Reason != "sync" && top.Verdict.Reason != "fsync" {
+				t.Errorf("stalled request verdict %s (%s), want a disk write reached through the FPM worker", top.Verdict.Reason, top.Verdict.Summary)
+			}
+			if top.Upstream == nil || !strings.HasPrefix(top.Upstream.Comm, "php-fpm") || !strings.Contains(top.Upstream.Peer, "fpm.sock") {
+				t.Errorf("stalled request's upstream %+v, want the php-fpm worker on fpm.sock", top.Upstream)
+			}
+			var session bool
+			for _, f := range top.Files {
+				session = session || strings.Contains(f.Path, "/sessions/sess_")
+			}
+			if !session {
+				t.Errorf("the session file is not among the stalled request's files: %+v", top.Files)
+			}
+			var blamed bool
+			for _, b := range top.Blame {
+				blamed = blamed || b.Comm == "sync" || b.Comm == "dd"
+			}
+			if !blamed {
+				t.Errorf("the stalled request blames neither sync nor dd: %s %+v", top.Verdict.Summary, top.Blame)
+			}
+		})
+	}
+}
