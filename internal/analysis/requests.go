@@ -68,6 +68,9 @@ type RequestEntry struct {
 	Files       []FileUse          `json:"files"`
 	Blame       []Blame            `json:"blame"`
 	Approximate bool               `json:"approximate"`
+	// SharedWith: for an approximate request, the other requests its thread
+	// served in its time (the slowest first, at most 3): whose waits it shares.
+	SharedWith []SharedRequest `json:"shared_with,omitempty"`
 	// Timerange zooms into it: whyslow report log REC --timerange ...
 	Timerange string `json:"timerange"`
 
@@ -201,6 +204,7 @@ func FindRequests(s *Source, opts RequestOptions) (*Requests, error) {
 		r.Approximate = loops.servedOthers(r)
 		out.Approximate = out.Approximate || r.Approximate
 	}
+	sharedThreads(reqs)
 	sort.SliceStable(reqs, func(i, j int) bool { return reqs[i].server() > reqs[j].server() })
 	for i, r := range reqs {
 		r.describe(s)

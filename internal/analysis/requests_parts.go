@@ -174,6 +174,40 @@ func eventLoopsOf(calls []socketCall, reqs []*request) eventLoops {
 	return byTID
 }
 
+// SharedRequest is another request a thread served in one's time.
+type SharedRequest struct {
+	Label     string  `json:"label"`
+	Begin     string  `json:"begin"`
+	DurationS float64 `json:"duration_s"`
+
+	begin uint64
+}
+
+// sharedThreads names, for each approximate request, the requests its
+// thread served meanwhile: an event loop's time in GET /save's fsync is
+// what the queued GET /fast waited on.
+func sharedThreads(reqs []*request) {
+	byTID := map[uint32][]*request{}
+	for _, r := range reqs {
+		byTID[r.TID] = append(byTID[r.TID], r)
+	}
+	for _, r := range reqs {
+		if !r.Approximate {
+			continue
+		}
+		var others []*request
+		for _, o := range byTID[r.TID] {
+			if o != r && o.begin < r.end && o.end > r.begin {
+				others = append(others, o)
+			}
+		}
+		sort.Slice(others, func(i, j int) bool { return others[i].end-others[i].begin > others[j].end-others[j].begin })
+		for _, o := range others[:min(3, len(others))] {
+			r.SharedWith = append(r.SharedWith, SharedRequest{Label: o.Label, DurationS: float64(o.end-o.begin) / 1e9, begin: o.begin})
+		}
+	}
+}
+
 func (l eventLoops) servedOthers(r *request) bool {
 	cs := l[r.TID]
 	i := sort.Search(len(cs), func(i int) bool { return cs[i].ts >= r.begin })
@@ -188,6 +222,9 @@ func (l eventLoops) servedOthers(r *request) bool {
 // describe fills what every request gets: times, its verdict from its path.
 func (r *request) describe(s *Source) {
 	r.Begin = s.Clock.Wall(r.begin).UTC().Format(time.RFC3339Nano)
+	for i := range r.SharedWith {
+		r.SharedWith[i].Begin = s.Clock.Wall(r.SharedWith[i].begin).UTC().Format(time.RFC3339Nano)
+	}
 	r.DurationS = float64(r.end-r.begin) / 1e9
 	r.ByReason = r.path.ByReason
 	// A millisecond either side, in the local clock time --timerange reads.

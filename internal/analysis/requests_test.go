@@ -2,9 +2,11 @@ package analysis
 
 import (
 	"database/sql"
+	"math"
 	"os"
 	"regexp"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 
@@ -151,6 +153,80 @@ func TestRequestDirectionMatchesBPF(t *testing.T) {
 		want := slices.Sorted(slices.Values(d.net))
 		if class != d.class || !slices.Equal(net, want) {
 			t.Errorf("BPF %ss are class %q and %v, Go class %q and %v", d.class, class, net, d.class, want)
+		}
+	}
+}
+
+// TestUpstreamHopsAndEnds: a front request's calls on a connection it opened
+// are its hop; the two ends of a unix connection pair by peer inode even when
+// one end was described before the other had one, TCP ends by addresses.
+func TestUpstreamHopsAndEnds(t *testing.T) {
+	ms := uint64(1e6)
+	front := connKey{pid: 1, ino: 10}
+	up := connKey{pid: 1, dev: 8, ino: 11}
+	fpm := connKey{pid: 2, dev: 8, ino: 12}
+	calls := []socketCall{
+		{conn: front, tid: 1, ts: 0, dur: ms, name: "recvfrom", class: "net", ret: 100},
+		{conn: up, tid: 1, ts: 2 * ms, dur: 0, name: "connect", class: "net", ret: 0},
+		{conn: up, tid: 1, ts: 3 * ms, dur: ms, name: "writev", class: "write", ret: 500},
+		{conn: fpm, tid: 7, ts: 4 * ms, dur: ms, name: "read", class: "read", ret: 500},
+		{conn: fpm, tid: 7, ts: 50 * ms, dur: ms, name: "write", class: "write", ret: 900},
+		{conn: up, tid: 1, ts: 52 * ms, dur: ms, name: "recvfrom", class: "net", ret: 900},
+		{conn: front, tid: 1, ts: 60 * ms, dur: ms, name: "writev", class: "write", ret: 900},
+	}
+	sort.Slice(calls, func(i, j int) bool {
+		return calls[i].conn.ino < calls[j].conn.ino || calls[i].conn.ino == calls[j].conn.ino && calls[i].ts < calls[j].ts
+	})
+	reqs, clients := cutRequests(calls)
+	if len(reqs) != 2 || !clients[up] {
+		t.Fatalf("%d requests (want the front's and FPM's), clients %v", len(reqs), clients)
+	}
+	var r *request
+	for _, q := range reqs {
+		if q.conn == front {
+			r = q
+		}
+	}
+	hops := hopsOf(calls, clients, reqs)[r]
+	if len(hops) != 1 || hops[0].conn != up || hops[0].first != 3*ms || hops[0].last != 53*ms {
+		t.Fatalf("hops %+v, want one on the upstream connection from 3 to 53 ms", hops)
+	}
+	// nginx's end was described before FPM accepted: no peer inode there.
+	pairs := otherEnds(map[connKey]connEnds{up: {peer: "/run/fpm.sock"}, fpm: {local: "/run/fpm.sock", peerIno: up.ino}})
+	if !slices.Equal(pairs[up], []connKey{fpm}) || !slices.Equal(pairs[fpm], []connKey{up}) {
+		t.Errorf("unix pairs %v, want the two ends paired both ways", pairs)
+	}
+	both := otherEnds(map[connKey]connEnds{up: {peerIno: fpm.ino}, fpm: {peerIno: up.ino}})
+	if !slices.Equal(both[up], []connKey{fpm}) || !slices.Equal(both[fpm], []connKey{up}) {
+		t.Errorf("unix pairs named from both ends %v, want each once", both)
+	}
+	a, b := connKey{pid: 1, ino: 20}, connKey{pid: 2, ino: 21}
+	tcp := otherEnds(map[connKey]connEnds{a: {local: "127.0.0.1:40000", peer: "127.0.0.1:9000"}, b: {local: "127.0.0.1:9000", peer: "127.0.0.1:40000"}})
+	if !slices.Equal(tcp[a], []connKey{b}) || !slices.Equal(tcp[b], []connKey{a}) {
+		t.Errorf("TCP pairs %v", tcp)
+	}
+}
+
+// TestFromArrival: a request begins at its bytes' arrival when that is
+// known and plausible; the difference is queued.
+func TestFromArrival(t *testing.T) {
+	ms := uint64(1e6)
+	for _, c := range []struct {
+		arrived, prevEnd, begin uint64
+		queued                  float64
+	}{
+		{arrived: 40 * ms, begin: 40 * ms},                   // the arrival was read at once: nothing queued
+		{arrived: 10 * ms, begin: 10 * ms, queued: 0.03},     // read 30 ms late
+		{arrived: 0, begin: 40 * ms},                         // unknown
+		{arrived: 50 * ms, begin: 40 * ms},                   // later bytes: not this request's
+		{arrived: 10 * ms, prevEnd: 20 * ms, begin: 40 * ms}, // before the previous answer ended: stale
+		{arrived: 25 * ms, prevEnd: 20 * ms, begin: 25 * ms, queued: 0.015},
+	} {
+		r := &request{}
+		r.begin = 40 * ms
+		r.fromArrival(c.arrived, c.prevEnd)
+		if r.begin != c.begin || math.Abs(r.QueuedS-c.queued) > 1e-9 {
+			t.Errorf("arrived %d prev end %d: begin %d queued %v, want %d %v", c.arrived, c.prevEnd, r.begin, r.QueuedS, c.begin, c.queued)
 		}
 	}
 }

@@ -62,7 +62,13 @@ func Requests(w io.Writer, r *analysis.Requests, rec string) {
 			fmt.Fprintf(w, "  of it %s in the upstream %s\n", format.Seconds(u.DurationS), upstreamName(u))
 		}
 		if q.Approximate {
-			fmt.Fprintln(w, "  approximate: its thread served other connections meanwhile; their waits are shared")
+			var others []string
+			for _, o := range q.SharedWith {
+				others = append(others, fmt.Sprintf("%s (%s)", format.Safe(TrimLeft(o.Label, 30)), format.Seconds(o.DurationS)))
+			}
+			for _, line := range wrap("approximate: its thread served other requests meanwhile, and shares their waits: "+strings.Join(others, ", "), 76) {
+				fmt.Fprintf(w, "  %s\n", line)
+			}
 		}
 		for _, line := range wrap(strings.ToUpper(q.Verdict.Reason)+": "+requestVerdictSentence(q.Verdict), 76) {
 			fmt.Fprintf(w, "  %s\n", line)

@@ -48,6 +48,9 @@ func TestEveryTableRoundTrips(t *testing.T) {
 			Local: netip.MustParseAddrPort("10.0.0.1:80"), Peer: netip.MustParseAddrPort("[::1]:8080")},
 		&event.File{Header: at(21, "x"), Ref: f2, Path: odd[1], Truncated: true,
 			Peer: netip.MustParseAddrPort("10.0.0.2:0")}, // a peer with no port is no peer: NULL
+		// unix: the server's path is the peer's address for the end that connected
+		&event.File{Header: at(22, "x"), Ref: event.FileRef{Dev: 9, Ino: 10, Kind: event.KindSocketUnix}, Path: "socket:[10]",
+			UnixPath: odd[2], PeerIno: maxU64},
 		&event.OffCPU{Header: at(30, "off"), Off: 25, Runq: maxU64, State: 'D', StackID: 9, Syscall: 40000,
 			WakerPID: 1, WakerTID: 2, WakerComm: odd[4], Reason: event.ReasonDiskWrite, Stack: odd, Outside: true,
 			WakerSide: event.SideServer, WakerFile: event.FileRef{Dev: maxU32, Ino: maxU64, Gen: maxU32 - 2}},
@@ -63,7 +66,7 @@ func TestEveryTableRoundTrips(t *testing.T) {
 		&event.Exec{Header: at(100, "exec"), PPID: 3, Filename: odd[0], Args: odd, Cgroup: "/sys.slice"},
 		&event.Exec{Header: at(101, "exec"), Filename: "/bin/true"}, // no args: an empty list
 		&event.Exit{Header: at(110, "exit"), Code: math.MinInt32, GroupDead: true},
-		&event.Payload{Header: at(120, "srv"), Conn: f, Data: []byte("GET /\x00\xff")},
+		&event.Payload{Header: at(120, "srv"), Conn: f, Data: []byte("GET /\x00\xff"), Arrived: maxU64},
 		&event.Payload{Header: at(121, "srv"), Conn: f},
 		&event.Sample{Header: at(130, "smp"), User: true, Syscall: -1, FD: -1, File: f2, Path: odd[1], StackID: 11,
 			Stack: []string{"asm_sysvec_apic_timer_interrupt"}},
@@ -110,8 +113,9 @@ func TestEveryTableRoundTrips(t *testing.T) {
 		}},
 		{"SELECT * FROM files ORDER BY ts", [][]any{
 			{uint64(20), uint32(maxU32), uint64(maxU64), uint32(maxU32 - 2), "socket", odd[3], true, false, uint64(maxU64),
-				"10.0.0.1:80", "[::1]:8080"},
-			{uint64(21), uint32(1), uint64(2), uint32(3), "pipe", notUTF8, false, true, uint64(0), nil, nil},
+				"10.0.0.1:80", "[::1]:8080", uint64(0)},
+			{uint64(21), uint32(1), uint64(2), uint32(3), "pipe", notUTF8, false, true, uint64(0), nil, nil, uint64(0)},
+			{uint64(22), uint32(9), uint64(10), uint32(0), "unix", "socket:[10]", false, false, uint64(0), nil, odd[2], uint64(maxU64)},
 		}},
 		{"SELECT * REPLACE ((SELECT comm FROM comms WHERE comm_id = r.comm_id) AS comm_id, " +
 			"(SELECT comm FROM comms WHERE comm_id = r.waker_comm_id) AS waker_comm_id, " +
@@ -141,8 +145,8 @@ func TestEveryTableRoundTrips(t *testing.T) {
 		}},
 		{"SELECT * FROM exits", [][]any{{uint64(110), uint32(7), uint32(8), "exit", int32(math.MinInt32), true}}},
 		{"SELECT * FROM payloads ORDER BY ts", [][]any{
-			{uint64(120), uint32(7), uint32(8), uint32(maxU32), uint64(maxU64), uint32(maxU32 - 2), []byte("GET /\x00\xff")},
-			{uint64(121), uint32(7), uint32(8), uint32(maxU32), uint64(maxU64), uint32(maxU32 - 2), []byte{}},
+			{uint64(120), uint32(7), uint32(8), uint32(maxU32), uint64(maxU64), uint32(maxU32 - 2), []byte("GET /\x00\xff"), uint64(maxU64)},
+			{uint64(121), uint32(7), uint32(8), uint32(maxU32), uint64(maxU64), uint32(maxU32 - 2), []byte{}, uint64(0)},
 		}},
 		{"SELECT * REPLACE ((SELECT comm FROM comms WHERE comm_id = r.comm_id) AS comm_id) FROM samples r ORDER BY ts", [][]any{
 			{uint64(130), uint32(7), uint32(8), "smp", true, int16(-1), int32(-1), uint32(1), uint64(2), uint32(3),

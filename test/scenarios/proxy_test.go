@@ -21,7 +21,7 @@ import (
 // master alone. A request is the front's, counted once, explained through
 // the FastCGI hop into the worker that wrote the session.
 
-// proxyRequest is what a test reads of each request beyond requestsJSON.
+// proxyRequests is report requests' JSON as these tests read it.
 type proxyRequests struct {
 	Count    int `json:"count"`
 	Requests []struct {
@@ -187,13 +187,13 @@ func sessionStall(t *testing.T, url, diskDir, jar string) []time.Duration {
 	return latencies
 }
 
-// recordRequests starts `whyslow record --requests` with args (-p PID, or
-// none: system-wide); stop ends it and returns report requests' JSON and
-// text.
-func recordRequests(t *testing.T, args ...string) (stop func() (*proxyRequests, string, string)) {
+// recordRequests starts `whyslow VERB --requests` with args (record -p PID,
+// record with none: system-wide, attach -p PID); stop ends it and returns
+// report requests' JSON and text, and the recording.
+func recordRequests(t *testing.T, verb string, args ...string) (stop func() (*proxyRequests, string, string)) {
 	t.Helper()
 	rec := filepath.Join(t.TempDir(), "rec.db")
-	cmd := exec.Command(filepath.Join(bin, "whyslow"), append([]string{"record", "--requests", "-o", rec}, args...)...)
+	cmd := exec.Command(filepath.Join(bin, "whyslow"), append([]string{verb, "--requests", "-o", rec}, args...)...)
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	if err := cmd.Start(); err != nil {
@@ -203,7 +203,7 @@ func recordRequests(t *testing.T, args ...string) (stop func() (*proxyRequests, 
 	return func() (*proxyRequests, string, string) {
 		cmd.Process.Signal(os.Interrupt)
 		if err := cmd.Wait(); err != nil {
-			t.Fatalf("record --requests %v: %v\n%s", args, err, errb.String())
+			t.Fatalf("%s --requests %v: %v\n%s", verb, args, err, errb.String())
 		}
 		out, err := exec.Command(filepath.Join(bin, "whyslow"), "report", "requests", rec, "--json").Output()
 		if err != nil {
@@ -221,17 +221,19 @@ func recordRequests(t *testing.T, args ...string) (stop func() (*proxyRequests, 
 func TestRequestsNginxFPM(t *testing.T) {
 	d := newSlowDisk(t, slowdisk.Options{WriteBPS: 8 << 20, DirtyBytes: 256 << 20, DirtyBackground: 128 << 20})
 	web := startNginxFPM(t, filepath.Join(d.Dir, "sessions"))
+	nginx := strconv.Itoa(web.nginxPID)
 	for _, way := range []struct {
 		name string
 		args []string
 	}{
-		{"system-wide", nil},
-		{"nginx master", []string{"-p", strconv.Itoa(web.nginxPID)}},
+		{"system-wide", []string{"record"}},
+		{"record nginx master", []string{"record", "-p", nginx}},
+		{"attach nginx master", []string{"attach", "-p", nginx}},
 	} {
 		t.Run(way.name, func(t *testing.T) {
 			jar := filepath.Join(t.TempDir(), "jar")
 			curlTimed(t, web.url, jar) // the session exists before the recording
-			stop := recordRequests(t, way.args...)
+			stop := recordRequests(t, way.args[0], way.args[1:]...)
 			latencies := sessionStall(t, web.url, d.Dir, jar)
 			r, text, _ := stop()
 			t.Logf("report requests:\n%s", text)
