@@ -17,6 +17,10 @@ have python3    || need_apt="$need_apt python3 python3-pip"
 # the seed's own web stack, for the request tests (Apache prefork + mod_php)
 have apache2    || [ -x /usr/sbin/apache2 ] || need_apt="$need_apt apache2"
 ls /usr/lib/apache2/modules/libphp*.so >/dev/null 2>&1 || need_apt="$need_apt libapache2-mod-php"
+# requests as deployed: nginx in front of PHP-FPM, and a Node.js event loop
+have nginx      || [ -x /usr/sbin/nginx ] || need_apt="$need_apt nginx"
+ls /usr/sbin/php-fpm* >/dev/null 2>&1 || need_apt="$need_apt php-fpm"
+have node       || have nodejs || need_apt="$need_apt nodejs"
 # the live view's test drives it in tmux; the exporter's is scraped by a real Prometheus
 have tmux       || need_apt="$need_apt tmux"
 have prometheus || need_apt="$need_apt prometheus"

@@ -17,7 +17,9 @@ package analysis
 // (target_offcpu, in a query where socket_movers is defined: idle tells a
 // poll no answer ended by the thread's socket traffic) and an outside
 // process's (unmoved ""; its calls were not seen: such a poll is a sleep,
-// outside_path.go).
+// outside_path.go). A server's master waiting for a signal (nginx in
+// sigsuspend, a supervisor in pause) waits for work too, unless another
+// process's kill ended it as a lock (classify: PostgreSQL's latches).
 func forWorkSQL(o, unmoved string) string {
 	quiet := "false"
 	if unmoved != "" {
@@ -25,8 +27,12 @@ func forWorkSQL(o, unmoved string) string {
 	}
 	return `coalesce(CASE WHEN ` + o + `.waker_side = 'server' THEN false
 	    WHEN ` + o + `.waker_side = 'client' AND ` + o + `.syscall IN (` + pollSyscalls + `) THEN true
-	    ELSE ` + o + `.syscall IN ('accept','accept4') OR (` + quiet + `) END, false)`
+	    ELSE ` + o + `.syscall IN ('accept','accept4') OR (` + quiet + `)
+	      OR ` + o + `.syscall IN (` + signalWaitSyscalls + `) AND ` + o + `.reason <> 'lock' END, false)`
 }
+
+// signalWaitSyscalls wait for a signal and nothing else.
+const signalWaitSyscalls = `'rt_sigsuspend','pause','rt_sigtimedwait'`
 
 // pollRunsSQL updates table t (target_offcpu's shape): a run of polls of one
 // thread, each begun within a millisecond of the last one's end, that ends

@@ -153,6 +153,7 @@ func newExplain() *cobra.Command {
 				return err
 			}
 			defer done()
+			whole := pid == 0
 			if pid == 0 {
 				p, _ := strconv.Atoi(src.Meta["target_pid"])
 				if p <= 0 {
@@ -167,10 +168,28 @@ func newExplain() *cobra.Command {
 			if f.json {
 				return output.ExplanationJSON(cmd.OutOrStdout(), x)
 			}
+			if whole && src.Meta["requests"] == "true" {
+				// A server's recording: its requests first, then its
+				// processes' time (a master waiting for signals is idle).
+				rf := analysis.NoFilter()
+				rf.Limit = 5
+				r, err := analysis.FindRequests(src, (&requestFlags{}).options(rf))
+				if err != nil {
+					return err
+				}
+				if r.Count > 0 {
+					output.Requests(cmd.OutOrStdout(), r, args[0])
+					output.Heading(cmd.OutOrStdout(), "The target's time as a whole")
+				}
+			}
 			output.Explanation(cmd.OutOrStdout(), x)
 			return nil
 		},
 	}
+	cmd.Long = `Where the recording's target (or --pid's) spent its time: the verdict on its
+critical path, the evidence (files, devices, network peers) and who else made
+it wait. On a recording made with --requests, the target's requests come
+first (as 'report requests' prints them, the 5 slowest explained).`
 	cmd.Flags().UintVar(&pid, "pid", 0, "the process to explain (default: the recording's target)")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print JSON (schema whyslow.run/v1)")
 	return cmd

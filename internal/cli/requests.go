@@ -26,12 +26,16 @@ func newRequestsReport() *cobra.Command {
 			c.Flags().StringVar(&rf.label, "label", "", "only requests whose label matches this glob ('GET /popularity/*')")
 			c.Flags().BoolVar(&rf.keepQuery, "keep-query", false, "keep the query string of HTTP paths in labels")
 			c.Long = `Cuts the target's connections into requests: a request begins when bytes
-arrive after the server's previous answer, and ends with the last bytes it
-wrote back. Each is labelled by its HTTP request line (when the recording took
-the first bytes of requests) and explained by its own critical path: the
-threads and processes it waited on, its files, and who else made it wait.
-Needs a recording made with --requests (or --full). --min and --max filter by
-duration, --limit says how many of the slowest to list and explain.`
+arrive after the server's previous answer (on TCP, when they reached the
+machine: the time before the server read them is queued), and ends with the
+last bytes it wrote back. A request a front server passed on to an upstream
+(nginx to PHP-FPM, a proxy to an application server) is one request, counted
+at the front, with the upstream named. Each is labelled by its HTTP request
+line (when the recording took the first bytes of requests) and explained by
+its own critical path: the threads and processes it waited on, its files, and
+who else made it wait. Needs a recording made with --requests (or --full).
+--min and --max filter by duration, --limit says how many of the slowest to
+list and explain.`
 		},
 		func(w io.Writer, s *analysis.Source, f analysis.Filter, ff *filterFlags, c *cobra.Command) error {
 			r, err := analysis.FindRequests(s, rf.options(f))

@@ -65,7 +65,10 @@ func TestRequestsEventLoopQueued(t *testing.T) {
 	time.Sleep(60 * time.Millisecond) // the loop is in the fsync
 	for i := range fast {
 		wg.Add(1)
-		go func() { defer wg.Done(); fast[i] = curlTimed(t, base+"/fast", filepath.Join(dir, "jar"+strconv.Itoa(i))) }()
+		go func() {
+			defer wg.Done()
+			fast[i] = curlTimed(t, base+"/fast", filepath.Join(dir, "jar"+strconv.Itoa(i)))
+		}()
 	}
 	wg.Wait()
 	r, rec := stop()

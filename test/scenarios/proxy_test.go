@@ -235,8 +235,11 @@ func TestRequestsNginxFPM(t *testing.T) {
 			curlTimed(t, web.url, jar) // the session exists before the recording
 			stop := recordRequests(t, way.args[0], way.args[1:]...)
 			latencies := sessionStall(t, web.url, d.Dir, jar)
-			r, text, _ := stop()
+			r, text, rec := stop()
 			t.Logf("report requests:\n%s", text)
+			if way.args[0] != "record" || len(way.args) > 1 {
+				serverReadsAsServer(t, rec)
+			}
 
 			var worst time.Duration
 			for _, l := range latencies {
@@ -279,5 +282,31 @@ func TestRequestsNginxFPM(t *testing.T) {
 				t.Errorf("the stalled request blames neither sync nor dd: %s %+v", top.Verdict.Summary, top.Blame)
 			}
 		})
+	}
+}
+
+// serverReadsAsServer: report explain and report html of a server's
+// recording lead with its requests, and its master, waiting for signals,
+// is idle rather than the verdict.
+func serverReadsAsServer(t *testing.T, rec string) {
+	t.Helper()
+	out, err := exec.Command(filepath.Join(bin, "whyslow"), "report", "explain", rec).CombinedOutput()
+	text := string(out)
+	t.Logf("report explain:\n%s", text)
+	if err != nil || !strings.HasPrefix(strings.TrimSpace(text), "requests: 16") {
+		t.Errorf("report explain does not lead with the requests (%v):\n%.1500s", err, text)
+	}
+	if strings.Contains(text, "Verdict: OTHER") || strings.Contains(text, "OTHER:") {
+		t.Errorf("report explain calls the server's time other (a master waiting for signals is idle):\n%s", text)
+	}
+	html := filepath.Join(t.TempDir(), "report.html")
+	if out, err := exec.Command(filepath.Join(bin, "whyslow"), "report", "html", rec, "-o", html).CombinedOutput(); err != nil {
+		t.Fatalf("report html: %v\n%s", err, out)
+	}
+	b, _ := os.ReadFile(html)
+	page := string(b)
+	req, verdict := strings.Index(page, `<section id="requests">`), strings.Index(page, `<section id="verdict">`)
+	if req < 0 || req > verdict {
+		t.Errorf("the HTML report does not open with the requests (requests at %d, verdict at %d)", req, verdict)
 	}
 }

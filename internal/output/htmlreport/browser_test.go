@@ -177,3 +177,16 @@ func TestReportLoadsNothing(t *testing.T) {
 		t.Errorf("the page is %d bytes: too heavy", n)
 	}
 }
+
+// TestRequestsLead: a recording that holds requests is a server's, and its
+// page opens with them, before the verdict on the whole recording.
+func TestRequestsLead(t *testing.T) {
+	page := string(fixtureReport(t))
+	req, verdict := strings.Index(page, `<section id="requests">`), strings.Index(page, `<section id="verdict">`)
+	if req < 0 || verdict < 0 || req > verdict {
+		t.Errorf("requests section at %d, verdict at %d: want the requests first", req, verdict)
+	}
+	if strings.Count(page, `<section id="requests">`) != 1 {
+		t.Errorf("the requests section is on the page %d times", strings.Count(page, `<section id="requests">`))
+	}
+}

@@ -70,6 +70,9 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"ms":    func(s float64) string { return fmt.Sprintf("%.1f ms", s) },
 	"chain": output.PathChain,
 	"add1":  func(i int) int { return i + 1 },
+	// A recording that holds requests is a server's: the page leads with
+	// them, not with the verdict on its master's time.
+	"requestsFirst": func(v view) bool { return v.Requests != nil && v.Requests.Count > 0 },
 	"deref": func(f *float64) float64 {
 		if f == nil {
 			return 0

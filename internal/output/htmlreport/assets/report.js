@@ -9,6 +9,8 @@
   function color(r) { return D.colors[r] || "#999"; }
   function secs(s) {
     if (s === 0) return "0";
+    // before the target's window (a chart of the whole recording): -1.00 s
+    if (s < 0) return "-" + secs(-s);
     if (s >= 1) return s.toFixed(2) + " s";
     if (s >= 1e-3) return (s * 1e3).toFixed(1) + " ms";
     return (s * 1e6).toFixed(1) + " \u00b5s";
