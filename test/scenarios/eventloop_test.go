@@ -32,11 +32,9 @@ http.createServer((req, res) => {
 }).listen(port, '127.0.0.1');
 `
 
-// TestRequestsEventLoopQueued (issue 25): requests that arrive while an event
-// loop is blocked in another request's fsync wait in the socket. Their
-// latency runs from their arrival, and the fsync explains it.
-func TestRequestsEventLoopQueued(t *testing.T) {
-	d := newSlowDisk(t, slowdisk.Options{WriteBPS: 4 << 20, DirtyBytes: 256 << 20, DirtyBackground: 128 << 20})
+// startNodeSaver starts nodeSaver, appending to saved; it stops with the test.
+func startNodeSaver(t *testing.T, saved string) (pid, port int) {
+	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		node, err = exec.LookPath("nodejs")
@@ -44,24 +42,27 @@ func TestRequestsEventLoopQueued(t *testing.T) {
 	if err != nil {
 		t.Fatal("node is needed (make deps installs nodejs)")
 	}
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "saver.js"), []byte(nodeSaver), 0o644)
-	port := freePort(t)
-	saved := filepath.Join(d.Dir, "saved.log")
-	srv := exec.Command(node, filepath.Join(dir, "saver.js"), strconv.Itoa(port), saved)
+	js := filepath.Join(t.TempDir(), "saver.js")
+	os.WriteFile(js, []byte(nodeSaver), 0o644)
+	port = freePort(t)
+	srv := exec.Command(node, js, strconv.Itoa(port), saved)
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { srv.Process.Kill(); srv.Wait() }()
+	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
 	waitPort(t, port)
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	jar := filepath.Join(dir, "jar")
+	return srv.Process.Pid, port
+}
 
-	stop := attachRequests(t, srv.Process.Pid)
+// queuedBehindSave sends GET /save, then three GET /fast while the loop is
+// in its fsync, and returns the client's latencies of the three.
+func queuedBehindSave(t *testing.T, base string) []time.Duration {
+	t.Helper()
+	dir := t.TempDir()
 	var wg sync.WaitGroup
 	fast := make([]time.Duration, 3)
 	wg.Add(1)
-	go func() { defer wg.Done(); curlTimed(t, base+"/save", jar) }()
+	go func() { defer wg.Done(); curlTimed(t, base+"/save", filepath.Join(dir, "jar")) }()
 	time.Sleep(60 * time.Millisecond) // the loop is in the fsync
 	for i := range fast {
 		wg.Add(1)
@@ -71,16 +72,20 @@ func TestRequestsEventLoopQueued(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	r, rec := stop()
 	t.Logf("client: /fast took %v", fast)
-	if text, err := exec.Command(filepath.Join(bin, "whyslow"), "report", "requests", rec).CombinedOutput(); err == nil {
-		t.Logf("report requests:\n%s", text)
-	}
 	for _, f := range fast {
 		if f < 100*time.Millisecond {
 			t.Fatalf("a /fast request took %v: the loop was not blocked (client latencies %v)", f, fast)
 		}
 	}
+	return fast
+}
+
+// checkQueued: the three /fast requests are found, each timed within
+// 80-102% of a client's latency (they end together: the order need not
+// match), and explained by the loop's fsync of the file /save wrote.
+func checkQueued(t *testing.T, r *proxyRequests, fast []time.Duration) {
+	t.Helper()
 	var got []float64
 	for _, q := range r.Requests {
 		if q.Label != "GET /fast" {
@@ -101,8 +106,6 @@ func TestRequestsEventLoopQueued(t *testing.T) {
 	if len(got) != 3 {
 		t.Fatalf("%d GET /fast requests found, want 3", len(got))
 	}
-	// Each within 80-102% of some client's latency (they finish together:
-	// the order of the three need not match).
 	for _, s := range got {
 		server := time.Duration(s * 1e9)
 		var ok bool
@@ -111,6 +114,52 @@ func TestRequestsEventLoopQueued(t *testing.T) {
 		}
 		if !ok {
 			t.Errorf("a /fast request took %v server-side, client latencies %v: want 80-102%% of one", server, fast)
+		}
+	}
+}
+
+// TestRequestsEventLoopQueued (issue 25): requests that arrive while an event
+// loop is blocked in another request's fsync wait in the socket. Their
+// latency runs from their arrival, and the fsync explains it.
+func TestRequestsEventLoopQueued(t *testing.T) {
+	d := newSlowDisk(t, slowdisk.Options{WriteBPS: 4 << 20, DirtyBytes: 256 << 20, DirtyBackground: 128 << 20})
+	pid, port := startNodeSaver(t, filepath.Join(d.Dir, "saved.log"))
+	stop := recordRequests(t, "attach", "-p", strconv.Itoa(pid))
+	fast := queuedBehindSave(t, fmt.Sprintf("http://127.0.0.1:%d", port))
+	r, text, _ := stop()
+	t.Logf("report requests:\n%s", text)
+	checkQueued(t, r, fast)
+	for _, q := range r.Requests {
+		if q.Label == "GET /fast" && (!q.Approximate || q.QueuedS < 0.05) {
+			t.Errorf("queued /fast: approximate %v, queued %.3fs: want both said", q.Approximate, q.QueuedS)
+		}
+	}
+}
+
+// TestRequestsProxyToEventLoop: the same loop behind nginx's proxy_pass,
+// over TCP, recorded system-wide: each request counted once, at nginx, its
+// upstream node named, and the loop's fsync still the reason.
+func TestRequestsProxyToEventLoop(t *testing.T) {
+	d := newSlowDisk(t, slowdisk.Options{WriteBPS: 4 << 20, DirtyBytes: 256 << 20, DirtyBackground: 128 << 20})
+	_, nodePort := startNodeSaver(t, filepath.Join(d.Dir, "saved.log"))
+	dir, err := os.MkdirTemp("", "whyslow-nginx-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	_, port := startNginx(t, dir, fmt.Sprintf(`location / { proxy_pass http://127.0.0.1:%d; }`, nodePort))
+	stop := recordRequests(t, "record")
+	fast := queuedBehindSave(t, fmt.Sprintf("http://127.0.0.1:%d", port))
+	r, text, _ := stop()
+	t.Logf("report requests:\n%s", text)
+	if r.Count != 4 {
+		t.Errorf("%d requests, want the 4 sent: each once, at nginx", r.Count)
+	}
+	checkQueued(t, r, fast)
+	for _, q := range r.Requests {
+		if q.Comm != "nginx" || q.Upstream == nil || q.Upstream.Comm != "node" || q.Upstream.Peer != fmt.Sprintf("127.0.0.1:%d", nodePort) {
+			t.Errorf("%s at %s: upstream %+v, want node on 127.0.0.1:%d", q.Label, q.Comm, q.Upstream, nodePort)
 		}
 	}
 }

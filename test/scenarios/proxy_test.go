@@ -29,7 +29,6 @@ type proxyRequests struct {
 		Comm      string  `json:"comm"`
 		Label     string  `json:"label"`
 		DurationS float64 `json:"duration_s"`
-		QueuedS   float64 `json:"queued_s"`
 		Upstream  *struct {
 			PID       uint32  `json:"pid"`
 			Comm      string  `json:"comm"`
@@ -47,7 +46,8 @@ type proxyRequests struct {
 			Comm     string `json:"comm"`
 			Activity string `json:"activity"`
 		} `json:"blame"`
-		Approximate bool `json:"approximate"`
+		Approximate bool    `json:"approximate"`
+		QueuedS     float64 `json:"queued_s"`
 	} `json:"requests"`
 }
 
@@ -64,8 +64,8 @@ type webStack struct {
 func startNginxFPM(t *testing.T, sessions string) *webStack {
 	t.Helper()
 	fpmBin, _ := filepath.Glob("/usr/sbin/php-fpm*")
-	if _, err := exec.LookPath("nginx"); err != nil || len(fpmBin) == 0 {
-		t.Fatal("nginx and php-fpm are needed (make deps installs them)")
+	if len(fpmBin) == 0 {
+		t.Fatal("php-fpm is needed (make deps installs it)")
 	}
 	dir, err := os.MkdirTemp("", "whyslow-nginx-")
 	if err != nil {
@@ -93,8 +93,34 @@ pm.max_children = 2
 php_admin_value[session.save_path] = %[3]s
 `, dir, sock, sessions)
 	os.WriteFile(filepath.Join(dir, "php-fpm.conf"), []byte(fpmConf), 0o644)
+	fpm := startGroup(t, fpmBin[0], "-F", "-y", filepath.Join(dir, "php-fpm.conf"))
+	for i := 0; i < 100; i++ {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	nginx, port := startNginx(t, dir, fmt.Sprintf(`root %s;
+    location ~ \.php$ {
+      fastcgi_pass unix:%s;
+      fastcgi_param SCRIPT_FILENAME $document_root$fastcgi_script_name;
+      fastcgi_param REQUEST_METHOD $request_method;
+      fastcgi_param QUERY_STRING $query_string;
+      fastcgi_param HTTP_COOKIE $http_cookie;
+    }`, www, sock))
+	return &webStack{url: fmt.Sprintf("http://127.0.0.1:%d/index.php", port), nginxPID: nginx.Process.Pid,
+		fpmPID: fpm.Process.Pid, sessions: sessions, nginxLog: filepath.Join(dir, "error.log")}
+}
+
+// startNginx starts nginx (one worker, as nobody) in dir with server, the
+// body of its one server block; it stops with the test.
+func startNginx(t *testing.T, dir, server string) (*exec.Cmd, int) {
+	t.Helper()
+	if _, err := exec.LookPath("nginx"); err != nil {
+		t.Fatal("nginx is needed (make deps installs it)")
+	}
 	port := freePort(t)
-	nginxConf := fmt.Sprintf(`daemon off;
+	conf := fmt.Sprintf(`daemon off;
 master_process on;
 worker_processes 1;
 user nobody nogroup;
@@ -110,49 +136,37 @@ http {
   scgi_temp_path %[1]s/tmp-scgi;
   server {
     listen 127.0.0.1:%[2]d;
-    root %[3]s;
-    location ~ \.php$ {
-      fastcgi_pass unix:%[4]s;
-      fastcgi_param SCRIPT_FILENAME $document_root$fastcgi_script_name;
-      fastcgi_param REQUEST_METHOD $request_method;
-      fastcgi_param QUERY_STRING $query_string;
-      fastcgi_param HTTP_COOKIE $http_cookie;
-    }
+    %[3]s
   }
 }
-`, dir, port, www, sock)
-	os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(nginxConf), 0o644)
-
-	start := func(name string, args ...string) *exec.Cmd {
-		c := exec.Command(name, args...)
-		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			c.Process.Signal(syscall.SIGQUIT) // graceful: the workers go too
-			done := make(chan struct{})
-			go func() { c.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
-				<-done
-			}
-		})
-		return c
-	}
-	fpm := start(fpmBin[0], "-F", "-y", filepath.Join(dir, "php-fpm.conf"))
-	for i := 0; i < 100; i++ {
-		if _, err := os.Stat(sock); err == nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	nginx := start("nginx", "-c", filepath.Join(dir, "nginx.conf"), "-p", dir)
+`, dir, port, server)
+	os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(conf), 0o644)
+	c := startGroup(t, "nginx", "-c", filepath.Join(dir, "nginx.conf"), "-p", dir)
 	waitPort(t, port)
-	return &webStack{url: fmt.Sprintf("http://127.0.0.1:%d/index.php", port), nginxPID: nginx.Process.Pid,
-		fpmPID: fpm.Process.Pid, sessions: sessions, nginxLog: filepath.Join(dir, "error.log")}
+	return c, port
+}
+
+// startGroup starts a server in a process group of its own, stopped with
+// the test: SIGQUIT (nginx's and PHP-FPM's graceful stop), then SIGKILL.
+func startGroup(t *testing.T, name string, args ...string) *exec.Cmd {
+	t.Helper()
+	c := exec.Command(name, args...)
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Process.Signal(syscall.SIGQUIT)
+		done := make(chan struct{})
+		go func() { c.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+	})
+	return c
 }
 
 // curlTimed fetches url with curl keeping the session in jar, and returns
