@@ -163,3 +163,89 @@ func TestRequestsProxyToEventLoop(t *testing.T) {
 		}
 	}
 }
+
+// goSaver is nodeSaver in Go's net/http: a goroutine per connection, on
+// threads the runtime hands off when one blocks in fsync.
+const goSaver = `package main
+
+import (
+	"net/http"
+	"os"
+)
+
+func main() {
+	chunk := make([]byte, 1<<20)
+	http.HandleFunc("/save", func(w http.ResponseWriter, r *http.Request) {
+		f, err := os.OpenFile(os.Args[2], os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		f.Write(chunk)
+		f.Sync()
+		f.Close()
+		w.Write([]byte("ok\n"))
+	})
+	http.HandleFunc("/fast", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
+	http.ListenAndServe("127.0.0.1:"+os.Args[1], nil)
+}
+`
+
+// TestRequestsGoServerNotQueued: Go's net/http serves /fast on another thread
+// while /save's is in fsync. The requests' arrival must not make them look
+// queued: fast server-side, as the client saw, and /save's verdict the fsync.
+func TestRequestsGoServerNotQueued(t *testing.T) {
+	d := newSlowDisk(t, slowdisk.Options{WriteBPS: 4 << 20, DirtyBytes: 256 << 20, DirtyBackground: 128 << 20})
+	dir := t.TempDir()
+	src := filepath.Join(dir, "main.go")
+	os.WriteFile(src, []byte(goSaver), 0o644)
+	exe := filepath.Join(dir, "saver")
+	build := exec.Command("go", "build", "-o", exe, src)
+	build.Dir = dir
+	build.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the Go server: %v\n%s", err, out)
+	}
+	port := freePort(t)
+	srv := exec.Command(exe, strconv.Itoa(port), filepath.Join(d.Dir, "saved.log"))
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
+	waitPort(t, port)
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+
+	stop := recordRequests(t, "attach", "-p", strconv.Itoa(srv.Process.Pid))
+	var wg sync.WaitGroup
+	var save time.Duration
+	fast := make([]time.Duration, 3)
+	wg.Add(1)
+	go func() { defer wg.Done(); save = curlTimed(t, base+"/save", filepath.Join(dir, "jar")) }()
+	time.Sleep(60 * time.Millisecond)
+	for i := range fast {
+		fast[i] = curlTimed(t, base+"/fast", filepath.Join(dir, "jar"+strconv.Itoa(i)))
+	}
+	wg.Wait()
+	r, text, _ := stop()
+	t.Logf("client: /save %v, /fast %v\nreport requests:\n%s", save, fast, text)
+	if save < 150*time.Millisecond {
+		t.Fatalf("/save took %v: the fsync did not stall", save)
+	}
+	var n int
+	for _, q := range r.Requests {
+		switch q.Label {
+		case "GET /fast":
+			n++
+			if q.DurationS > 0.05 || q.QueuedS > 0.01 {
+				t.Errorf("/fast %.3fs server-side (queued %.3fs), client %v: it was never queued", q.DurationS, q.QueuedS, fast)
+			}
+		case "GET /save":
+			if s := time.Duration(q.DurationS * 1e9); s < save*80/100 || s > save*102/100 || q.Verdict.Reason != "sync" {
+				t.Errorf("/save %v server-side (client %v), verdict %s: want 80-102%% and sync", s, save, q.Verdict.Reason)
+			}
+		}
+	}
+	if n != 3 {
+		t.Errorf("%d GET /fast found, want 3", n)
+	}
+}
