@@ -27,10 +27,10 @@ var (
 	pairs    = flag.Int("pairs", 3, "A B pairs per tool")
 	runtimeS = flag.Int("runtime", 3, "seconds per fio run")
 	bigS     = flag.Int("big", 30, "seconds of fio for the 10M-event recording")
-	sections = flag.String("sections", "overhead,realistic,loss,analysis,startup,peers", "which sections to run, by name (a subset writes a partial file); explain-build runs only the parallel build's part of analysis")
-	baseline = flag.String("baseline", "", "peers: a whyslow binary from before peers were followed, measured in the same rounds")
-	pingSrv  = flag.String("pingpong-server", "", "internal: serve the peers section's ping-pong on this Unix socket")
-	pingCli  = flag.String("pingpong-client", "", "internal: the peers section's ping-pong client, on this Unix socket")
+	sections = flag.String("sections", "overhead,realistic,loss,analysis,startup,peers,requests", "which sections to run, by name (a subset writes a partial file); explain-build runs only the parallel build's part of analysis")
+	baseline = flag.String("baseline", "", "peers, requests: an earlier whyslow binary to compare with, measured in the same rounds")
+	pingSrv  = flag.String("pingpong-server", "", "internal: serve the ping-pong on this Unix socket path or TCP address")
+	pingCli  = flag.String("pingpong-client", "", "internal: the ping-pong client, of this Unix socket path or TCP address")
 	rounds   = flag.Int("rounds", 100000, "internal: the ping-pong client's round trips")
 	work     string
 	built    string // the binary as the Go linker wrote it; *whyslow is an installed copy
@@ -78,7 +78,7 @@ func main() {
 	for _, sec := range []struct {
 		name string
 		run  func(io.Writer)
-	}{{"overhead", overhead}, {"realistic", realistic}, {"loss", loss}, {"analysis", analysis}, {"explain-build", explainBuild}, {"startup", startup}, {"peers", peers}} {
+	}{{"overhead", overhead}, {"realistic", realistic}, {"loss", loss}, {"analysis", analysis}, {"explain-build", explainBuild}, {"startup", startup}, {"peers", peers}, {"requests", requests}} {
 		if slices.Contains(chosen, sec.name) {
 			sec.run(w)
 		}

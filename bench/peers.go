@@ -132,13 +132,23 @@ func conversation(self, sock string, wrap []string) (float64, error) {
 	return strconv.ParseFloat(strings.TrimSpace(string(res)), 64)
 }
 
-// pingPongServer answers each byte with a byte, one connection at a time.
+// network is the ping-pong's: TCP for an address (host:port), else a Unix
+// socket's path.
+func network(addr string) string {
+	if strings.HasPrefix(addr, "/") {
+		return "unix"
+	}
+	return "tcp"
+}
+
+// pingPongServer answers each byte with a byte, on each connection; it
+// prints its address when it listens (a TCP port chosen by the kernel).
 func pingPongServer(path string) {
-	l, err := net.Listen("unix", path)
+	l, err := net.Listen(network(path), path)
 	if err != nil {
 		fail(err)
 	}
-	fmt.Println("listening")
+	fmt.Println(l.Addr().String())
 	for {
 		c, err := l.Accept()
 		if err != nil {
@@ -161,7 +171,7 @@ func pingPongServer(path string) {
 
 // pingPongClient makes rounds round trips and prints the seconds they took.
 func pingPongClient(path string, rounds int) {
-	c, err := net.Dial("unix", path)
+	c, err := net.Dial(network(path), path)
 	if err != nil {
 		fail(err)
 	}

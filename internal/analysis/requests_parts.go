@@ -1,14 +1,12 @@
 package analysis
 
 import (
-	"bytes"
 	"database/sql"
 	"fmt"
 	"path"
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/whyslow/whyslow/internal/event"
@@ -109,7 +107,7 @@ func (s *Source) requestStarts(pids []uint32, keepQuery bool) (map[labelKey]firs
 		if err := rows.Scan(&k.conn.pid, &k.conn.dev, &k.conn.ino, &k.conn.gen, &k.ts, &data, &f.arrived); err != nil {
 			return nil, err
 		}
-		f.label = httpLabel(data, keepQuery)
+		f.label = requestLabel(data, keepQuery)
 		out[k] = f
 	}
 	return out, rows.Err()
@@ -126,29 +124,6 @@ func (r *request) fromArrival(arrived, prevEnd uint64) {
 	}
 	r.QueuedS = float64(r.begin-arrived) / 1e9
 	r.begin = arrived
-}
-
-// httpLabel reads an HTTP/1.x request line: "GET /popularity/linux", the
-// query string dropped unless kept. Empty when data is not one.
-func httpLabel(data []byte, keepQuery bool) string {
-	line, _, _ := bytes.Cut(data, []byte("\r\n"))
-	f := strings.Fields(string(line))
-	if len(f) < 2 || len(f[0]) > 16 {
-		return ""
-	}
-	for _, c := range f[0] {
-		if c < 'A' || c > 'Z' {
-			return ""
-		}
-	}
-	target := f[1]
-	if len(f) >= 3 && !strings.HasPrefix(f[2], "HTTP/") {
-		return ""
-	}
-	if !keepQuery {
-		target, _, _ = strings.Cut(target, "?")
-	}
-	return f[0] + " " + target
 }
 
 // eventLoops knows, per thread, its calls on connections it served, and

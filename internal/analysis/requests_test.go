@@ -230,3 +230,28 @@ func TestFromArrival(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestLabels: each protocol names the kind of request, never its
+// values (keys, literals).
+func TestRequestLabels(t *testing.T) {
+	q := func(kind byte, body string) string {
+		b := []byte{kind, 0, 0, 0, byte(4 + len(body))}
+		return string(append(b, body...))
+	}
+	for in, want := range map[string]string{
+		"GET /a?b=c HTTP/1.1\r\n":                      "GET /a",
+		"*2\r\n$3\r\nget\r\n$6\r\nsecret\r\n":          "redis GET",
+		"*1\r\n$4\r\nPING\r\n":                         "redis PING",
+		"*1\r\n$99\r\nPING\r\n":                        "", // shorter than it says
+		q('Q', "select * from t where pw = 'x'\x00"):   "postgres SELECT",
+		q('Q', "  BEGIN;\x00"):                         "postgres BEGIN",
+		q('P', "s1\x00UPDATE t SET a = $1\x00"):        "postgres UPDATE",
+		q('Q', "1 + 1\x00"):                            "",
+		"\x00\x00\x00\x08\x04\xd2\x16\x2f":             "", // SSLRequest
+		"\x01\x01\x00\x01\x00\x08\x00\x00\x00\x01\x00": "", // FastCGI
+	} {
+		if got := requestLabel([]byte(in), false); got != want {
+			t.Errorf("requestLabel(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
