@@ -73,7 +73,9 @@ func requests(w io.Writer) {
 // tcpConversation times the ping-pong over TCP, with whyslow (if given)
 // recording the server with --requests, or an idle target beside it.
 func tcpConversation(self, whyslowBin string, target bool) (float64, error) {
-	srv := exec.Command(self, "-pingpong-server", "127.0.0.1:0")
+	// Each end on a CPU of its own: unpinned, where the scheduler put the
+	// two made the untraced times swing by 2x between rounds.
+	srv := exec.Command("taskset", "-c", "0", self, "-pingpong-server", "127.0.0.1:0")
 	out, err := srv.StdoutPipe()
 	if err != nil {
 		return 0, err
@@ -89,7 +91,7 @@ func tcpConversation(self, whyslowBin string, target bool) (float64, error) {
 	if whyslowBin != "" {
 		args := []string{"record", "--requests", "-o", filepath.Join(work, "requests.db")}
 		if target {
-			args = append(args, "-p", strconv.Itoa(srv.Process.Pid))
+			args = append(args, "-p", strconv.Itoa(srv.Process.Pid)) // taskset execs the server in place
 		} else {
 			args = append(args, "--", "sleep", "60")
 		}
@@ -101,7 +103,7 @@ func tcpConversation(self, whyslowBin string, target bool) (float64, error) {
 		defer func() { rec.Process.Signal(os.Interrupt); rec.Wait() }()
 		time.Sleep(1500 * time.Millisecond) // attached
 	}
-	res, err := exec.Command(self, "-pingpong-client", strings.TrimSpace(addr), "-rounds", "100000").Output()
+	res, err := exec.Command("taskset", "-c", "1", self, "-pingpong-client", strings.TrimSpace(addr), "-rounds", "100000").Output()
 	if err != nil {
 		return 0, fmt.Errorf("the ping-pong client: %v", err)
 	}
