@@ -63,6 +63,24 @@ static __always_inline int on_exec(struct task_struct *p, struct linux_binprm *b
 	return 0;
 }
 
+/* The thread's I/O accounting; fields a kernel was built without
+ * (CONFIG_TASK_XACCT, CONFIG_TASK_IO_ACCOUNTING) read as 0. */
+static __always_inline void task_io_of(struct task_struct *p, struct task_io *io)
+{
+	__builtin_memset(io, 0, sizeof(*io));
+	if (bpf_core_field_exists(p->ioac.rchar)) {
+		io->rchar = BPF_CORE_READ(p, ioac.rchar);
+		io->wchar = BPF_CORE_READ(p, ioac.wchar);
+		io->syscr = BPF_CORE_READ(p, ioac.syscr);
+		io->syscw = BPF_CORE_READ(p, ioac.syscw);
+	}
+	if (bpf_core_field_exists(p->ioac.read_bytes)) {
+		io->read_bytes = BPF_CORE_READ(p, ioac.read_bytes);
+		io->write_bytes = BPF_CORE_READ(p, ioac.write_bytes);
+		io->cancelled_write_bytes = BPF_CORE_READ(p, ioac.cancelled_write_bytes);
+	}
+}
+
 static __always_inline int on_exit(struct task_struct *p, bool group_dead)
 {
 	__u32 tgid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
@@ -78,6 +96,7 @@ static __always_inline int on_exit(struct task_struct *p, bool group_dead)
 	fill_hdr(&e->h, EV_EXIT);
 	e->code = BPF_CORE_READ(p, exit_code);
 	e->group_dead = group_dead;
+	task_io_of(p, &e->io);
 	bpf_ringbuf_submit(e, wake_meta());
 	return 0;
 }

@@ -212,10 +212,23 @@ struct exec_event {
 	char args[EXEC_ARGS_LEN];
 };
 
+/* A thread's own I/O accounting (task_struct.ioac, what /proc/PID/task/TID/io
+ * shows): every read and write call's bytes and count, at no per-call cost. */
+struct task_io {
+	__u64 rchar;
+	__u64 wchar;
+	__u64 syscr;
+	__u64 syscw;
+	__u64 read_bytes;             /* brought in from storage */
+	__u64 write_bytes;            /* dirtied for storage */
+	__u64 cancelled_write_bytes;  /* dirtied, then truncated away */
+};
+
 struct exit_event {
 	struct hdr h;
 	__s32 code;
 	__u32 group_dead;
+	struct task_io io;   /* the exiting thread's own, final */
 };
 
 struct uring_event {

@@ -7,11 +7,19 @@ import (
 
 // Usage is iousagetop: who read and wrote how much, split by kind of file.
 type Usage struct {
-	Processes []ProcessIO `json:"processes"`
-	Files     []FileIO    `json:"files"`
+	// Accounting is the kernel's own count of each process's reads and
+	// writes: exact at every level.
+	Accounting []ProcessAccount `json:"accounting"`
+	Processes  []ProcessIO      `json:"processes"`
+	Files      []FileIO         `json:"files"`
 	Block     []BlockIO   `json:"block"`
 	Network   []IfaceIO   `json:"network"`
 	Exact     bool        `json:"exact"` // false: a default-level recording; bytes are exact, fds are not known for aggregated calls
+	// Calls: the recording holds read and write calls (--syscalls, --full,
+	// or --requests for sockets): processes' split by kind of file, and the
+	// files' read and written bytes, come from them. Without, a file's
+	// bytes are those it had dirtied and read from storage.
+	Calls bool `json:"calls"`
 }
 
 type ProcessIO struct {
@@ -31,10 +39,15 @@ func (p ProcessIO) Read() uint64  { return p.ReadFile + p.ReadNet + p.ReadIPC + 
 func (p ProcessIO) Write() uint64 { return p.WriteFile + p.WriteNet + p.WriteIPC + p.WriteOther }
 
 type FileIO struct {
-	Path  string   `json:"path"`
-	Read  uint64   `json:"read"`
-	Write uint64   `json:"write"`
-	Users []string `json:"users"` // "fd 14 in apache2 (31591)"
+	Path  string `json:"path"`
+	Read  uint64 `json:"read"`  // by read calls (needs calls: Usage.Calls)
+	Write uint64 `json:"write"` // by write calls
+	// Dirtied is what writes left in its page cache for storage, and
+	// FromStorage what reading it brought in from storage: known at every
+	// level (the kernel's dirtying and block requests).
+	Dirtied     uint64   `json:"dirtied"`
+	FromStorage uint64   `json:"from_storage"`
+	Users       []string `json:"users"` // "fd 14 in apache2 (31591)"
 }
 
 // BlockIO is block traffic by process: as issued, and charged to whoever
@@ -55,7 +68,11 @@ type IfaceIO struct {
 
 // RunUsage computes usage under a filter.
 func RunUsage(s *Source, f Filter) (*Usage, error) {
-	u := &Usage{Exact: s.Full()}
+	u := &Usage{Exact: s.Full(), Calls: s.Meta["level"] != "waits" || s.Meta["requests"] == "true"}
+	var err error
+	if u.Accounting, err = s.accounting(f); err != nil {
+		return nil, err
+	}
 	if err := s.usageCalls(f); err != nil {
 		return nil, err
 	}
@@ -109,6 +126,9 @@ func RunUsage(s *Source, f Filter) (*Usage, error) {
 		u.Files = append(u.Files, fi)
 	}
 	rows.Close()
+	if err := s.storageFiles(u, f); err != nil {
+		return nil, err
+	}
 
 	bwhere, bargs := f.where(diskCols)
 	q = `WITH b AS (SELECT * FROM disk WHERE ` + bwhere + `),

@@ -222,7 +222,10 @@ func (d *decoder) decode(raw []byte) (event.Event, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &event.Exit{Header: d.hdr(&w.H), Code: w.Code, GroupDead: w.GroupDead != 0}, nil
+		io := w.Io
+		return &event.Exit{Header: d.hdr(&w.H), Code: w.Code, GroupDead: w.GroupDead != 0, IO: event.TaskIO{
+			RChar: io.Rchar, WChar: io.Wchar, SyscR: io.Syscr, SyscW: io.Syscw,
+			ReadBytes: io.ReadBytes, WriteBytes: io.WriteBytes, CancelledWriteBytes: io.CancelledWriteBytes}}, nil
 	case evUring:
 		w, err := as[whyslowUringEvent](raw)
 		if err != nil {

@@ -99,6 +99,7 @@ type whyslowExitEvent struct {
 	H         whyslowHdr
 	Code      int32
 	GroupDead uint32
+	Io        whyslowTaskIo
 }
 
 type whyslowFileEvent struct {
@@ -279,6 +280,17 @@ type whyslowSyscallEvent struct {
 	Pad     uint32
 	F       whyslowFileRef
 	F2      whyslowFileRef
+}
+
+type whyslowTaskIo struct {
+	_                   structs.HostLayout
+	Rchar               uint64
+	Wchar               uint64
+	Syscr               uint64
+	Syscw               uint64
+	ReadBytes           uint64
+	WriteBytes          uint64
+	CancelledWriteBytes uint64
 }
 
 type whyslowThreadState struct {
@@ -489,6 +501,7 @@ const (
 	whyslowVarUnusedSampleEvent       = "unused_sample_event"
 	whyslowVarUnusedStackEvent        = "unused_stack_event"
 	whyslowVarUnusedSyscallEvent      = "unused_syscall_event"
+	whyslowVarUnusedTaskIo            = "unused_task_io"
 	whyslowVarUnusedThrottleEvent     = "unused_throttle_event"
 	whyslowVarUnusedUnlinkEvent       = "unused_unlink_event"
 	whyslowVarUnusedUringEvent        = "unused_uring_event"
@@ -649,6 +662,7 @@ type whyslowVariableSpecs struct {
 	UnusedSampleEvent    *ebpf.VariableSpec `ebpf:"unused_sample_event"`
 	UnusedStackEvent     *ebpf.VariableSpec `ebpf:"unused_stack_event"`
 	UnusedSyscallEvent   *ebpf.VariableSpec `ebpf:"unused_syscall_event"`
+	UnusedTaskIo         *ebpf.VariableSpec `ebpf:"unused_task_io"`
 	UnusedThrottleEvent  *ebpf.VariableSpec `ebpf:"unused_throttle_event"`
 	UnusedUnlinkEvent    *ebpf.VariableSpec `ebpf:"unused_unlink_event"`
 	UnusedUringEvent     *ebpf.VariableSpec `ebpf:"unused_uring_event"`
@@ -770,6 +784,7 @@ type whyslowVariables struct {
 	UnusedSampleEvent    *ebpf.Variable `ebpf:"unused_sample_event"`
 	UnusedStackEvent     *ebpf.Variable `ebpf:"unused_stack_event"`
 	UnusedSyscallEvent   *ebpf.Variable `ebpf:"unused_syscall_event"`
+	UnusedTaskIo         *ebpf.Variable `ebpf:"unused_task_io"`
 	UnusedThrottleEvent  *ebpf.Variable `ebpf:"unused_throttle_event"`
 	UnusedUnlinkEvent    *ebpf.Variable `ebpf:"unused_unlink_event"`
 	UnusedUringEvent     *ebpf.Variable `ebpf:"unused_uring_event"`

@@ -209,6 +209,30 @@ type Exit struct {
 	Header
 	Code      int32
 	GroupDead bool
+	IO        TaskIO // the thread's own I/O accounting, final
+}
+
+// TaskIO is a thread's I/O accounting as the kernel keeps it (task_struct's
+// ioac; /proc/PID/task/TID/io): counted at every read and write call
+// whatever the capture level, so bytes and calls are exact at no cost.
+type TaskIO struct {
+	RChar, WChar, SyscR, SyscW uint64 // bytes and calls of read and write syscalls, any file
+	ReadBytes, WriteBytes      uint64 // brought in from storage; dirtied for it
+	CancelledWriteBytes        uint64 // dirtied, then truncated away
+}
+
+// Phases of an IOSnapshot.
+const (
+	IOAtStart = "start" // a thread already there when capture began
+	IOAtEnd   = "end"   // a thread still there when it ended
+)
+
+// IOSnapshot is a thread's I/O accounting read from /proc when capture began
+// or ended; its exit (Exit.IO) is the other end of a thread that exits.
+type IOSnapshot struct {
+	Header
+	Phase string
+	IO    TaskIO
 }
 
 // Uring is one io_uring operation from submission to completion.

@@ -39,22 +39,52 @@ func Header(w io.Writer, s *analysis.Source, f analysis.Filter, utc bool) {
 
 // Usage prints iousagetop.
 func Usage(w io.Writer, u *analysis.Usage) {
-	Heading(w, "Per-process I/O Read")
-	processBars(w, u.Processes, func(p analysis.ProcessIO) (uint64, [4]uint64) {
-		return p.Read(), [4]uint64{p.ReadFile, p.ReadNet, p.ReadIPC, p.ReadOther}
-	})
-	Heading(w, "Per-process I/O Write")
-	processBars(w, u.Processes, func(p analysis.ProcessIO) (uint64, [4]uint64) {
-		return p.Write(), [4]uint64{p.WriteFile, p.WriteNet, p.WriteIPC, p.WriteOther}
-	})
-	Heading(w, "Per-file I/O (read + written)")
+	if !u.Calls {
+		fmt.Fprintln(w, "(default-level recording: no read or write call was hooked. Bytes and calls per process are the")
+		fmt.Fprintln(w, " kernel's own accounting; per file, what was dirtied and read from storage. The split by file,")
+		fmt.Fprintln(w, " socket and pipe, and page-cache reads per file, need --syscalls or --full)")
+	}
+	Heading(w, "Per-process I/O (the kernel's accounting: every read and write call)")
+	if len(u.Accounting) == 0 {
+		fmt.Fprintln(w, "(none: no process read or wrote, or the recording predates this accounting)")
+	} else {
+		t := Table{Cols: []Column{{Title: "process", Max: 28}, {Title: "read", Right: true}, {Title: "written", Right: true},
+			{Title: "read calls", Right: true}, {Title: "write calls", Right: true}, {Title: "from storage", Right: true}, {Title: "to storage", Right: true}}}
+		for _, p := range u.Accounting {
+			t.Row(fmt.Sprintf("%s (%d)", p.Comm, p.PID), format.Bytes(p.ReadBytes), format.Bytes(p.WriteBytes),
+				p.ReadCalls, p.WriteCalls, format.Bytes(p.FromStorage), format.Bytes(p.ToStorage))
+		}
+		t.Write(w)
+	}
+	if u.Calls {
+		Heading(w, "Per-process I/O Read")
+		processBars(w, u.Processes, func(p analysis.ProcessIO) (uint64, [4]uint64) {
+			return p.Read(), [4]uint64{p.ReadFile, p.ReadNet, p.ReadIPC, p.ReadOther}
+		})
+		Heading(w, "Per-process I/O Write")
+		processBars(w, u.Processes, func(p analysis.ProcessIO) (uint64, [4]uint64) {
+			return p.Write(), [4]uint64{p.WriteFile, p.WriteNet, p.WriteIPC, p.WriteOther}
+		})
+	}
+	title := "Per-file I/O (read + written)"
+	if !u.Calls {
+		title = "Per-file I/O (dirtied + read from storage)"
+	}
+	Heading(w, title)
+	size := func(f analysis.FileIO) uint64 { return max(f.Read+f.Write, f.Dirtied+f.FromStorage) }
 	var maxF uint64
 	for _, f := range u.Files {
-		maxF = max(maxF, f.Read+f.Write)
+		maxF = max(maxF, size(f))
+	}
+	if len(u.Files) == 0 {
+		fmt.Fprintln(w, "(no file was read or written)")
 	}
 	for _, f := range u.Files {
-		fmt.Fprintf(w, "%-20s %10s  %s\n", Bar(float64(f.Read+f.Write), float64(maxF), 20),
-			format.Bytes(f.Read+f.Write), format.Safe(TrimLeft(f.Path, 46)))
+		fmt.Fprintf(w, "%-20s %10s  %s\n", Bar(float64(size(f)), float64(maxF), 20),
+			format.Bytes(size(f)), format.Safe(TrimLeft(f.Path, 46)))
+		if f.Dirtied+f.FromStorage > 0 {
+			fmt.Fprintf(w, "%33sdirtied %s, read from storage %s\n", "", format.Bytes(f.Dirtied), format.Bytes(f.FromStorage))
+		}
 		users := f.Users
 		if len(users) > 4 {
 			users = append(users[:4:4], fmt.Sprintf("and %d more", len(f.Users)-4))
@@ -63,8 +93,8 @@ func Usage(w io.Writer, u *analysis.Usage) {
 			fmt.Fprintf(w, "%33s%s\n", "", format.Safe(TrimLeft(us, 46)))
 		}
 	}
-	if !u.Exact {
-		fmt.Fprintln(w, "(default-level recording: fds are known for streamed calls only; record with --full for every fd)")
+	if u.Calls && !u.Exact {
+		fmt.Fprintln(w, "(fds are known for streamed calls only; record with --full for every fd)")
 	}
 	Heading(w, "Block I/O (issued, and writes charged to who dirtied the data)")
 	t := Table{Cols: []Column{{Title: "process", Max: 28}, {Title: "read", Right: true}, {Title: "write issued", Right: true}, {Title: "write charged", Right: true}}}

@@ -33,6 +33,7 @@ type session struct {
 	stopStatus func()
 	targetDone chan struct{}
 	stopped    bool
+	self       int   // whyslow's own pid: no snapshot of its I/O
 	startErr   error // starting the command, from open
 	// meta is closed once the start's metadata is written (metaErr).
 	meta    chan struct{}
@@ -44,7 +45,7 @@ type session struct {
 // meanwhile starts the command behind its gate (its shell's start is
 // whyslow's start-up too). On error nothing is left behind.
 func open(cfg Config) (*session, error) {
-	s := &session{cfg: cfg, opts: cfg.Capture, targetDone: make(chan struct{})}
+	s := &session{cfg: cfg, opts: cfg.Capture, targetDone: make(chan struct{}), self: os.Getpid()}
 	s.opts.SystemWide = len(cfg.Command) == 0 && cfg.PID == 0
 	if s.opts.Level == capture.Full {
 		s.opts.SpoolDir = filepath.Dir(cfg.Path)
@@ -139,6 +140,7 @@ func (s *session) startTarget() error {
 			s.w.Write(evs)
 		}
 	}
+	s.w.Write(s.ioSnapshot(event.IOAtStart))
 	return nil
 }
 
@@ -256,6 +258,7 @@ func (s *session) stopCapture() {
 		return
 	}
 	s.stopped = true
+	s.w.Write(s.ioSnapshot(event.IOAtEnd)) // before the programs stop: its exit or this, never neither
 	s.stop()
 	s.reading.Wait()
 	s.stopStatus()

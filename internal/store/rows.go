@@ -10,7 +10,7 @@ import (
 // loads holds every table's load but meta's (written through SQL).
 type loads struct {
 	files, syscallRaw, comms, syscallNames, kinds, syscallTotals, offcpuRaw, reasons, stacks,
-	blockRaw, throttle, writeback, dirtied, cputime, forks, execs, exits, payloads, samples,
+	blockRaw, throttle, writeback, dirtied, cputime, forks, execs, exits, taskIO, payloads, samples,
 	existing, uring, unlinkRaw, lost, devices, interfaces *tableLoad
 	all []*tableLoad
 }
@@ -22,7 +22,7 @@ func (l *loads) byName() map[string]**tableLoad {
 		"kinds": &l.kinds, "syscall_totals": &l.syscallTotals, "offcpu_raw": &l.offcpuRaw, "reasons": &l.reasons,
 		"stacks": &l.stacks, "block_raw": &l.blockRaw, "throttle": &l.throttle, "writeback": &l.writeback,
 		"dirtied": &l.dirtied, "cputime": &l.cputime, "forks": &l.forks, "execs": &l.execs, "exits": &l.exits,
-		"payloads": &l.payloads, "samples": &l.samples, "existing": &l.existing, "uring": &l.uring,
+		"task_io": &l.taskIO, "payloads": &l.payloads, "samples": &l.samples, "existing": &l.existing, "uring": &l.uring,
 		"unlink_raw": &l.unlinkRaw, "lost": &l.lost, "devices": &l.devices, "interfaces": &l.interfaces,
 	}
 }
@@ -250,7 +250,12 @@ func (w *Writer) append(ev event.Event) error {
 		return t.existing.row().u64(e.Time).u32(e.PID).u32(e.TID).str(w.comm(&e.Header)).u32(e.PPID).str(string(e.State)).
 			strs(e.Args).end()
 	case *event.Exit:
+		if err := t.taskIO.taskIO(&e.Header, w.comm(&e.Header), "exit", e.IO); err != nil {
+			return err
+		}
 		return t.exits.row().u64(e.Time).u32(e.PID).u32(e.TID).str(w.comm(&e.Header)).i32(e.Code).bool(e.GroupDead).end()
+	case *event.IOSnapshot:
+		return t.taskIO.taskIO(&e.Header, w.comm(&e.Header), e.Phase, e.IO)
 	case *event.Unlink:
 		return t.unlinkRaw.row().u64(e.Time).u64(e.Dur).u32(e.PID).u32(e.TID).str(w.comm(&e.Header)).str(event.SyscallName(int32(e.Nr))).
 			i64(e.Ret).u32(e.Dir.Dev).u64(e.Dir.Ino).u32(e.Dir.Gen).str(e.Name).end()
@@ -292,4 +297,10 @@ func (w *Writer) endRows(lost map[string]uint64) []error {
 		}
 	}
 	return errs
+}
+
+// taskIO appends a task_io row.
+func (l *tableLoad) taskIO(h *event.Header, comm, phase string, io event.TaskIO) error {
+	return l.row().u64(h.Time).u32(h.PID).u32(h.TID).str(comm).str(phase).u64(io.RChar).u64(io.WChar).
+		u64(io.SyscR).u64(io.SyscW).u64(io.ReadBytes).u64(io.WriteBytes).u64(io.CancelledWriteBytes).end()
 }

@@ -30,6 +30,9 @@ var tables = []struct{ name, columns string }{
 	{"forks", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, child_pid UINTEGER, child_tid UINTEGER"},
 	{"execs", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, ppid UINTEGER, filename VARCHAR, args VARCHAR[], cgroup VARCHAR"},
 	{"exits", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, code INTEGER, group_dead BOOLEAN"},
+	// task_io: a thread's own I/O accounting (the kernel's, /proc/PID/task/TID/io):
+	// phase 'start' (there when capture began), 'exit' (its last), 'end' (there when it ended).
+	{"task_io", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, phase VARCHAR, rchar UBIGINT, wchar UBIGINT, syscr UBIGINT, syscw UBIGINT, read_bytes UBIGINT, write_bytes UBIGINT, cancelled_write_bytes UBIGINT"},
 	// payloads: a request's first bytes (--requests), keyed by its socket.
 	// arrived: when those bytes reached the socket (TCP), 0 when unknown.
 	{"payloads", "ts UBIGINT, pid UINTEGER, tid UINTEGER, dev UINTEGER, ino UBIGINT, gen UINTEGER, data BLOB, arrived UBIGINT"},

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -103,6 +104,70 @@ with open(sys.argv[1], "wb") as f:
 				t.Errorf("per-process: %+v", u.Processes)
 			}
 		})
+	}
+}
+
+// At the default level, which hooks no syscall, usage still shows each
+// process's bytes and calls (the kernel's own accounting, exact) and the
+// file written (its pages dirtied): the writer's /proc/self/io, read by it
+// just before it exits, is the reference (issue 26).
+func TestUsageDefaultLevel(t *testing.T) {
+	harness.RequireRoot(t)
+	dir := t.TempDir()
+	file, rec := filepath.Join(dir, "out.dat"), filepath.Join(dir, "rec.db")
+	script := `import sys, time
+with open(sys.argv[1], "wb") as f:
+    for i in range(100):
+        f.write(b"x" * 65536); f.flush(); time.sleep(0.01)
+sys.stdout.write(open("/proc/self/io").read())
+`
+	out, errs, code := whyslow(t, "record", "-o", rec, "--", harness.Python(t), "-c", script, file)
+	if code != 0 {
+		t.Fatalf("record: exit %d: %s", code, errs)
+	}
+	io := map[string]float64{}
+	for _, l := range strings.Split(out, "\n") {
+		if k, v, ok := strings.Cut(l, ": "); ok {
+			io[k], _ = strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+	}
+	var u struct {
+		Calls      bool `json:"calls"`
+		Accounting []struct {
+			PID        uint32  `json:"pid"`
+			Comm       string  `json:"comm"`
+			ReadBytes  float64 `json:"read_bytes"`
+			WriteBytes float64 `json:"write_bytes"`
+			ReadCalls  float64 `json:"read_calls"`
+			WriteCalls float64 `json:"write_calls"`
+		} `json:"accounting"`
+		Files []struct {
+			Path    string `json:"path"`
+			Dirtied uint64 `json:"dirtied"`
+		} `json:"files"`
+	}
+	report(t, &u, "usage", rec)
+	if u.Calls || len(u.Accounting) == 0 || u.Accounting[0].Comm != "python3" {
+		t.Fatalf("usage at the default level: %+v", u)
+	}
+	p := u.Accounting[0]
+	// Reading /proc/self/io is itself a read or two, after the numbers it
+	// shows were taken (and its bytes): that much more, and no less.
+	near := func(what string, got, want float64) {
+		if want <= 0 || got < want || got > max(want*1.01, want+4) && got > want+4096 {
+			t.Errorf("python3's %s: %.0f, /proc/self/io at its end said %.0f: want within 1%% (and no less)", what, got, want)
+		}
+	}
+	near("bytes written", p.WriteBytes, io["wchar"])
+	near("bytes read", p.ReadBytes, io["rchar"])
+	near("write calls", p.WriteCalls, io["syscw"])
+	near("read calls", p.ReadCalls, io["syscr"])
+	if len(u.Files) == 0 || u.Files[0].Path != file || u.Files[0].Dirtied < 6<<20 {
+		t.Errorf("files at the default level: %+v, want %s first with its 6.25 MiB dirtied", u.Files, file)
+	}
+	text, _, _ := whyslow(t, "report", "usage", rec)
+	if !strings.Contains(text, "default-level recording") || !strings.Contains(text, "/out.dat") {
+		t.Errorf("usage's text does not say what the default level cannot show, or misses the file:\n%s", text)
 	}
 }
 
@@ -206,7 +271,7 @@ with open(sys.argv[1], "wb") as f:
     while time.time() < end:
         f.write(b"z" * 4096); f.flush(); os.fsync(f.fileno()); time.sleep(0.01)
 `
-	cmd := exec.Command(filepath.Join(bin, "whyslow"), "record", "-o", rec, "--", harness.Python(t), "-c", script, filepath.Join(dir, "w"))
+	cmd := exec.Command(filepath.Join(bin, "whyslow"), "record", "-o", rec, "--", harness.Python(t), "-c", script, filepath.Join(dir, "killed.dat"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -228,6 +293,9 @@ with open(sys.argv[1], "wb") as f:
 	}
 	if _, errs, code := whyslow(t, "report", "stats", rec); code != 0 {
 		t.Errorf("stats on a killed recording: exit %d: %s", code, errs)
+	}
+	if text, errs, code := whyslow(t, "report", "usage", rec); code != 0 || !strings.Contains(text, "/killed.dat") {
+		t.Errorf("usage of a killed recording does not name the file being written (exit %d, %s):\n%s", code, errs, text)
 	}
 	// Analyses never change a recording: sql is read-only.
 	if _, errs, code := whyslow(t, "sql", rec, "DROP TABLE syscall_raw"); code != 2 || !strings.Contains(errs, "read-only") {

@@ -1,0 +1,136 @@
+package analysis
+
+import (
+	"database/sql"
+	"fmt"
+	"slices"
+	"sort"
+)
+
+// ProcessAccount is a process's I/O as the kernel accounts it (task_struct's
+// ioac, what /proc/PID/io shows), over the recording: the bytes and calls of
+// every read and write syscall, on any file, socket or pipe, counted by the
+// kernel at each call. Exact at every level, the default's included, which
+// hooks no syscall. (Time filters do not narrow it: it is read at the
+// start, at each thread's exit and at the end.)
+type ProcessAccount struct {
+	PID        uint32 `json:"pid"`
+	Comm       string `json:"comm"`
+	ReadBytes  uint64 `json:"read_bytes"` // rchar: any read, the page cache's included
+	WriteBytes uint64 `json:"write_bytes"`
+	ReadCalls  uint64 `json:"read_calls"`
+	WriteCalls uint64 `json:"write_calls"`
+	// FromStorage is what it made the kernel read from storage; ToStorage
+	// what it dirtied for storage, less what it truncated before writeback.
+	FromStorage uint64 `json:"from_storage"`
+	ToStorage   uint64 `json:"to_storage"`
+}
+
+// accountingCols filter task_io by process.
+var accountingCols = cols{pid: "pid", tid: "tid", comm: "comm"}
+
+// accounting sums each process's threads: for each thread, its last reading
+// (at its exit, or the end) less its first (at the start; 0 for a thread
+// born during the recording, whose accounting began at 0).
+func (s *Source) accounting(f Filter) ([]ProcessAccount, error) {
+	var n int
+	if s.DB.QueryRow("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'task_io'").Scan(&n); n == 0 {
+		return nil, nil // a recording made before the accounting was kept
+	}
+	nf := Filter{PIDs: f.PIDs, TIDs: f.TIDs, Comms: f.Comms}
+	where, args := nf.where(accountingCols)
+	delta := func(c string) string {
+		return fmt.Sprintf("greatest(arg_max(%[1]s, ts)::HUGEINT - coalesce(min(%[1]s) FILTER (WHERE phase = 'start'), 0), 0) AS %[1]s", c)
+	}
+	q := `WITH t AS (
+	        SELECT pid, tid, arg_max(comm, ts) AS comm, ` + delta("rchar") + `, ` + delta("wchar") + `, ` + delta("syscr") + `,
+	               ` + delta("syscw") + `, ` + delta("read_bytes") + `, ` + delta("write_bytes") + `, ` + delta("cancelled_write_bytes") + `
+	        FROM task_io WHERE ` + where + ` GROUP BY pid, tid)
+	      SELECT pid, coalesce(any_value(comm) FILTER (WHERE tid = pid), any_value(comm)), sum(rchar), sum(wchar), sum(syscr), sum(syscw),
+	             sum(read_bytes), greatest(sum(write_bytes) - sum(cancelled_write_bytes), 0)
+	      FROM t GROUP BY pid HAVING sum(rchar) + sum(wchar) + sum(read_bytes) + sum(write_bytes) > 0
+	      ORDER BY sum(rchar) + sum(wchar) DESC, pid LIMIT ?`
+	rows, err := s.DB.Query(q, append(args, f.Limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("summing the kernel's I/O accounting: %w", err)
+	}
+	defer rows.Close()
+	var out []ProcessAccount
+	for rows.Next() {
+		var p ProcessAccount
+		var v [6]sql.NullFloat64
+		var comm sql.NullString
+		if err := rows.Scan(&p.PID, &comm, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]); err != nil {
+			return nil, err
+		}
+		p.Comm = comm.String
+		p.ReadBytes, p.WriteBytes, p.ReadCalls, p.WriteCalls = u64(v[0]), u64(v[1]), u64(v[2]), u64(v[3])
+		p.FromStorage, p.ToStorage = u64(v[4]), u64(v[5])
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// storageFiles adds to u.Files what the kernel saw of each file at every
+// level: pages dirtied by writes (the dirtied table), and bytes read from
+// storage for it (block requests). A file known only from these joins the
+// list; the list is ranked again and cut to f.Limit.
+func (s *Source) storageFiles(u *Usage, f Filter) error {
+	dirtied := Filter{PIDs: f.PIDs, TIDs: f.TIDs, Comms: f.Comms, FileGlob: f.FileGlob, Begin: f.Begin, End: f.End, MinSize: -1, MaxSize: -1}
+	dwhere, dargs := dirtied.where(cols{ts: "d.ts", end: "d.last_ts", pid: "d.pid", tid: "d.tid", comm: "d.comm", path: "f.path"})
+	bwhere, bargs := dirtied.where(cols{ts: "insert_ts", end: "ts", pid: "pid", tid: "tid", comm: "comm", path: "path"})
+	q := `WITH d AS (
+	        SELECT coalesce(f.path, 'inode:[' || d.ino || ']') AS path, sum(d.pages) * 4096 AS dirtied, 0 AS from_storage,
+	               list(DISTINCT d.comm || ' (' || d.pid || ')') AS users
+	        FROM dirtied d LEFT JOIN file_names f USING (dev, ino, gen) WHERE ` + dwhere + ` GROUP BY 1),
+	      r AS (
+	        SELECT path, 0 AS dirtied, sum(bytes) AS from_storage, list(DISTINCT comm || ' (' || pid || ')') AS users
+	        FROM disk WHERE op = 'read' AND NOT lower AND fkind = 'file' AND path IS NOT NULL AND ` + bwhere + ` GROUP BY path)
+	      SELECT path, sum(dirtied), sum(from_storage), flatten(list(users)) FROM (SELECT * FROM d UNION ALL SELECT * FROM r)
+	      GROUP BY path`
+	rows, err := s.DB.Query(q, append(dargs, bargs...)...)
+	if err != nil {
+		return fmt.Errorf("summing files' storage I/O: %w", err)
+	}
+	defer rows.Close()
+	at := map[string]int{}
+	for i, fi := range u.Files {
+		at[fi.Path] = i
+	}
+	for rows.Next() {
+		var path string
+		var d, r sql.NullFloat64
+		var users []any
+		if err := rows.Scan(&path, &d, &r, &users); err != nil {
+			return err
+		}
+		i, ok := at[path]
+		if !ok {
+			i = len(u.Files)
+			at[path] = i
+			u.Files = append(u.Files, FileIO{Path: path})
+		}
+		fi := &u.Files[i]
+		fi.Dirtied, fi.FromStorage = u64(d), u64(r)
+		if !ok {
+			for _, x := range users {
+				if s, ok := x.(string); ok && !slices.Contains(fi.Users, s) {
+					fi.Users = append(fi.Users, s)
+				}
+			}
+			slices.Sort(fi.Users)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	size := func(fi FileIO) uint64 { return max(fi.Read+fi.Write, fi.Dirtied+fi.FromStorage) }
+	sort.SliceStable(u.Files, func(i, j int) bool {
+		a, b := size(u.Files[i]), size(u.Files[j])
+		return a > b || a == b && u.Files[i].Path < u.Files[j].Path
+	})
+	if f.Limit > 0 && len(u.Files) > f.Limit {
+		u.Files = u.Files[:f.Limit]
+	}
+	return nil
+}
