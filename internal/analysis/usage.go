@@ -12,9 +12,9 @@ type Usage struct {
 	Accounting []ProcessAccount `json:"accounting"`
 	Processes  []ProcessIO      `json:"processes"`
 	Files      []FileIO         `json:"files"`
-	Block     []BlockIO   `json:"block"`
-	Network   []IfaceIO   `json:"network"`
-	Exact     bool        `json:"exact"` // false: a default-level recording; bytes are exact, fds are not known for aggregated calls
+	Block      []BlockIO        `json:"block"`
+	Network    []IfaceIO        `json:"network"`
+	Exact      bool             `json:"exact"` // false: a default-level recording; bytes are exact, fds are not known for aggregated calls
 	// Calls: the recording holds read and write calls (--syscalls, --full,
 	// or --requests for sockets): processes' split by kind of file, and the
 	// files' read and written bytes, come from them. Without, a file's
