@@ -31,10 +31,13 @@ func analysisCommand(use, short string, bind func(*cobra.Command), run func(io.W
 				return err
 			}
 			// Buffered: log prints a line per operation.
-			w := bufio.NewWriterSize(cmd.OutOrStdout(), 1<<16)
-			defer w.Flush()
+			bw := bufio.NewWriterSize(cmd.OutOrStdout(), 1<<16)
+			defer bw.Flush()
+			// The header goes out with the first line of the result: an
+			// analysis that fails prints its error alone.
+			var w io.Writer = bw
 			if !f.json {
-				output.Header(w, src, flt, f.utc)
+				w = &headed{w: bw, header: func(w io.Writer) { output.Header(w, src, flt, f.utc) }}
 			}
 			return run(w, src, flt, &f, cmd)
 		},
@@ -59,8 +62,7 @@ func newLatencyReports() []*cobra.Command {
 				if ff.json {
 					return writeJSON(w, withLost(s, u))
 				}
-				output.Usage(w, u)
-				levelNote(w, s, false)
+				output.Usage(w, u) // says itself what the default level shows of it
 				return nil
 			}),
 		analysisCommand("stats", "Latency statistics per syscall class and per disk (iolatencystats)", nil,
@@ -72,8 +74,8 @@ func newLatencyReports() []*cobra.Command {
 				if ff.json {
 					return writeJSON(w, withLost(s, st))
 				}
+				levelNote(w, s, "stats")
 				output.Stats(w, st)
-				levelNote(w, s, false)
 				return nil
 			}),
 		analysisCommand("freq", "Latency histograms per syscall class (iolatencyfreq)",
@@ -88,8 +90,8 @@ func newLatencyReports() []*cobra.Command {
 				if ff.json {
 					return writeJSON(w, withLost(s, fr))
 				}
+				levelNote(w, s, "freq")
 				output.Freq(w, fr)
-				levelNote(w, s, false)
 				return nil
 			}),
 		analysisCommand("top", "The slowest operations per syscall class (iolatencytop)", nil,
@@ -101,10 +103,10 @@ func newLatencyReports() []*cobra.Command {
 				if ff.json {
 					return writeJSON(w, withLost(s, top))
 				}
+				levelNote(w, s, "top")
 				for _, class := range sortedKeys(top) {
 					output.Ops(w, fmt.Sprintf("Top %s latencies", class), top[class], ff.utc)
 				}
-				levelNote(w, s, true)
 				return nil
 			}),
 		analysisCommand("log", "Every recorded operation in time order (iolog)",
@@ -119,8 +121,8 @@ func newLatencyReports() []*cobra.Command {
 				if ff.json {
 					return writeJSON(w, withLost(s, ops))
 				}
+				levelNote(w, s, "log")
 				output.Ops(w, "I/O operations log", ops, ff.utc)
-				levelNote(w, s, true)
 				return nil
 			}),
 	}
@@ -146,13 +148,37 @@ func slowOf(s *analysis.Source) string {
 
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
-// levelNote says what a recording below --full holds, under the analyses
-// that count calls (and, listing, those that list them: top, log).
-func levelNote(w io.Writer, s *analysis.Source, listing bool) {
+// levelNote says, in one line at the top of an analysis, what a recording
+// below --full cannot show it: at the default level no syscall was hooked,
+// and its rows are the waits inside calls; at --syscalls, fast calls are
+// counted, not listed.
+func levelNote(w io.Writer, s *analysis.Source, analysisName string) {
+	listing := analysisName == "top" || analysisName == "log"
 	switch {
 	case s.WaitsOnly():
-		fmt.Fprintf(w, "\n(default-level recording: no syscall was hooked; these are the waits inside syscalls, seen when the thread went off CPU, one per wait; calls that never waited are not here: record with --syscalls)\n")
+		what := map[string]string{
+			"stats": "latencies are of the waits inside calls (one per wait), and calls that never waited are not counted",
+			"freq":  "the histograms are of the waits inside calls (one per wait), and calls that never waited are not in them",
+			"top":   "these are the longest waits inside calls (one row per wait), not whole calls",
+			"log":   "one row per wait inside a call; calls that never waited are not here",
+		}[analysisName]
+		fmt.Fprintf(w, "(default-level recording: no syscall was hooked; %s: record with --syscalls for every call)\n", what)
 	case !s.Full() && listing:
-		fmt.Fprintf(w, "\n(--syscalls recording: calls faster than %s that did not block are counted, not listed)\n", slowOf(s))
+		fmt.Fprintf(w, "(--syscalls recording: calls faster than %s that did not block are counted, not listed)\n", slowOf(s))
 	}
+}
+
+// headed writes header before the first bytes written through it.
+type headed struct {
+	w      io.Writer
+	header func(io.Writer)
+	done   bool
+}
+
+func (h *headed) Write(p []byte) (int, error) {
+	if !h.done {
+		h.done = true
+		h.header(h.w)
+	}
+	return h.w.Write(p)
 }

@@ -131,9 +131,13 @@ func TestSlowRequestFacts(t *testing.T) {
 // A recording made without --requests says what to do instead.
 func TestRequestsNeedsSocketCalls(t *testing.T) {
 	rec := storetest.Stories[0].Record(t)
-	_, err := runReport(t, rec, "requests", rec)
+	out, err := runReport(t, rec, "requests", rec)
 	if err == nil || !strings.Contains(err.Error(), "record with --requests") || codeOf(err) != ExitUsage {
 		t.Errorf("requests on a default recording: %v (exit %d); want a usage error naming --requests", err, codeOf(err))
+	}
+	// The error comes alone: no header of a result that never came.
+	if strings.Contains(out, "Timerange") {
+		t.Errorf("output before the error: %q", out)
 	}
 }
 
