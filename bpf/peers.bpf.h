@@ -153,8 +153,46 @@ struct {
 	__type(value, __u8);
 } sock_ends SEC(".maps");
 
+/* A connection closing, while it still has its socket: its byte totals.
+ * fin: the other end's FIN came (CLOSE_WAIT), which bytes_received counts
+ * as one more byte (its sequence number). */
+static __always_inline void send_sock_bytes(const struct sock *sk_p, bool fin)
+{
+	struct sock *sk = CAST(struct sock, sk_p);
+	struct socket *sock = sk->sk_socket;
+	if (!sock)
+		return;
+	struct inode *inode = (void *)sock - bpf_core_field_offset(struct socket_alloc, socket) +
+			      bpf_core_field_offset(struct socket_alloc, vfs_inode);
+	struct tcp_sock *tp = CAST(struct tcp_sock, sk_p);
+	struct sock_bytes_event *e = bpf_ringbuf_reserve(&meta, sizeof(*e), 0);
+	if (!e) {
+		count_lost(LOST_META);
+		return;
+	}
+	fill_hdr(&e->h, EV_SOCK_BYTES);
+	struct inode *in = CAST(struct inode, inode);
+	e->f.dev = in->i_sb->s_dev;
+	e->f.ino = in->i_ino;
+	e->f.gen = in->i_generation;
+	e->f.kind = FK_SOCK_INET;
+	e->f._pad = 0;
+	e->received = tp->bytes_received;
+	if (fin && e->received > 0)
+		e->received--;
+	if (bpf_core_field_exists(tp->bytes_sent))
+		e->sent = BPF_CORE_READ(tp, bytes_sent);
+	else
+		e->sent = tp->bytes_acked;
+	bpf_ringbuf_submit(e, wake_meta());
+}
+
 static __always_inline int on_sock_state(const struct sock *sk, int oldstate, int newstate)
 {
+	if (oldstate == 1 /* TCP_ESTABLISHED */ && (newstate == 4 /* FIN_WAIT1 */ || newstate == 8 /* CLOSE_WAIT */ ||
+						    newstate == 7 /* CLOSE */) ||
+	    oldstate == 8 && newstate == 9 /* CLOSE_WAIT -> LAST_ACK */)
+		send_sock_bytes(sk, newstate == 8 || oldstate == 8);
 	__u64 key = (__u64)sk;
 	__u8 end = 0;
 	if (newstate == 2 /* TCP_SYN_SENT */)

@@ -594,6 +594,7 @@ const struct fork_event *unused_fork_event __attribute__((unused));
 const struct exec_event *unused_exec_event __attribute__((unused));
 const struct exit_event *unused_exit_event __attribute__((unused));
 const struct task_io *unused_task_io __attribute__((unused));
+const struct sock_bytes_event *unused_sock_bytes_event __attribute__((unused));
 const struct uring_event *unused_uring_event __attribute__((unused));
 const struct unlink_event *unused_unlink_event __attribute__((unused));
 const struct agg_key *unused_agg_key __attribute__((unused));

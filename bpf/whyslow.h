@@ -35,6 +35,7 @@ enum event_kind {
 	EV_PAYLOAD = 12,
 	EV_SAMPLE = 13,
 	EV_STACK = 14,
+	EV_SOCK_BYTES = 15,
 };
 
 /* Lost-event counters, one slot per source, per CPU. */
@@ -265,6 +266,17 @@ struct payload_event {
 	__u32 _pad;
 	__u64 arrived;         /* TCP: when those bytes reached the socket (arrival.bpf.h), 0 unknown */
 	__u8 data[PAYLOAD_LEN];
+};
+
+/* A TCP connection's byte totals as it closes (it leaves ESTABLISHED, or
+ * CLOSE_WAIT, while it still has its socket): what tcp_sock counts, so that
+ * a connection's bytes are known at the default level, which hooks no
+ * socket call. */
+struct sock_bytes_event {
+	struct hdr h;        /* whoever changed its state (often a softirq's) */
+	struct file_ref f;   /* the socket */
+	__u64 received;      /* bytes_received */
+	__u64 sent;          /* bytes_sent (retransmissions included), else bytes_acked */
 };
 
 /* A kernel stack sent whole (see own_stack): ids from STACK_OWN_BASE up are

@@ -142,6 +142,11 @@ type PeerUse struct {
 	WaitS    float64 `json:"wait_s"`
 	BytesIn  uint64  `json:"bytes_in"`
 	BytesOut uint64  `json:"bytes_out"`
+	// BytesKnown: the bytes were seen, from the socket calls (--syscalls,
+	// --full, --requests), or at the default level from the connection's
+	// totals when it closed (TCP). False: not seen (a connection still
+	// open, a unix socket at the default level), never "0 B".
+	BytesKnown bool `json:"bytes_known"`
 }
 
 // AfterExit is what the kernel was still doing for the target once it exited.

@@ -249,16 +249,57 @@ func (x *Explanation) network(s *Source, io targetIO) error {
 		return fmt.Errorf("summing network: %w", err)
 	}
 	defer rows.Close()
+	calls := !s.WaitsOnly() || s.Meta["requests"] == "true"
 	for rows.Next() {
 		var p PeerUse
 		var bi, bo, wait sql.NullFloat64
 		if err := rows.Scan(&p.Peer, &bi, &bo, &wait); err != nil {
 			return err
 		}
-		p.BytesIn, p.BytesOut, p.WaitS = uint64(bi.Float64), uint64(bo.Float64), wait.Float64/1e9
+		p.BytesIn, p.BytesOut, p.WaitS, p.BytesKnown = uint64(bi.Float64), uint64(bo.Float64), wait.Float64/1e9, calls
 		x.Network = append(x.Network, p)
 	}
-	return nil
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if calls {
+		return nil
+	}
+	return x.closedConnections(s)
+}
+
+// closedConnections gives the default level's peers the bytes the kernel
+// counted on their TCP connections (tcp_bytes: each connection's totals as
+// it closed), where no socket call was hooked to count them.
+func (x *Explanation) closedConnections(s *Source) error {
+	var n int
+	if s.DB.QueryRow("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'tcp_bytes'").Scan(&n); n == 0 || len(x.Network) == 0 {
+		return nil
+	}
+	rows, err := s.DB.Query(`WITH socks AS (SELECT DISTINCT peer, dev, ino, gen FROM target_io WHERE fkind = 'socket' AND peer IS NOT NULL),
+	       tb AS (SELECT dev, ino, gen, max(received) AS r, max(sent) AS w FROM tcp_bytes GROUP BY ALL)
+	     SELECT s.peer, sum(tb.r), sum(tb.w), count(tb.r) FROM socks s JOIN tb USING (dev, ino, gen) GROUP BY s.peer`)
+	if err != nil {
+		return fmt.Errorf("reading connections' byte totals: %w", err)
+	}
+	defer rows.Close()
+	at := map[string]int{}
+	for i, p := range x.Network {
+		at[p.Peer] = i
+	}
+	for rows.Next() {
+		var peer string
+		var r, w sql.NullFloat64
+		var conns int
+		if err := rows.Scan(&peer, &r, &w, &conns); err != nil {
+			return err
+		}
+		if i, ok := at[peer]; ok && conns > 0 {
+			p := &x.Network[i]
+			p.BytesIn, p.BytesOut, p.BytesKnown = uint64(r.Float64), uint64(w.Float64), true
+		}
+	}
+	return rows.Err()
 }
 
 // afterExit: writeback of inodes the target dirtied, after it exited.

@@ -29,6 +29,7 @@ const (
 	evPayload   = 12
 	evSample    = 13
 	evStack     = 14
+	evSockBytes = 15
 
 	// PayloadLen is PAYLOAD_LEN: the most of a request's first bytes taken.
 	PayloadLen = len(whyslowPayloadEvent{}.Data)
@@ -226,6 +227,12 @@ func (d *decoder) decode(raw []byte) (event.Event, error) {
 		return &event.Exit{Header: d.hdr(&w.H), Code: w.Code, GroupDead: w.GroupDead != 0, IO: event.TaskIO{
 			RChar: io.Rchar, WChar: io.Wchar, SyscR: io.Syscr, SyscW: io.Syscw,
 			ReadBytes: io.ReadBytes, WriteBytes: io.WriteBytes, CancelledWriteBytes: io.CancelledWriteBytes}}, nil
+	case evSockBytes:
+		w, err := as[whyslowSockBytesEvent](raw)
+		if err != nil {
+			return nil, err
+		}
+		return &event.SockBytes{Header: d.hdr(&w.H), Sock: fileRef(w.F), Received: w.Received, Sent: w.Sent}, nil
 	case evUring:
 		w, err := as[whyslowUringEvent](raw)
 		if err != nil {

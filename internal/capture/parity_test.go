@@ -60,7 +60,7 @@ func TestParityEventKinds(t *testing.T) {
 	goKinds := map[string]int{"EV_SYSCALL": evSyscall, "EV_FILE": evFile, "EV_OFFCPU": evOffCPU,
 		"EV_BLOCK": evBlock, "EV_THROTTLE": evThrottle, "EV_WRITEBACK": evWriteback, "EV_FORK": evFork,
 		"EV_EXEC": evExec, "EV_EXIT": evExit, "EV_URING": evUring, "EV_UNLINK": evUnlink,
-		"EV_PAYLOAD": evPayload, "EV_SAMPLE": evSample, "EV_STACK": evStack}
+		"EV_PAYLOAD": evPayload, "EV_SAMPLE": evSample, "EV_STACK": evStack, "EV_SOCK_BYTES": evSockBytes}
 	for name, v := range want {
 		if g, ok := goKinds[name]; !ok || g != v {
 			t.Errorf("%s = %d in C, Go has %d (present %v)", name, v, g, ok)
@@ -148,6 +148,26 @@ func TestParityFileFlags(t *testing.T) {
 	}
 	if f := file(cDefine(t, src, "FILEF_TRUNCATED")); !f.Truncated || f.Deleted || f.Path != "/x" {
 		t.Errorf("FILEF_TRUNCATED decoded as %+v", f)
+	}
+	// A unix socket's address: its own when bound (the server's end), else
+	// its peer's; an abstract one (a leading NUL) as ss writes it.
+	unixSock := func(flags int, path string) *event.File {
+		var w whyslowFileEvent
+		w.H = whyslowHdr{Kind: evFile}
+		w.F = whyslowFileRef{Ino: 6, Kind: uint32(event.KindSocketUnix)}
+		w.Flags = uint16(flags)
+		w.PeerIno = 7
+		for i := range path {
+			w.UnixPath[i] = int8(path[i])
+		}
+		w.UnixLen = uint16(len(path))
+		return mustFile(t, wire(t, w))
+	}
+	if f := unixSock(cDefine(t, src, "FILEF_UNIX_BOUND"), "/run/fpm.sock"); f.LocalName() != "/run/fpm.sock" || f.PeerName() != "" || f.PeerIno != 7 {
+		t.Errorf("FILEF_UNIX_BOUND decoded as %+v", f)
+	}
+	if f := unixSock(0, "\x00hidden"); f.PeerName() != "@hidden" || f.LocalName() != "" {
+		t.Errorf("a connected unix socket's abstract peer decoded as %+v", f)
 	}
 }
 

@@ -251,6 +251,14 @@ type whyslowSeenKey struct {
 	Ino uint64
 }
 
+type whyslowSockBytesEvent struct {
+	_        structs.HostLayout
+	H        whyslowHdr
+	F        whyslowFileRef
+	Received uint64
+	Sent     uint64
+}
+
 type whyslowStackEvent struct {
 	_     structs.HostLayout
 	H     whyslowHdr
@@ -499,6 +507,7 @@ const (
 	whyslowVarUnusedOffcpuEvent       = "unused_offcpu_event"
 	whyslowVarUnusedPayloadEvent      = "unused_payload_event"
 	whyslowVarUnusedSampleEvent       = "unused_sample_event"
+	whyslowVarUnusedSockBytesEvent    = "unused_sock_bytes_event"
 	whyslowVarUnusedStackEvent        = "unused_stack_event"
 	whyslowVarUnusedSyscallEvent      = "unused_syscall_event"
 	whyslowVarUnusedTaskIo            = "unused_task_io"
@@ -660,6 +669,7 @@ type whyslowVariableSpecs struct {
 	UnusedOffcpuEvent    *ebpf.VariableSpec `ebpf:"unused_offcpu_event"`
 	UnusedPayloadEvent   *ebpf.VariableSpec `ebpf:"unused_payload_event"`
 	UnusedSampleEvent    *ebpf.VariableSpec `ebpf:"unused_sample_event"`
+	UnusedSockBytesEvent *ebpf.VariableSpec `ebpf:"unused_sock_bytes_event"`
 	UnusedStackEvent     *ebpf.VariableSpec `ebpf:"unused_stack_event"`
 	UnusedSyscallEvent   *ebpf.VariableSpec `ebpf:"unused_syscall_event"`
 	UnusedTaskIo         *ebpf.VariableSpec `ebpf:"unused_task_io"`
@@ -782,6 +792,7 @@ type whyslowVariables struct {
 	UnusedOffcpuEvent    *ebpf.Variable `ebpf:"unused_offcpu_event"`
 	UnusedPayloadEvent   *ebpf.Variable `ebpf:"unused_payload_event"`
 	UnusedSampleEvent    *ebpf.Variable `ebpf:"unused_sample_event"`
+	UnusedSockBytesEvent *ebpf.Variable `ebpf:"unused_sock_bytes_event"`
 	UnusedStackEvent     *ebpf.Variable `ebpf:"unused_stack_event"`
 	UnusedSyscallEvent   *ebpf.Variable `ebpf:"unused_syscall_event"`
 	UnusedTaskIo         *ebpf.Variable `ebpf:"unused_task_io"`

@@ -221,6 +221,14 @@ type TaskIO struct {
 	CancelledWriteBytes        uint64 // dirtied, then truncated away
 }
 
+// SockBytes is a TCP connection's byte totals as it closed (the kernel's
+// tcp_sock counters): its bytes at the default level, which hooks no call.
+type SockBytes struct {
+	Header
+	Sock           FileRef
+	Received, Sent uint64
+}
+
 // Phases of an IOSnapshot.
 const (
 	IOAtStart = "start" // a thread already there when capture began

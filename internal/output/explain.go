@@ -138,7 +138,11 @@ func Explanation(w io.Writer, x *analysis.Explanation) {
 			if i == 8 {
 				break
 			}
-			t.Row(p.Peer, format.Bytes(p.BytesIn), format.Bytes(p.BytesOut), format.Seconds(p.WaitS))
+			in, out := format.Bytes(p.BytesIn), format.Bytes(p.BytesOut)
+			if !p.BytesKnown {
+				in, out = "not seen", "not seen"
+			}
+			t.Row(p.Peer, in, out, format.Seconds(p.WaitS))
 		}
 		t.Write(w)
 	}

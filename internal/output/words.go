@@ -119,6 +119,9 @@ func detailWords(d *analysis.VerdictDetail) string {
 		return s
 	case analysis.DetailPeer:
 		p := d.Peer
+		if !p.BytesKnown {
+			return fmt.Sprintf("%s waited on %s (bytes not seen: record with --syscalls)", who, format.Safe(p.Peer))
+		}
 		return fmt.Sprintf("%s waited on %s (%s in, %s out)", who, format.Safe(p.Peer), format.Bytes(p.BytesIn), format.Bytes(p.BytesOut))
 	case analysis.DetailRan:
 		return fmt.Sprintf("%s ran %s", who, format.Seconds(d.OnCPUS)) + kernelWords(d.Kernel)

@@ -10,7 +10,7 @@ import (
 // loads holds every table's load but meta's (written through SQL).
 type loads struct {
 	files, syscallRaw, comms, syscallNames, kinds, syscallTotals, offcpuRaw, reasons, stacks,
-	blockRaw, throttle, writeback, dirtied, cputime, forks, execs, exits, taskIO, payloads, samples,
+	blockRaw, throttle, writeback, dirtied, cputime, forks, execs, exits, taskIO, tcpBytes, payloads, samples,
 	existing, uring, unlinkRaw, lost, devices, interfaces *tableLoad
 	all []*tableLoad
 }
@@ -22,7 +22,7 @@ func (l *loads) byName() map[string]**tableLoad {
 		"kinds": &l.kinds, "syscall_totals": &l.syscallTotals, "offcpu_raw": &l.offcpuRaw, "reasons": &l.reasons,
 		"stacks": &l.stacks, "block_raw": &l.blockRaw, "throttle": &l.throttle, "writeback": &l.writeback,
 		"dirtied": &l.dirtied, "cputime": &l.cputime, "forks": &l.forks, "execs": &l.execs, "exits": &l.exits,
-		"task_io": &l.taskIO, "payloads": &l.payloads, "samples": &l.samples, "existing": &l.existing, "uring": &l.uring,
+		"task_io": &l.taskIO, "tcp_bytes": &l.tcpBytes, "payloads": &l.payloads, "samples": &l.samples, "existing": &l.existing, "uring": &l.uring,
 		"unlink_raw": &l.unlinkRaw, "lost": &l.lost, "devices": &l.devices, "interfaces": &l.interfaces,
 	}
 }
@@ -254,6 +254,8 @@ func (w *Writer) append(ev event.Event) error {
 			return err
 		}
 		return t.exits.row().u64(e.Time).u32(e.PID).u32(e.TID).str(w.comm(&e.Header)).i32(e.Code).bool(e.GroupDead).end()
+	case *event.SockBytes:
+		return t.tcpBytes.row().u64(e.Time).u32(e.Sock.Dev).u64(e.Sock.Ino).u32(e.Sock.Gen).u64(e.Received).u64(e.Sent).end()
 	case *event.IOSnapshot:
 		return t.taskIO.taskIO(&e.Header, w.comm(&e.Header), e.Phase, e.IO)
 	case *event.Unlink:

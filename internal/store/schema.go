@@ -30,6 +30,8 @@ var tables = []struct{ name, columns string }{
 	{"forks", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, child_pid UINTEGER, child_tid UINTEGER"},
 	{"execs", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, ppid UINTEGER, filename VARCHAR, args VARCHAR[], cgroup VARCHAR"},
 	{"exits", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, code INTEGER, group_dead BOOLEAN"},
+	// tcp_bytes: a TCP connection's totals as it closed, by its socket.
+	{"tcp_bytes", "ts UBIGINT, dev UINTEGER, ino UBIGINT, gen UINTEGER, received UBIGINT, sent UBIGINT"},
 	// task_io: a thread's own I/O accounting (the kernel's, /proc/PID/task/TID/io):
 	// phase 'start' (there when capture began), 'exit' (its last), 'end' (there when it ended).
 	{"task_io", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, phase VARCHAR, rchar UBIGINT, wchar UBIGINT, syscr UBIGINT, syscw UBIGINT, read_bytes UBIGINT, write_bytes UBIGINT, cancelled_write_bytes UBIGINT"},

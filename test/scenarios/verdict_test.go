@@ -74,7 +74,10 @@ type explanation struct {
 		ThrottledS       float64 `json:"throttled_s"`
 	} `json:"devices"`
 	Network []struct {
-		Peer string `json:"peer"`
+		Peer       string `json:"peer"`
+		BytesIn    uint64 `json:"bytes_in"`
+		BytesOut   uint64 `json:"bytes_out"`
+		BytesKnown bool   `json:"bytes_known"`
 	} `json:"network"`
 	AfterExit struct {
 		DirtyAtExit  uint64 `json:"dirty_at_exit_bytes"`
@@ -166,6 +169,12 @@ func TestVerdictMysteryNetwork(t *testing.T) {
 	}
 	if len(x.Network) == 0 || !strings.HasPrefix(x.Network[0].Peer, "127.0.0.1:") || !strings.Contains(x.Verdict.Summary, x.Network[0].Peer) {
 		t.Errorf("the peer is not named: %+v / %s", x.Network, x.Verdict.Summary)
+	}
+	// The default level hooks no socket call: the bytes are the connection's
+	// totals as the kernel counted them ("question\n" out, the answer in).
+	if n := x.Network; len(n) == 0 || !n[0].BytesKnown || n[0].BytesOut != 9 || n[0].BytesIn != uint64(len("the answer is 42\n")) ||
+		!strings.Contains(x.Verdict.Summary, "17 B in, 9 B out") {
+		t.Errorf("the connection's bytes: %+v / %s; want 17 B in, 9 B out", x.Network, x.Verdict.Summary)
 	}
 }
 
