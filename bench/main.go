@@ -385,6 +385,7 @@ func analysis(w io.Writer) {
 		el := time.Since(start).Seconds()
 		fmt.Fprintf(w, "| `whyslow %s` | %.2f | %.0f |\n", strings.ReplaceAll(strings.Join(a, " "), path, "big.db"), el, float64(rows)/el)
 	}
+	logToPipe(w, path)
 	explainBuild(w)
 	fmt.Fprintf(w, "\n## 5. Recording size and memory\n\n%d events in %.1f MiB: %.1f bytes per event. Maximum RSS of `whyslow record` while recording at this rate: %.0f MiB.\n",
 		rows, float64(size)/(1<<20), float64(size)/float64(max(rows, 1)), float64(rss)/1024)
@@ -640,3 +641,40 @@ Profiles: ` + "`bpftool prog show`" + ` with ` + "`kernel.bpf_stats_enabled=1`" 
   target: 0.980 against 0.981. The arrival hook costs under 1% of a one-byte ping-pong, the
   worst case per byte.
 `
+
+// logToPipe prints the large recording's whole log to a pipe, as a
+// babeltrace2 or perf script user pipes a trace into grep: rows (streamed
+// syscalls) per second, and how soon `| head` has its lines.
+func logToPipe(w io.Writer, path string) {
+	out, err := exec.Command(*whyslow, "sql", path, "SELECT count(*) FROM syscall_raw", "--format", "csv").Output()
+	var rows float64
+	if f := strings.Fields(string(out)); err == nil && len(f) == 2 {
+		rows, _ = strconv.ParseFloat(f[1], 64)
+	}
+	for _, format := range []string{"text", "csv"} {
+		cmd := exec.Command(*whyslow, "report", "log", path, "--format", format)
+		pipe, err := cmd.StdoutPipe()
+		if err != nil {
+			fmt.Fprintf(w, "| `whyslow report log big.db --format %s \\| cat` | failed: %v | |\n", format, err)
+			return
+		}
+		start := time.Now()
+		if err := cmd.Start(); err != nil {
+			fmt.Fprintf(w, "| `whyslow report log big.db --format %s \\| cat` | failed: %v | |\n", format, err)
+			return
+		}
+		io.Copy(io.Discard, pipe)
+		err = cmd.Wait()
+		el := time.Since(start).Seconds()
+		if err != nil {
+			fmt.Fprintf(w, "| `whyslow report log big.db --format %s \\| cat` | failed: %v | |\n", format, err)
+			continue
+		}
+		fmt.Fprintf(w, "| `whyslow report log big.db --format %s \\| cat`: all %.0f rows to a pipe | %.2f | %.0f rows/s |\n", format, rows, el, rows/el)
+	}
+	start := time.Now()
+	sh := exec.Command("sh", "-c", `"$0" report log "$1" | head -20 >/dev/null`, *whyslow, path)
+	if err := sh.Run(); err == nil {
+		fmt.Fprintf(w, "| `whyslow report log big.db \\| head -20` | %.2f | |\n", time.Since(start).Seconds())
+	}
+}

@@ -407,14 +407,19 @@ func RunTop(s *Source, f Filter) (map[string][]Op, error) {
 	return out, nil
 }
 
-// RunLog lists streamed operations in time order.
+// RunLog lists streamed operations in time order (StreamLog, kept).
 func RunLog(s *Source, f Filter, limit int) ([]Op, error) {
-	where, args := f.where(rawCols)
-	cte := `SELECT * FROM syscall_raw WHERE ` + where + ` ORDER BY ts, tid`
-	if limit > 0 {
-		cte += fmt.Sprintf(" LIMIT %d", limit)
-	}
-	return queryOps(s, f, `WITH r AS (`+cte+`) `+named+` ORDER BY r.ts, r.tid`, args)
+	var out []Op
+	err := StreamLog(s, f, limit, func(o *Op) error {
+		c := *o
+		if o.Size != nil {
+			size := *o.Size
+			c.Size = &size
+		}
+		out = append(out, c)
+		return nil
+	})
+	return out, err
 }
 
 func queryOps(s *Source, f Filter, q string, args []any) ([]Op, error) {

@@ -36,7 +36,8 @@ func analysisCommand(use, short string, bind func(*cobra.Command), run func(io.W
 			// The header goes out with the first line of the result: an
 			// analysis that fails prints its error alone.
 			var w io.Writer = bw
-			if !f.json {
+			// A machine format of its own (log's --format csv|json) has no header.
+			if ff := cmd.Flags().Lookup("format"); !f.json && (ff == nil || ff.Value.String() == "text") {
 				w = &headed{w: bw, header: func(w io.Writer) { output.Header(w, src, flt, f.utc) }}
 			}
 			return run(w, src, flt, &f, cmd)
@@ -52,6 +53,7 @@ func analysisCommand(use, short string, bind func(*cobra.Command), run func(io.W
 func newLatencyReports() []*cobra.Command {
 	var resolution int
 	var logLimit int
+	var logFormat string
 	return []*cobra.Command{
 		analysisCommand("usage", "Who read and wrote how much: per process, per file, block I/O, network (iousagetop)", nil,
 			func(w io.Writer, s *analysis.Source, f analysis.Filter, ff *filterFlags, _ *cobra.Command) error {
@@ -112,18 +114,43 @@ func newLatencyReports() []*cobra.Command {
 		analysisCommand("log", "Every recorded operation in time order (iolog)",
 			func(c *cobra.Command) {
 				c.Flags().IntVar(&logLimit, "max-rows", 0, "stop after this many rows (0: all)")
+				c.Flags().StringVar(&logFormat, "format", "text", "text (a table), csv (a header row, then one row per operation) or json (one object per line); --json is one document instead")
+				c.Long = `Every recorded operation in time order, written as it is read: a whole
+recording printed to a pipe streams at millions of rows a second, and
+'| head' returns at once. --format csv and json (one object per line) are for
+scripts; --json is the whole result as one document (it holds every row in
+memory: use --format json for a large recording).`
 			},
 			func(w io.Writer, s *analysis.Source, f analysis.Filter, ff *filterFlags, _ *cobra.Command) error {
-				ops, err := analysis.RunLog(s, f, logLimit)
-				if err != nil {
-					return err
-				}
 				if ff.json {
+					ops, err := analysis.RunLog(s, f, logLimit)
+					if err != nil {
+						return err
+					}
 					return writeJSON(w, withLost(s, ops))
 				}
-				levelNote(w, s, "log")
-				output.Ops(w, "I/O operations log", ops, ff.utc)
-				return nil
+				if !slices.Contains(output.LogFormats, logFormat) {
+					return usageErr("unknown --format %q: text, csv or json", logFormat)
+				}
+				var lw *output.LogWriter
+				err := analysis.StreamLog(s, f, logLimit, func(o *analysis.Op) error {
+					if lw == nil { // the first row: the note and heading go out with it
+						if logFormat == "text" {
+							levelNote(w, s, "log")
+						}
+						var err error
+						if lw, err = output.NewLogWriter(w, "I/O operations log", logFormat, ff.utc); err != nil {
+							return err
+						}
+					}
+					return lw.Op(o)
+				})
+				if err == nil && lw == nil && logFormat == "text" {
+					levelNote(w, s, "log")
+					_, err = output.NewLogWriter(w, "I/O operations log", logFormat, ff.utc)
+					fmt.Fprintln(w, "(no operation recorded here)")
+				}
+				return err
 			}),
 	}
 }

@@ -5,34 +5,43 @@ package format
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 )
 
 // Bytes formats a byte count with binary units: 512 B, 1.5 KiB, 48.0 MiB.
-func Bytes(n uint64) string {
+func Bytes(n uint64) string { return string(AppendBytes(nil, n)) }
+
+// AppendBytes appends Bytes(n) to b: the log prints millions, without an
+// allocation each.
+func AppendBytes(b []byte, n uint64) []byte {
 	const unit = 1024
 	if n < unit {
-		return fmt.Sprintf("%d B", n)
+		return append(strconv.AppendUint(b, n, 10), " B"...)
 	}
 	div, exp := uint64(unit), 0
 	for m := n / unit; m >= unit && exp < 5; m /= unit {
 		div *= unit
 		exp++
 	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+	b = strconv.AppendFloat(b, float64(n)/float64(div), 'f', 1, 64)
+	return append(append(b, ' ', "KMGTPE"[exp]), "iB"...)
 }
 
 // Dur formats nanoseconds the way latency tools do: 850 ns, 12.3 us, 437.1 ms, 6.40 s.
-func Dur(ns uint64) string {
+func Dur(ns uint64) string { return string(AppendDur(nil, ns)) }
+
+// AppendDur appends Dur(ns) to b.
+func AppendDur(b []byte, ns uint64) []byte {
 	switch {
 	case ns < 1_000:
-		return fmt.Sprintf("%d ns", ns)
+		return append(strconv.AppendUint(b, ns, 10), " ns"...)
 	case ns < 1_000_000:
-		return fmt.Sprintf("%.1f us", float64(ns)/1e3)
+		return append(strconv.AppendFloat(b, float64(ns)/1e3, 'f', 1, 64), " us"...)
 	case ns < 1_000_000_000:
-		return fmt.Sprintf("%.1f ms", float64(ns)/1e6)
+		return append(strconv.AppendFloat(b, float64(ns)/1e6, 'f', 1, 64), " ms"...)
 	}
-	return fmt.Sprintf("%.2f s", float64(ns)/1e9)
+	return append(strconv.AppendFloat(b, float64(ns)/1e9, 'f', 2, 64), " s"...)
 }
 
 // Seconds is Dur for a float of seconds.

@@ -1,0 +1,86 @@
+package analysis
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"io"
+)
+
+// rawRows runs q and calls each with every row's values as the driver gives
+// them (uint64, int64, int32, string, nil...), skipping database/sql's
+// conversion of each value into a destination: that conversion, by
+// reflection, was most of the time of printing a whole recording's log.
+// vals is reused between rows.
+func (s *Source) rawRows(q string, args []any, each func(vals []driver.Value) error) error {
+	ctx := context.Background()
+	conn, err := s.DB.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		qc, ok := dc.(driver.QueryerContext)
+		if !ok {
+			return errors.New("the database driver cannot query directly")
+		}
+		named := make([]driver.NamedValue, len(args))
+		for i, a := range args {
+			named[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
+		}
+		rows, err := qc.QueryContext(ctx, q, named)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		vals := make([]driver.Value, len(rows.Columns()))
+		for {
+			if err := rows.Next(vals); err == io.EOF {
+				return nil
+			} else if err != nil {
+				return err
+			}
+			if err := each(vals); err != nil {
+				return err
+			}
+		}
+	})
+}
+
+// Driver values as numbers: DuckDB's unsigned columns come as uint64 or
+// uint32, signed ones as int64, int32, int16; NULL as nil (0).
+func asU64(v driver.Value) uint64 {
+	switch x := v.(type) {
+	case uint64:
+		return x
+	case uint32:
+		return uint64(x)
+	case uint16:
+		return uint64(x)
+	case uint8:
+		return uint64(x)
+	case int64:
+		return uint64(x)
+	case int32:
+		return uint64(x)
+	case int16:
+		return uint64(x)
+	case int8:
+		return uint64(x)
+	}
+	return 0
+}
+
+func asI64(v driver.Value) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case int32:
+		return int64(x)
+	case int16:
+		return int64(x)
+	case int8:
+		return int64(x)
+	}
+	return int64(asU64(v))
+}
