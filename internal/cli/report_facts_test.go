@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -168,5 +169,53 @@ func TestTempFilesFacts(t *testing.T) {
 	}
 	if !journal {
 		t.Errorf("the journal's 48 pages dirtied and 3 waits in fsync are not in the files: %+v", x.Files[:min(3, len(x.Files))])
+	}
+}
+
+// report log's machine formats: CSV (a header row, then a row per op) and
+// JSON lines hold the same operations as --json, in the same order, with no
+// header or note around them.
+func TestLogFormats(t *testing.T) {
+	var doc struct {
+		Result []analysis.Op `json:"result"`
+	}
+	reportJSON(t, "second-run", &doc, "log")
+	if len(doc.Result) == 0 {
+		t.Fatal("no operations in the story's log")
+	}
+	var rec string
+	for _, s := range storetest.Stories {
+		if s.Name == "second-run" {
+			rec = s.Record(t)
+		}
+	}
+	csvOut, err := runReport(t, rec, "log", rec, "--format", "csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(csvOut, "\n"), "\n")
+	if lines[0] != "begin,begin_ns,duration_ns,class,syscall,size,ret,comm,pid,tid,fd,path" || len(lines) != len(doc.Result)+1 {
+		t.Fatalf("CSV: %d lines, header %q; want a header and %d rows", len(lines), lines[0], len(doc.Result))
+	}
+	first := strings.Split(lines[1], ",")
+	if first[1] != fmt.Sprint(doc.Result[0].Begin) || first[4] != doc.Result[0].Syscall {
+		t.Errorf("CSV's first row %q, JSON's %+v", lines[1], doc.Result[0])
+	}
+	jsonOut, err := runReport(t, rec, "log", rec, "--format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jl := strings.Split(strings.TrimSuffix(jsonOut, "\n"), "\n")
+	if len(jl) != len(doc.Result) {
+		t.Fatalf("JSON lines: %d, want %d", len(jl), len(doc.Result))
+	}
+	for i, l := range jl {
+		var o analysis.Op
+		if err := json.Unmarshal([]byte(l), &o); err != nil || o.Begin != doc.Result[i].Begin || o.Path != doc.Result[i].Path {
+			t.Fatalf("JSON line %d: %v %q; want %+v", i, err, l, doc.Result[i])
+		}
+	}
+	if _, err := runReport(t, rec, "log", rec, "--format", "xml"); codeOf(err) != ExitUsage {
+		t.Errorf("--format xml: %v (exit %d), want a usage error", err, codeOf(err))
 	}
 }
