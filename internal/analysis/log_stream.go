@@ -3,14 +3,15 @@ package analysis
 import (
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 
 	"github.com/whyslow/whyslow/internal/event"
 )
 
 // StreamLog calls each with every streamed operation in time order, as it
-// reads them: nothing is held but the op being given (each may keep a copy,
-// never the pointer). Names (processes, syscalls, files) are looked up in
+// reads them, from one goroutine: nothing is held but a few batches (each
+// may keep a copy of the op, never the pointer). Names (processes, syscalls, files) are looked up in
 // maps read once, not joined per row: the scan then runs at the speed of
 // DuckDB's numeric columns (millions of rows a second), for the whole
 // recording printed to a pipe as babeltrace2 and perf script users do.
@@ -24,9 +25,35 @@ func StreamLog(s *Source, f Filter, limit int, each func(*Op) error) error {
 	if limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", limit)
 	}
-	var o Op
-	var size int64
-	err = s.rawRows(q, args, func(v []driver.Value) error {
+	// Reading (DuckDB's sort and scan, the driver) and the caller's work
+	// (formatting, writing) run side by side, a batch apart: on two cores
+	// that is most of the difference between 1.7M and 3M rows a second.
+	full, free := make(chan *opBatch, 2), make(chan *opBatch, 3)
+	for range 3 {
+		free <- &opBatch{}
+	}
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		for b := range full {
+			for i := 0; i < b.n && err == nil; i++ {
+				err = each(&b.ops[i])
+			}
+			free <- b
+			if err != nil {
+				close(stop) // the reader stops at its next batch
+				for b := range full {
+					free <- b // three batches, room for three: never blocks
+				}
+			}
+		}
+		done <- err
+	}()
+	b := <-free
+	b.n = 0
+	rerr := s.rawRows(q, args, func(v []driver.Value) error {
+		o := &b.ops[b.n]
 		o.Begin, o.DurNS = asU64(v[0]), asU64(v[1])
 		o.End = o.Begin + o.DurNS
 		sc := names.syscalls[uint16(asU64(v[2]))]
@@ -38,18 +65,45 @@ func StreamLog(s *Source, f Filter, limit int, each func(*Op) error) error {
 		o.Path = names.files[fileKey{uint32(asU64(v[8])), asU64(v[9]), uint32(asU64(v[10]))}]
 		o.Size = nil
 		if sc.movesBytes && o.Ret >= 0 {
-			size = o.Ret
-			o.Size = &size
+			b.sizes[b.n] = o.Ret
+			o.Size = &b.sizes[b.n]
 		}
 		o.BeginAt, o.EndAt = s.Clock.Wall(o.Begin), s.Clock.Wall(o.End)
 		o.Outside = (f.Begin != 0 && o.Begin < f.Begin) || (f.End != 0 && o.End > f.End)
-		return each(&o)
+		if b.n++; b.n == len(b.ops) {
+			select {
+			case full <- b:
+			case <-stop:
+				return errStopped
+			}
+			b = <-free
+			b.n = 0
+		}
+		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("listing operations: %w", err)
+	if rerr == nil && b.n > 0 {
+		full <- b
+	}
+	close(full)
+	werr := <-done
+	switch {
+	case werr != nil:
+		return werr
+	case rerr != nil:
+		return fmt.Errorf("listing operations: %w", rerr)
 	}
 	return nil
 }
+
+// opBatch carries rows from the reader to the caller's goroutine.
+type opBatch struct {
+	ops   [1024]Op
+	sizes [1024]int64
+	n     int
+}
+
+// errStopped: the caller's work failed (its pipe closed); reading stops.
+var errStopped = errors.New("stopped")
 
 type fileKey struct {
 	dev uint32
