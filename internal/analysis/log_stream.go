@@ -21,9 +21,9 @@ func StreamLog(s *Source, f Filter, limit int, each func(*Op) error) error {
 		return err
 	}
 	where, args := f.where(rawCols)
-	q := `SELECT ts, dur, nr, ret, pid, tid, comm_id, fd, dev, ino, gen FROM syscall_raw WHERE ` + where + ` ORDER BY ts, tid`
-	if limit > 0 {
-		q += fmt.Sprintf(" LIMIT %d", limit)
+	slices, err := s.logSlices(where, args)
+	if err != nil {
+		return err
 	}
 	// Reading (DuckDB's sort and scan, the driver) and the caller's work
 	// (formatting, writing) run side by side, a batch apart: on two cores
@@ -52,7 +52,12 @@ func StreamLog(s *Source, f Filter, limit int, each func(*Op) error) error {
 	}()
 	b := <-free
 	b.n = 0
-	rerr := s.rawRows(q, args, func(v []driver.Value) error {
+	sent := 0
+	row := func(v []driver.Value) error {
+		if limit > 0 && sent == limit {
+			return errStopped
+		}
+		sent++
 		o := &b.ops[b.n]
 		o.Begin, o.DurNS = asU64(v[0]), asU64(v[1])
 		o.End = o.Begin + o.DurNS
@@ -80,7 +85,20 @@ func StreamLog(s *Source, f Filter, limit int, each func(*Op) error) error {
 			b.n = 0
 		}
 		return nil
-	})
+	}
+	var rerr error
+	for i, sl := range slices {
+		// Each slice of time sorted on its own: the first rows go out once
+		// the first slice is sorted, not the whole recording (2.3 s for 27M).
+		q := `SELECT ts, dur, nr, ret, pid, tid, comm_id, fd, dev, ino, gen FROM syscall_raw WHERE ` + where +
+			` AND ts >= ? AND (ts < ? OR ?) ORDER BY ts, tid`
+		if rerr = s.rawRows(q, append(args[:len(args):len(args)], sl[0], sl[1], i == len(slices)-1), row); rerr != nil {
+			break
+		}
+	}
+	if errors.Is(rerr, errStopped) && limit > 0 && sent == limit {
+		rerr = nil // --max-rows reached
+	}
 	if rerr == nil && b.n > 0 {
 		full <- b
 	}
@@ -93,6 +111,33 @@ func StreamLog(s *Source, f Filter, limit int, each func(*Op) error) error {
 		return fmt.Errorf("listing operations: %w", rerr)
 	}
 	return nil
+}
+
+// logSlice is a range of begin times [lo, hi) of the log.
+type logSlice [2]uint64
+
+// logRowsPerSlice: slices of about this many rows, sorted one at a time.
+const logRowsPerSlice = 1 << 20
+
+// logSlices cuts the selected rows' time range into slices of about
+// logRowsPerSlice rows each (by time, evenly: a busy moment makes a slice
+// bigger, never wrong). DuckDB's zone maps skip the row groups outside a
+// slice, so the slices together cost about one sort of the whole.
+func (s *Source) logSlices(where string, args []any) ([]logSlice, error) {
+	var lo, hi, n sql.NullInt64
+	if err := s.DB.QueryRow(`SELECT min(ts)::BIGINT, max(ts)::BIGINT, count(*) FROM syscall_raw WHERE `+where, args...).Scan(&lo, &hi, &n); err != nil {
+		return nil, fmt.Errorf("listing operations: %w", err)
+	}
+	if !lo.Valid || n.Int64 == 0 {
+		return nil, nil
+	}
+	k := max(1, n.Int64/logRowsPerSlice)
+	span := uint64(hi.Int64-lo.Int64)/uint64(k) + 1
+	out := make([]logSlice, 0, k)
+	for i := range uint64(k) {
+		out = append(out, logSlice{uint64(lo.Int64) + i*span, uint64(lo.Int64) + (i+1)*span})
+	}
+	return out, nil
 }
 
 // opBatch carries rows from the reader to the caller's goroutine.
