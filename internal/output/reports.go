@@ -101,7 +101,11 @@ func Usage(w io.Writer, u *analysis.Usage) {
 	for _, b := range u.Block {
 		t.Row(fmt.Sprintf("%s (%d)", b.Comm, b.PID), format.Bytes(b.Read), format.Bytes(b.WriteIssued), format.Bytes(b.WriteCharged))
 	}
-	t.Write(w)
+	if len(u.Block) == 0 {
+		fmt.Fprintln(w, "(no block I/O)")
+	} else {
+		t.Write(w)
+	}
 	if len(u.Network) > 0 {
 		Heading(w, "Network by interface")
 		t := Table{Cols: []Column{{Title: "interface"}, {Title: "received", Right: true}, {Title: "sent", Right: true}}}
