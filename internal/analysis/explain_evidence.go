@@ -238,12 +238,15 @@ func (d *DeviceUse) throttle(s *Source, dev uint32, pids []uint32, win window) e
 }
 
 // network: per peer, bytes each way and time inside socket syscalls.
+// network sums the target's traffic by peer. A socket met first in /proc (a
+// connection older than an attach) is of a family /proc does not tell
+// (socket-other) until the end's description names its addresses.
 func (x *Explanation) network(s *Source, io targetIO) error {
 	if !io.rows {
 		return nil
 	}
 	q := `SELECT peer, sum(rbytes), sum(wbytes), sum(wait_ns)
-	      FROM target_io WHERE fkind = 'socket' AND peer IS NOT NULL GROUP BY 1 ORDER BY 4 DESC, 1`
+	      FROM target_io WHERE fkind IN ('socket', 'socket-other') AND peer IS NOT NULL GROUP BY 1 ORDER BY 4 DESC, 1`
 	rows, err := s.DB.Query(q)
 	if err != nil {
 		return fmt.Errorf("summing network: %w", err)
@@ -276,9 +279,9 @@ func (x *Explanation) closedConnections(s *Source) error {
 	if s.DB.QueryRow("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'tcp_bytes'").Scan(&n); n == 0 || len(x.Network) == 0 {
 		return nil
 	}
-	rows, err := s.DB.Query(`WITH socks AS (SELECT DISTINCT peer, dev, ino, gen FROM target_io WHERE fkind = 'socket' AND peer IS NOT NULL),
-	       tb AS (SELECT dev, ino, gen, max(received) AS r, max(sent) AS w FROM tcp_bytes GROUP BY ALL)
-	     SELECT s.peer, sum(tb.r), sum(tb.w), count(tb.r) FROM socks s JOIN tb USING (dev, ino, gen) GROUP BY s.peer`)
+	rows, err := s.DB.Query(`WITH socks AS (SELECT DISTINCT peer, dev, ino, gen FROM target_io WHERE fkind IN ('socket', 'socket-other') AND peer IS NOT NULL),
+	       tb AS (SELECT dev, ino, max(received) AS r, max(sent) AS w FROM tcp_bytes GROUP BY ALL)
+	     SELECT s.peer, sum(tb.r), sum(tb.w), count(tb.r) FROM socks s JOIN tb USING (dev, ino) GROUP BY s.peer`)
 	if err != nil {
 		return fmt.Errorf("reading connections' byte totals: %w", err)
 	}

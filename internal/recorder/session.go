@@ -259,6 +259,7 @@ func (s *session) stopCapture() {
 	}
 	s.stopped = true
 	s.w.Write(s.ioSnapshot(event.IOAtEnd)) // before the programs stop: its exit or this, never neither
+	s.w.Write(openConnections())
 	s.stop()
 	s.reading.Wait()
 	s.stopStatus()

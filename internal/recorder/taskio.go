@@ -1,6 +1,7 @@
 package recorder
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/whyslow/whyslow/internal/event"
@@ -33,6 +34,26 @@ func (s *session) ioSnapshot(phase string) []event.Event {
 			IO: event.TaskIO{RChar: t.RChar, WChar: t.WChar, SyscR: t.SyscR, SyscW: t.SyscW,
 				ReadBytes: t.ReadBytes, WriteBytes: t.WriteBytes, CancelledWriteBytes: t.CancelledWriteBytes},
 		})
+	}
+	return out
+}
+
+// openConnections reads the byte totals of the TCP connections still open
+// as capture ends (those that closed were counted as they closed, in the
+// kernel): the default level's bytes of a connection it never hooked. Each
+// is described again with its addresses: a connection older than an attach
+// was known only as socket:[ino].
+func openConnections() []event.Event {
+	dev, conns := sysinfo.OpenTCPBytes()
+	if dev == 0 {
+		return nil
+	}
+	now := monoOf(time.Now())
+	out := make([]event.Event, 0, 2*len(conns))
+	for _, c := range conns {
+		ref := event.FileRef{Dev: dev, Ino: c.Ino, Kind: event.KindSocketInet}
+		out = append(out, &event.SockBytes{Header: event.Header{Time: now}, Sock: ref, Received: c.Received, Sent: c.Sent},
+			&event.File{Header: event.Header{Time: now}, Ref: ref, Path: fmt.Sprintf("socket:[%d]", c.Ino), Local: c.Local, Peer: c.Peer})
 	}
 	return out
 }

@@ -2,9 +2,11 @@ package scenarios
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -155,4 +157,53 @@ func goClient(t *testing.T) string {
 		t.Fatalf("building the Go client: %v\n%s", err, out)
 	}
 	return exe
+}
+
+// TestAttachOpenConnectionBytes: attached to a client whose connection is
+// older than the capture and still open at its end, the default level names
+// the peer and its bytes (the kernel's totals, read over sock_diag as capture
+// ends), not socket:[ino] and 0 B (issue 26).
+func TestAttachOpenConnectionBytes(t *testing.T) {
+	requireRoot(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		b := make([]byte, 100)
+		c.Read(b)
+		time.Sleep(1500 * time.Millisecond)
+		c.Write(make([]byte, 1000))
+		time.Sleep(10 * time.Second)
+	}()
+	client := exec.Command(harness.Python(t), "-c", `import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"hello")
+s.recv(2000)
+time.sleep(10)`, strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
+	if err := client.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { client.Process.Kill(); client.Wait() }()
+	time.Sleep(300 * time.Millisecond) // connected, waiting for the answer
+	x, text := attachExplained(t, client.Process.Pid, 3*time.Second)
+	peer := l.Addr().String()
+	var found bool
+	for _, n := range x.Network {
+		if n.Peer == peer {
+			found = true
+			if !n.BytesKnown || n.BytesIn != 1000 || n.BytesOut != 5 {
+				t.Errorf("peer %s: %+v, want 1000 B in, 5 B out", peer, n)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("the peer %s is not among %+v:\n%s", peer, x.Network, text)
+	}
 }
