@@ -27,7 +27,9 @@ type LogWriter struct {
 	utc    bool
 	buf    []byte
 	sec    int64  // the wall second prefix was made for
-	prefix []byte // "15:04:05." of sec
+	prefix []byte // "15:04:05." of sec (text), "2006-01-02T15:04:05." (csv)
+	zone   []byte // csv: "Z", "+01:00"
+	names  map[string]string
 	procs  map[procKey]string
 	files  map[fileLine]string
 	enc    *json.Encoder
@@ -46,7 +48,8 @@ type fileLine struct {
 // NewLogWriter starts the log: the text table's heading and columns, or
 // CSV's header row.
 func NewLogWriter(w io.Writer, title, logFormat string, utc bool) (*LogWriter, error) {
-	l := &LogWriter{w: w, format: logFormat, utc: utc, sec: -1, procs: map[procKey]string{}, files: map[fileLine]string{}}
+	l := &LogWriter{w: w, format: logFormat, utc: utc, sec: -1, procs: map[procKey]string{}, files: map[fileLine]string{},
+		names: map[string]string{}}
 	switch logFormat {
 	case "text", "":
 		l.format = "text"
@@ -153,7 +156,7 @@ func (l *LogWriter) file(o *analysis.Op) string {
 // file name may hold a newline or a terminal's escape).
 func (l *LogWriter) csv(o *analysis.Op) error {
 	b := l.buf[:0]
-	b = o.BeginAt.AppendFormat(b, time.RFC3339Nano)
+	b = l.stamp(b, o.BeginAt)
 	b = append(b, ',')
 	b = strconv.AppendUint(b, o.Begin, 10)
 	b = append(b, ',')
@@ -169,7 +172,7 @@ func (l *LogWriter) csv(o *analysis.Op) error {
 	b = append(b, ',')
 	b = strconv.AppendInt(b, o.Ret, 10)
 	b = append(b, ',')
-	b = csvField(b, format.Safe(o.Comm))
+	b = csvField(b, l.safe(o.Comm))
 	b = append(b, ',')
 	b = strconv.AppendUint(b, uint64(o.PID), 10)
 	b = append(b, ',')
@@ -177,11 +180,45 @@ func (l *LogWriter) csv(o *analysis.Op) error {
 	b = append(b, ',')
 	b = strconv.AppendInt(b, int64(o.FD), 10)
 	b = append(b, ',')
-	b = csvField(b, format.Safe(o.Path))
+	b = csvField(b, l.safe(o.Path))
 	b = append(b, '\n')
 	l.buf = b
 	_, err := l.w.Write(b)
 	return err
+}
+
+// stamp appends RFC 3339 with nanoseconds, all nine digits (the rows sort
+// as text): the date and second made once a second.
+func (l *LogWriter) stamp(b []byte, t time.Time) []byte {
+	if l.utc {
+		t = t.UTC()
+	}
+	if sec := t.Unix(); sec != l.sec {
+		l.sec = sec
+		l.prefix = t.AppendFormat(l.prefix[:0], "2006-01-02T15:04:05.")
+		l.zone = t.AppendFormat(l.zone[:0], "Z07:00")
+	}
+	b = append(b, l.prefix...)
+	ns := t.Nanosecond()
+	var d [9]byte
+	for i := 8; i >= 0; i-- {
+		d[i] = byte('0' + ns%10)
+		ns /= 10
+	}
+	return append(append(b, d[:]...), l.zone...)
+}
+
+// safe is format.Safe through a cache: names repeat row after row.
+func (l *LogWriter) safe(s string) string {
+	v, ok := l.names[s]
+	if !ok {
+		v = format.Safe(s)
+		if len(l.names) > 1<<16 {
+			clear(l.names)
+		}
+		l.names[s] = v
+	}
+	return v
 }
 
 func csvField(b []byte, s string) []byte {
