@@ -640,6 +640,14 @@ Profiles: ` + "`bpftool prog show`" + ` with ` + "`kernel.bpf_stats_enabled=1`" 
   0.865 before (its every socket call is streamed either way); bystanders' TCP, beside an idle
   target: 0.980 against 0.981. The arrival hook costs under 1% of a one-byte ping-pong, the
   worst case per byte.
+- **` + "`" + `report log` + "`" + ` to a pipe (section 3).** Before: 41 s for 9.4M rows (0.23M rows/s), every row
+  joined to its names in SQL, converted by database/sql into an Op by reflection, all held in
+  memory, then formatted with a fmt call per field; ` + "`" + `| head` + "`" + ` waited for all of it. Now rows come
+  from the driver as it gives them (no conversion into destinations: that was most of the time),
+  names from maps read once, lines made with appends and caches (the clock's second, a process's
+  column, a file's line), the reading and the formatting on two goroutines a batch apart, and the
+  time range sorted a slice of about 1M rows at a time (zone maps skip the rest), so the first
+  lines go out after the first slice's sort: 3.5M rows/s text, 3.3M CSV, ` + "`" + `| head -20` + "`" + ` in 0.07 s.
 `
 
 // logToPipe prints the large recording's whole log to a pipe, as a
