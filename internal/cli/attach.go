@@ -29,8 +29,11 @@ a verdict with evidence, and which other processes caused its waits.`,
   whyslow attach -p $(pgrep -o apache2) --requests -d 30s   # each request, slowest first`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.pid <= 0 {
+			if o.pid <= 0 || o.pid > maxPID {
 				return usageErr("attach needs -p PID (a positive process id)")
+			}
+			if o.duration < 0 {
+				return usageErr("-d must be a positive duration, got %v", o.duration)
 			}
 			return runAttach(o)
 		},

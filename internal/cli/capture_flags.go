@@ -43,6 +43,9 @@ func (c *captureFlags) bind(fs *pflag.FlagSet) {
 
 func (c *captureFlags) options() (capture.Options, error) {
 	o := capture.Options{Slow: c.slow, Requests: c.requests, Payload: !c.noPayload, NoPeers: c.noPeers}
+	if c.full && c.syscalls {
+		return o, usageErr("--syscalls and --full: choose one (--full streams every call --syscalls would count)")
+	}
 	switch {
 	case c.full:
 		o.Level = capture.Full

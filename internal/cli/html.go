@@ -61,6 +61,8 @@ func htmlFrom(src *analysis.Source, path string, pid uint32, x *analysis.Explana
 			return usageErr("this recording has no target process: give --pid")
 		}
 		pid = uint32(p)
+	} else if err := holdsProcess(src, pid); err != nil {
+		return err
 	}
 	r, err := htmlReport(src, path, pid, x)
 	if err != nil {

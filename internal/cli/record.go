@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -22,7 +25,10 @@ func newRecord() *cobra.Command {
 		Use:   "record -o FILE [--full] [-d DURATION] [-p PID | -- CMD ARGS...]",
 		Short: "Record kernel activity into a DuckDB file to analyse many ways",
 		Long: `Records system-wide by default, or a process tree (-p PID) or a command
-(-- CMD). Stops at the duration, at Ctrl-C, or when the command exits. The
+(-- CMD). Stops at the duration, at Ctrl-C, or when the command exits. With a
+command: SIGTERM, SIGHUP and SIGINT sent to whyslow are passed on to it, and
+the recording ends when it exits; a second signal, or the duration, ends the
+recording at once while the command runs on (whyslow says so, exit 0). The
 file is a DuckDB database (docs/trace-format.md): question it with
 'whyslow report' or 'whyslow sql'.`,
 		Example: `  whyslow record -o rec.db -d 30s
@@ -34,8 +40,11 @@ file is a DuckDB database (docs/trace-format.md): question it with
 			if o.pid != 0 && len(args) > 0 {
 				return usageErr("give -p PID or a command, not both")
 			}
-			if o.pid < 0 {
-				return usageErr("invalid pid %d", o.pid)
+			if cmd.Flags().Changed("pid") && (o.pid <= 0 || o.pid > maxPID) {
+				return usageErr("-p %d: not a pid", o.pid)
+			}
+			if o.duration < 0 {
+				return usageErr("-d must be a positive duration, got %v", o.duration)
 			}
 			return runRecord(o, args)
 		},
@@ -53,9 +62,15 @@ func runRecord(o recordOptions, argv []string) error {
 		return err
 	}
 	ctx, stop := interruptible()
+	var forward chan os.Signal
+	if len(argv) > 0 {
+		stop()
+		ctx, forward, stop = commandSignals()
+	}
 	defer stop()
 	res, err := recorder.Record(ctx, recorder.Config{
 		Path: o.output, Capture: copts, Command: argv, PID: o.pid, Duration: o.duration, Status: statusWriter(),
+		Forward: forward, LeaveRunning: true,
 	})
 	if res == nil {
 		return err
@@ -72,8 +87,44 @@ func runRecord(o recordOptions, argv []string) error {
 	if err != nil {
 		return err
 	}
+	if res.StillRunning {
+		fmt.Fprintf(os.Stderr, "whyslow: the recording ended; %s (pid %d) still runs\n", argv[0], res.TargetPID)
+		return nil
+	}
 	if len(argv) > 0 {
 		return childExit(res.ExitCode)
 	}
 	return nil
+}
+
+// commandSignals is record's way with signals while its command runs:
+// SIGTERM and SIGHUP are passed on to the command, which ends the recording
+// when it exits; so is SIGINT, unless it ended the command already (Ctrl-C
+// at the terminal reaches both). A second signal ends the recording at once,
+// leaving the command running.
+func commandSignals() (context.Context, chan os.Signal, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	forward := make(chan os.Signal, 4)
+	go func() {
+		n := 0
+		for sig := range sigs {
+			if n++; n > 1 {
+				cancel()
+				continue
+			}
+			if sig == os.Interrupt {
+				time.AfterFunc(200*time.Millisecond, func() {
+					select {
+					case forward <- sig:
+					default:
+					}
+				})
+				continue
+			}
+			forward <- sig
+		}
+	}()
+	return ctx, forward, func() { signal.Stop(sigs); close(sigs); cancel() }
 }

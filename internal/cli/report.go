@@ -95,7 +95,39 @@ func (f *filterFlags) filter(src *analysis.Source) (analysis.Filter, error) {
 		return out, err
 	}
 	out.Min, out.Max = f.min, f.max
+	switch {
+	case out.Begin != 0 && out.End != 0 && out.End < out.Begin:
+		return out, usageErr("the end of the time range comes before its beginning")
+	case f.min < 0 || f.max < 0:
+		return out, usageErr("--min and --max are durations of at least 0")
+	case f.max > 0 && f.min > f.max:
+		return out, usageErr("--min %v is more than --max %v", f.min, f.max)
+	case out.MaxSize >= 0 && out.MinSize > out.MaxSize:
+		return out, usageErr("--minsize is more than --maxsize")
+	}
+	for _, p := range f.pids {
+		if p <= 0 || p > maxPID {
+			return out, usageErr("--pid %d: not a pid", p)
+		}
+	}
 	return out, nil
+}
+
+// maxPID is the kernel's largest (PID_MAX_LIMIT, 2^22): a bigger number is
+// no process, and one past 2^32 would wrap to another.
+const maxPID = 1 << 22
+
+// holdsProcess refuses a --pid the recording never saw: explaining it would
+// invent an answer (a process with no waits looks 100% on CPU).
+func holdsProcess(src *analysis.Source, pid uint32) error {
+	var n int
+	if err := src.DB.QueryRow("SELECT count(*) FROM processes WHERE pid = ?", pid).Scan(&n); err != nil {
+		return withCode(ExitBadFile, fmt.Errorf("reading the recording's processes: %w", err))
+	}
+	if n == 0 {
+		return usageErr("--pid %d: the recording holds no such process ('whyslow sql REC \"SELECT * FROM processes\"' lists them)", pid)
+	}
+	return nil
 }
 
 func openSource(path string) (*analysis.Source, func(), error) {
@@ -160,6 +192,8 @@ func newExplain() *cobra.Command {
 					return usageErr("this recording has no target process: give --pid")
 				}
 				pid = uint(p)
+			} else if err := holdsProcess(src, uint32(pid)); err != nil {
+				return err
 			}
 			x, err := analysis.Explain(src, uint32(pid))
 			if err != nil {

@@ -38,6 +38,10 @@ type Config struct {
 	Ready chan<- struct{}
 	// Forward delivers signals to the command (run forwards SIGTERM and SIGHUP).
 	Forward <-chan os.Signal
+	// LeaveRunning: the duration or ctx's end finishes the recording while
+	// the command still runs (record), instead of waiting for it as time(1)
+	// does (run). Result.StillRunning then says so.
+	LeaveRunning bool
 	// KeepOpen leaves the finished recording open in Result.Recording, for
 	// analysis at once (run, attach); the caller closes it. Temporary says
 	// the caller removes it after: it is not checkpointed.
@@ -53,6 +57,8 @@ type Result struct {
 	Rows       uint64
 	Lost       map[string]uint64
 	DirtyAtEnd uint64 // bytes dirty or under writeback system-wide when the target exited
+	// StillRunning: the recording ended before the command (LeaveRunning).
+	StillRunning bool
 	// Recording is the finished recording, still open (Config.KeepOpen), or nil.
 	Recording *store.Recording
 }

@@ -237,6 +237,10 @@ func (s *session) wait(ctx context.Context) (user, system time.Duration) {
 		select {
 		case <-s.targetDone:
 		default:
+			if s.cfg.LeaveRunning {
+				s.res.StillRunning = true
+				return 0, 0
+			}
 			// Asked to stop while the command runs: wait for it, as `time` does;
 			// the terminal's Ctrl-C reached it too.
 			<-s.targetDone

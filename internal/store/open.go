@@ -70,6 +70,10 @@ func open(path, dir string) (*Recording, error) {
 	if st.IsDir() {
 		return nil, fmt.Errorf("%s is a directory: %w", path, ErrNotRecording)
 	}
+	if !st.Mode().IsRegular() {
+		// A FIFO or a device would be read forever, or from a stranger.
+		return nil, fmt.Errorf("%s is not a regular file: %w", path, ErrNotRecording)
+	}
 	if err := checkMagic(path); err != nil {
 		return nil, err
 	}

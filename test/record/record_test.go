@@ -417,3 +417,116 @@ cat %s
 		t.Errorf("the recording kept %d syscalls; want what was flushed before the disk filled:\n%s", n, text)
 	}
 }
+
+// Hostile or careless input that was accepted (issue 27): a FIFO as the
+// recording (it hung every command), a pid the recording does not hold (an
+// invented explanation), pids that wrap, and flags that contradict
+// themselves. Each gets one line and its documented exit code.
+func TestRefusedInput(t *testing.T) {
+	harness.RequireRoot(t)
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.db")
+	if _, errs, code := whyslow(t, "record", "-o", good, "--", "true"); code != 0 {
+		t.Fatalf("record: %s", errs)
+	}
+	fifo := filepath.Join(dir, "fifo.db")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "new.db")
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"report", "usage", fifo}, 3},
+		{[]string{"sql", fifo, "SELECT 1"}, 3},
+		{[]string{"report", "explain", good, "--pid", "99999"}, 2},
+		{[]string{"report", "html", good, "--pid", "99999", "-o", filepath.Join(dir, "r.html")}, 2},
+		{[]string{"record", "-o", out, "-p", "4294967297"}, 2},
+		{[]string{"record", "-o", out, "-p", "0"}, 2},
+		{[]string{"record", "-o", out, "-d", "-1s"}, 2},
+		{[]string{"attach", "-p", "4294967297"}, 2},
+		{[]string{"record", "-o", out, "--syscalls", "--full", "--", "true"}, 2},
+		{[]string{"report", "usage", good, "--min", "5s", "--max", "1s"}, 2},
+		{[]string{"report", "usage", good, "--min", "-5s"}, 2},
+		{[]string{"report", "usage", good, "--begin", "+2s", "--end", "+1s"}, 2},
+		{[]string{"report", "usage", good, "--pid", "4294967297"}, 2},
+	} {
+		done := make(chan struct{})
+		var errs string
+		var code int
+		go func() { defer close(done); _, errs, code = whyslow(t, c.args...) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%v hangs", c.args)
+		}
+		if code != c.code || strings.Count(errs, "\n") != 1 || !strings.HasPrefix(errs, "whyslow: ") {
+			t.Errorf("%v: exit %d, %q; want exit %d and one line", c.args, code, errs, c.code)
+		}
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("a refused record left %s behind", out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "r.html")); err == nil {
+		t.Error("a refused report html left its file behind")
+	}
+}
+
+// record -- CMD stops as asked (issue 27): -d ends the recording while the
+// command runs on (and says so); SIGTERM to whyslow reaches the command,
+// whose end ends a complete recording; a SIGINT sent to whyslow alone
+// reaches it too.
+func TestRecordCommandStops(t *testing.T) {
+	harness.RequireRoot(t)
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "d.db")
+	start := time.Now()
+	// Its output to a file: the command, running on, holds a pipe open.
+	errFile := filepath.Join(dir, "stderr")
+	f, err := os.Create(errFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := exec.Command(filepath.Join(bin, "whyslow"), "record", "-o", rec, "-d", "1s", "--", "sleep", "6")
+	d.Stdout, d.Stderr = f, f
+	d.Run()
+	f.Close()
+	code := d.ProcessState.ExitCode()
+	b, _ := os.ReadFile(errFile)
+	errs := string(b)
+	if took := time.Since(start); code != 0 || took > 4*time.Second || !strings.Contains(errs, "still runs") {
+		t.Errorf("record -d 1s -- sleep 6: exit %d after %v: %q; want the recording ended at 1 s, the command said running", code, took, errs)
+	}
+	exec.Command("pkill", "-x", "-f", "sleep 6").Run()
+	if _, errs, code := whyslow(t, "sql", rec, "SELECT count(*) FROM meta", "--format", "csv"); code != 0 {
+		t.Errorf("the recording ended by -d: exit %d: %s", code, errs)
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		rec := filepath.Join(dir, sig.String()+".db")
+		cmd := exec.Command(filepath.Join(bin, "whyslow"), "record", "-o", rec, "--", "sleep", "30")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the signal reaches whyslow alone
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1500 * time.Millisecond)
+		start := time.Now()
+		cmd.Process.Signal(sig)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			t.Fatalf("%v to record -- sleep 30: still running after 10 s", sig)
+		}
+		if code := cmd.ProcessState.ExitCode(); code != 128+int(sig) || time.Since(start) > 3*time.Second {
+			t.Errorf("%v: exit %d after %v, want the command's 128+%d at once\n%s", sig, code, time.Since(start), sig, errb.String())
+		}
+		if _, errs, code := whyslow(t, "sql", rec, "SELECT value FROM meta WHERE key = 'end_wall'", "--format", "csv"); code != 0 {
+			t.Errorf("the recording ended by %v is not complete: exit %d: %s", sig, code, errs)
+		}
+	}
+}
