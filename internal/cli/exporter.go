@@ -64,6 +64,9 @@ It listens on loopback unless --listen says otherwise.`,
 }
 
 func runExporter(o exporterOptions) error {
+	if o.listen == "" {
+		return usageErr("--listen needs an address (host:port; 127.0.0.1:9477 by default)")
+	}
 	if err := needPrivileges(); err != nil {
 		return err
 	}
@@ -72,6 +75,10 @@ func runExporter(o exporterOptions) error {
 		return withCode(ExitUsage, fmt.Errorf("listening on %s: %w", o.listen, err))
 	}
 	defer ln.Close()
+	if a, ok := ln.Addr().(*net.TCPAddr); ok && !a.IP.IsLoopback() {
+		// The metrics name processes and files: say it when anyone may read them.
+		fmt.Fprintf(os.Stderr, "whyslow: serving /metrics on %s, beyond this machine (process and file names included)\n", a)
+	}
 	col := exporter.New(exporter.Options{GroupBy: exporter.GroupBy(o.groupBy), Groups: o.groups,
 		Devices: o.devices, Every: o.every})
 	reg := prometheus.NewRegistry()

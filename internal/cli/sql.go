@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"database/sql"
 	"encoding/csv"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/whyslow/whyslow/internal/format"
 	"github.com/whyslow/whyslow/internal/output"
+	"github.com/whyslow/whyslow/internal/store"
 )
 
 func newSQL() *cobra.Command {
@@ -22,7 +24,9 @@ The recording is DuckDB: every DuckDB function works. Views: io, disk,
 file_names, unlinks, processes; raw tables: syscalls, syscall_totals, offcpu,
 stacks, block, dirtied, writeback, throttle, cputime, forks, execs, exits,
 uring, files, lost, meta. The recording is opened read-only and with DuckDB's
-external access off: a query reads and writes no other file.`,
+external access off, and DuckDB's temporary directory is an empty one of its
+own: a query reads and writes no other file. One SELECT (or WITH ... SELECT)
+statement at a time; anything else is refused before it runs.`,
 		Example: `  whyslow sql rec.db "SELECT comm, sum(bytes) FROM io GROUP BY comm ORDER BY 2 DESC LIMIT 5"`,
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -34,7 +38,16 @@ external access off: a query reads and writes no other file.`,
 				return err
 			}
 			defer done()
-			rows, err := src.DB.Query(args[1])
+			ctx := context.Background()
+			conn, err := src.DB.Conn(ctx)
+			if err != nil {
+				return withCode(ExitBadFile, err)
+			}
+			defer conn.Close()
+			if err := store.OneSelect(ctx, conn, args[1]); err != nil {
+				return withCode(ExitUsage, fmt.Errorf("query: %s", firstLine(err)))
+			}
+			rows, err := conn.QueryContext(ctx, args[1])
 			if err != nil {
 				return withCode(ExitUsage, fmt.Errorf("query: %s", firstLine(err)))
 			}

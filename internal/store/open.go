@@ -62,7 +62,7 @@ func OpenWritingTo(path, dir string) (*Recording, error) {
 	return open(path, dir)
 }
 
-func open(path, dir string) (*Recording, error) {
+func open(path, dir string) (rec *Recording, err error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, fileErr(err)
@@ -80,30 +80,57 @@ func open(path, dir string) (*Recording, error) {
 	// Read-only: analyses and `whyslow sql` must never change what was
 	// recorded. DuckDB still replays the WAL of a recording cut short, in memory.
 	// No external access: a query runs as root, and must not read or write
-	// any other file (COPY ... TO, read_csv, ATTACH, extensions).
-	// Set when the database opens, not per connection: with the
-	// configuration locked, a second connection (a query run while another's
-	// rows are read) could not set it again, failed, and left the database
-	// open for good.
-	dsn := path + "?access_mode=read_only&enable_external_access=false&lock_configuration=true"
-	var init func(driver.ExecerContext) error
-	if dir != "" {
-		// Writing to one directory (export): allowed_directories is a list,
-		// which the DSN cannot carry; set per connection before the lock.
-		// A string literal: quotes doubled, no other escapes in DuckDB's SQL.
-		dsn = path + "?access_mode=read_only"
-		settings := "SET allowed_directories = ['" + strings.ReplaceAll(dir, "'", "''") + "']; SET enable_external_access = false; SET lock_configuration = true"
-		init = func(ex driver.ExecerContext) error {
-			_, err := ex.ExecContext(context.Background(), settings, nil)
-			return err
+	// any other file (COPY ... TO, read_csv, ATTACH, extensions). DuckDB
+	// still lets queries read and write its temporary directory (REC.tmp by
+	// default, beside the recording: anyone's files), so it gets an empty one
+	// of its own, removed when the recording closes. Export may also write
+	// under one directory (allowed_directories).
+	tmp, err := os.MkdirTemp("", "whyslow-duckdb-")
+	if err != nil {
+		return nil, fmt.Errorf("opening recording: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(tmp)
 		}
+	}()
+	quote := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" } // no other escapes in DuckDB's SQL
+	settings := "SET temp_directory = " + quote(tmp) + "; "
+	if dir != "" {
+		settings += "SET allowed_directories = [" + quote(dir) + "]; "
+	}
+	settings += "SET enable_external_access = false; SET lock_configuration = true"
+	dsn := path + "?access_mode=read_only"
+	// The settings are the database's: the first connection makes and locks
+	// them; a later one (a query run while another's rows are read) cannot
+	// set them again, and finds them made.
+	init := func(ex driver.ExecerContext) error {
+		_, err := ex.ExecContext(context.Background(), settings, nil)
+		if err == nil {
+			return nil
+		}
+		if q, ok := ex.(driver.QueryerContext); ok {
+			if rows, qerr := q.QueryContext(context.Background(), "SELECT current_setting('lock_configuration')", nil); qerr == nil {
+				v := make([]driver.Value, 1)
+				locked := rows.Next(v) == nil && v[0] == true
+				rows.Close()
+				if locked {
+					return nil
+				}
+			}
+		}
+		return err
 	}
 	connector, err := duckdb.NewConnector(dsn, init)
 	if err != nil {
 		return nil, unreadable(path, err)
 	}
 	db := sql.OpenDB(connector)
-	r := &Recording{DB: db}
+	r := &Recording{DB: db, close: func() error {
+		err := db.Close()
+		os.RemoveAll(tmp)
+		return err
+	}}
 	if err := r.readMeta(); err != nil {
 		db.Close()
 		var de *duckdb.Error

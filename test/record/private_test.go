@@ -48,19 +48,38 @@ func TestSQLWritesNothing(t *testing.T) {
 		t.Fatalf("record: exit %d: %s", code, errs)
 	}
 	out := filepath.Join(dir, "out.csv")
+	// A directory named as DuckDB's default temporary one, with a file in it.
+	os.Mkdir(rec+".tmp", 0o700)
+	os.WriteFile(filepath.Join(rec+".tmp", "secret"), []byte("secret"), 0o600)
 	for _, q := range []string{
 		"COPY (SELECT * FROM meta) TO '" + out + "'",
 		"SELECT * FROM read_csv('/etc/passwd')",
 		"ATTACH '" + filepath.Join(dir, "other.db") + "' AS o",
 		"SET enable_external_access = true",
+		// issue 27: DuckDB's temporary directory was open to queries (REC.tmp
+		// beside the recording), statements after the first ran, and a
+		// logging call aborted whyslow
+		"COPY (SELECT 'x') TO '" + filepath.Join(rec+".tmp", "x.csv") + "'",
+		"SELECT * FROM read_text('" + filepath.Join(rec+".tmp", "secret") + "')",
+		"SELECT 1; COPY (SELECT 'x') TO '" + out + "'",
+		"CALL enable_logging(level = 'trace', storage = 'file', storage_path = '" + dir + "')",
+		"INSTALL httpfs",
+		"LOAD httpfs",
+		"PRAGMA enable_profiling = 'json'",
+		"SET profiling_output = '" + filepath.Join(dir, "profile.json") + "'",
+		"SELECT getenv('HOME')",
+		"DROP TABLE meta",
 	} {
 		_, errs, code := whyslow(t, "sql", rec, q)
-		if code != 2 || !strings.HasPrefix(errs, "whyslow: query: ") {
+		if code != 2 || !strings.HasPrefix(errs, "whyslow: query: ") || strings.Count(errs, "\n") != 1 {
 			t.Errorf("%s: exit %d, %q; want exit 2 with one line", q, code, errs)
 		}
 	}
-	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+	if ents, _ := os.ReadDir(dir); len(ents) != 2 { // the recording and REC.tmp
 		t.Errorf("sql created files: %v", ents)
+	}
+	if ents, _ := os.ReadDir(rec + ".tmp"); len(ents) != 1 {
+		t.Errorf("sql wrote into REC.tmp: %v", ents)
 	}
 	if got, _, code := whyslow(t, "sql", rec, "SELECT count(*) AS n FROM meta", "--format", "json"); code != 0 || !strings.Contains(got, `"n"`) {
 		t.Errorf("a plain query: exit %d, %s", code, got)

@@ -451,6 +451,7 @@ func TestRefusedInput(t *testing.T) {
 		{[]string{"report", "usage", good, "--min", "-5s"}, 2},
 		{[]string{"report", "usage", good, "--begin", "+2s", "--end", "+1s"}, 2},
 		{[]string{"report", "usage", good, "--pid", "4294967297"}, 2},
+		{[]string{"exporter", "--listen", ""}, 2},
 	} {
 		done := make(chan struct{})
 		var errs string
