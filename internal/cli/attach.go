@@ -51,6 +51,9 @@ func runAttach(o attachOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := writableDir(o.jsonPath); err != nil {
+		return err
+	}
 	keep := o.recording != ""
 	path, cleanup, err := recordingPath(o.recording)
 	if err != nil {

@@ -100,6 +100,23 @@ func (c *captureFlags) preflight(argv []string, pid int) (capture.Options, error
 	return o, nil
 }
 
+// writableDir checks, before a command runs, that an output file (--json,
+// --html) can be made where it is asked for: found only at the end, the
+// command has run for nothing, and its explanation is lost. "" is none.
+func writableDir(path string) error {
+	if path == "" || path == "-" {
+		return nil
+	}
+	dir := filepath.Dir(path)
+	if err := unix.Access(dir, unix.W_OK|unix.X_OK); err != nil {
+		return usageErr("cannot write %s: %s: %v", path, dir, err)
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return usageErr("cannot write %s: it is a directory", path)
+	}
+	return nil
+}
+
 // needPrivileges explains what is missing before any capture starts.
 func needPrivileges() error {
 	caps, err := sysinfo.Host.EffectiveCaps("self")

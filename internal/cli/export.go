@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"github.com/whyslow/whyslow/internal/analysis"
@@ -32,20 +33,38 @@ or a Perfetto trace for ui.perfetto.dev. Formats: docs/export.md.`,
 	return cmd
 }
 
-// createOutput opens -o FILE for writing (never over an existing file), or
-// stdout for "" and "-".
-func createOutput(path string, stdout io.Writer) (io.Writer, func() error, error) {
+// createOutput opens what an export writes: stdout for "" or "-", else a
+// new file, never one that exists. The file is written under a temporary
+// name beside it and linked to its name by commit: a failure (abort) leaves
+// nothing behind, not a truncated trace or an empty report.
+func createOutput(path string, stdout io.Writer) (w io.Writer, commit func() error, abort func(), err error) {
 	if path == "" || path == "-" {
-		return stdout, func() error { return nil }, nil
+		return stdout, func() error { return nil }, func() {}, nil
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if _, err := os.Lstat(path); err == nil {
+		return nil, nil, nil, usageErr("%s already exists: choose another name or remove it", path)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
-		if os.IsExist(err) {
-			return nil, nil, usageErr("%s already exists: choose another name or remove it", path)
-		}
-		return nil, nil, fmt.Errorf("creating %s: %w", path, err)
+		return nil, nil, nil, fmt.Errorf("creating %s: %w", path, err)
 	}
-	return f, f.Close, nil
+	abort = func() { f.Close(); os.Remove(f.Name()) }
+	commit = func() error {
+		defer os.Remove(f.Name())
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("writing %s: %w", path, err)
+		}
+		// A link, not a rename: it fails, rather than replace, if the name
+		// was taken meanwhile.
+		if err := os.Link(f.Name(), path); err != nil {
+			if os.IsExist(err) {
+				return usageErr("%s already exists: choose another name or remove it", path)
+			}
+			return fmt.Errorf("creating %s: %w", path, err)
+		}
+		return nil
+	}
+	return f, commit, abort, nil
 }
 
 func newExportFolded() *cobra.Command {
@@ -86,15 +105,15 @@ read), or as that one frame when the recording has no samples; with
 			if err != nil {
 				return err
 			}
-			w, closeOut, err := createOutput(out, cmd.OutOrStdout())
+			w, commit, abort, err := createOutput(out, cmd.OutOrStdout())
 			if err != nil {
 				return err
 			}
 			if err := export.Folded(w, stacks, export.FoldedOptions{ByReason: byReason}); err != nil {
-				closeOut()
+				abort()
 				return fmt.Errorf("writing folded stacks: %w", err)
 			}
-			return closeOut()
+			return commit()
 		},
 	}
 	cmd.Flags().BoolVar(&offcpu, "offcpu", false, "fold off-CPU time by kernel stack (the default)")
@@ -166,15 +185,15 @@ pages dirtied and written back per second. Details: docs/export.md.`,
 				return err
 			}
 			defer done()
-			w, closeOut, err := createOutput(out, cmd.OutOrStdout())
+			w, commit, abort, err := createOutput(out, cmd.OutOrStdout())
 			if err != nil {
 				return err
 			}
 			if err := export.Perfetto(w, src); err != nil {
-				closeOut()
+				abort()
 				return fmt.Errorf("writing the Perfetto trace: %w", err)
 			}
-			return closeOut()
+			return commit()
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "the trace file to create (never overwritten; - for stdout)")

@@ -68,15 +68,15 @@ func htmlFrom(src *analysis.Source, path string, pid uint32, x *analysis.Explana
 	if err != nil {
 		return err
 	}
-	w, closeOut, err := createOutput(out, os.Stdout)
+	w, commit, abort, err := createOutput(out, os.Stdout)
 	if err != nil {
 		return err
 	}
 	if err := htmlreport.Write(w, r); err != nil {
-		closeOut()
+		abort()
 		return err
 	}
-	return closeOut()
+	return commit()
 }
 
 func htmlReport(src *analysis.Source, path string, pid uint32, x *analysis.Explanation) (*htmlreport.Report, error) {

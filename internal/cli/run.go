@@ -52,6 +52,12 @@ func runRun(o runOptions, argv []string) error {
 		if _, err := os.Lstat(o.htmlPath); err == nil {
 			return usageErr("%s already exists: choose another name or remove it", o.htmlPath)
 		}
+		if err := writableDir(o.htmlPath); err != nil {
+			return err
+		}
+	}
+	if err := writableDir(o.jsonPath); err != nil {
+		return err
 	}
 	keep := o.recording != ""
 	path, cleanup, err := recordingPath(o.recording)

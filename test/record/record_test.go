@@ -452,6 +452,11 @@ func TestRefusedInput(t *testing.T) {
 		{[]string{"report", "usage", good, "--begin", "+2s", "--end", "+1s"}, 2},
 		{[]string{"report", "usage", good, "--pid", "4294967297"}, 2},
 		{[]string{"exporter", "--listen", ""}, 2},
+		// an output it cannot write, said before the command runs (it was
+		// said after, with exit 0)
+		{[]string{"run", "--json", filepath.Join(dir, "no", "x.json"), "--", "true"}, 2},
+		{[]string{"run", "--html", filepath.Join(dir, "no", "x.html"), "--", "true"}, 2},
+		{[]string{"attach", "-p", "1", "--json", dir}, 2},
 	} {
 		done := make(chan struct{})
 		var errs string
