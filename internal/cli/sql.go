@@ -52,14 +52,18 @@ statement at a time; anything else is refused before it runs.`,
 				return withCode(ExitUsage, fmt.Errorf("query: %s", firstLine(err)))
 			}
 			defer rows.Close()
-			return printRows(cmd.OutOrStdout(), rows, as)
+			return printRows(cmd.OutOrStdout(), rows, as, stdoutIsTerminal())
 		},
 	}
 	cmd.Flags().StringVar(&as, "format", "table", "table, csv or json")
 	return cmd
 }
 
-func printRows(w io.Writer, rows *sql.Rows, as string) error {
+// printRows prints a query's rows. A table is for reading: its strings are
+// made safe for a terminal (format.Safe). CSV keeps what was stored, unless
+// it goes to a terminal: a stored name must not set its title or reverse
+// its text (as ls escapes names for a terminal only).
+func printRows(w io.Writer, rows *sql.Rows, as string, terminal bool) error {
 	cols, err := rows.Columns()
 	if err != nil {
 		return err
@@ -88,6 +92,9 @@ func printRows(w io.Writer, rows *sql.Rows, as string) error {
 			rec := make([]string, len(vals))
 			for i, v := range vals {
 				rec[i] = cell(v)
+				if terminal {
+					rec[i] = format.Safe(rec[i])
+				}
 			}
 			cw.Write(rec)
 		case "json":
@@ -99,7 +106,7 @@ func printRows(w io.Writer, rows *sql.Rows, as string) error {
 		default:
 			row := make([]any, len(vals))
 			for i, v := range vals {
-				row[i] = cell(v)
+				row[i] = format.Safe(cell(v))
 			}
 			t.Row(row...)
 		}
