@@ -319,4 +319,9 @@ func TestCommNamesFollowTheirThread(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %s\nwant %s", show(got), show(want))
 	}
+	// The process is named after its main thread, not its worker "c" seen
+	// last (issue 27).
+	if p := queryRows(t, rec, "SELECT comm FROM processes WHERE pid = 1"); len(p) != 1 || p[0][0] != "a" {
+		t.Errorf("process 1 named %v, want its main thread's name a", p)
+	}
 }

@@ -119,9 +119,11 @@ var views = []string{
 	   UNION ALL SELECT pid, tid, comm, ts FROM execs UNION ALL SELECT pid, tid, comm, ts FROM cputime
 	   UNION ALL SELECT pid, tid, comm, ts FROM existing)
 	 WHERE comm IS NOT NULL AND comm <> '' GROUP BY tid`,
+	// A process is named after its main thread (tid = pid) when it was seen:
+	// a worker thread's name ("pool-3") is not the process's.
 	`CREATE OR REPLACE VIEW processes AS
-	 SELECT pid, arg_max(comm, ts) AS comm, min(ts) AS first_ts FROM (
-	   SELECT pid, comm, ts FROM syscalls UNION ALL SELECT pid, comm, ts FROM offcpu
-	   UNION ALL SELECT pid, comm, ts FROM execs UNION ALL SELECT pid, comm, ts FROM cputime
-	   UNION ALL SELECT pid, comm, ts FROM syscall_totals UNION ALL SELECT pid, comm, ts FROM existing) GROUP BY pid`,
+	 SELECT pid, coalesce(arg_max(comm, ts) FILTER (WHERE tid = pid), arg_max(comm, ts)) AS comm, min(ts) AS first_ts FROM (
+	   SELECT pid, tid, comm, ts FROM syscalls UNION ALL SELECT pid, tid, comm, ts FROM offcpu
+	   UNION ALL SELECT pid, tid, comm, ts FROM execs UNION ALL SELECT pid, tid, comm, ts FROM cputime
+	   UNION ALL SELECT pid, tid, comm, ts FROM syscall_totals UNION ALL SELECT pid, tid, comm, ts FROM existing) GROUP BY pid`,
 }
