@@ -190,3 +190,15 @@ func TestRequestsLead(t *testing.T) {
 		t.Errorf("the requests section is on the page %d times", strings.Count(page, `<section id="requests">`))
 	}
 }
+
+// TestNamesShowEscaped: a traced program's name with a terminal escape and
+// a right-to-left override shows them escaped on the page and in its chart
+// data, as the terminal output does (issue 27): raw, U+202E reversed the
+// name in the browser.
+func TestNamesShowEscaped(t *testing.T) {
+	page := string(fixtureReport(t))
+	if strings.ContainsAny(page, "\x1b\x07\u202e") {
+		i := strings.IndexAny(page, "\x1b\x07\u202e")
+		t.Errorf("raw control or bidi character on the page: %q", page[max(0, i-80):min(len(page), i+80)])
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/format"
 )
 
 // FlameNode is a frame of the off-CPU flame graph: all → reason → process →
@@ -32,7 +33,7 @@ func Flame(stacks []analysis.Stack) *FlameNode {
 		}
 		c := m[name]
 		if c == nil {
-			c = &FlameNode{Name: name, Reason: reason}
+			c = &FlameNode{Name: format.Safe(name), Reason: reason}
 			m[name] = c
 			n.Children = append(n.Children, c)
 		}

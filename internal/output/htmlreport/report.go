@@ -70,6 +70,10 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"ms":    func(s float64) string { return fmt.Sprintf("%.1f ms", s) },
 	"chain": output.PathChain,
 	"add1":  func(i int) int { return i + 1 },
+	// Names come from the traced programs: control and bidi characters
+	// shown escaped, as the terminal output shows them (a U+202E reversed
+	// a thread's name; ESC and BEL reached the title).
+	"safe": format.Safe,
 	// A recording that holds requests is a server's: the page leads with
 	// them, not with the verdict on its master's time.
 	"requestsFirst": func(v view) bool { return v.Requests != nil && v.Requests.Count > 0 },
@@ -121,6 +125,11 @@ func Write(w io.Writer, r *Report) error {
 
 // chartData is the JSON the page's script draws from.
 func (r *Report) chartData() map[string]any {
+	if r.Timeline != nil {
+		for i := range r.Timeline.Threads {
+			r.Timeline.Threads[i].Comm = format.Safe(r.Timeline.Threads[i].Comm)
+		}
+	}
 	d := map[string]any{
 		"colors":   Colors,
 		"ranked":   r.Explanation.Verdict.Ranked,
@@ -148,7 +157,7 @@ func (r *Report) chartData() map[string]any {
 			if err != nil {
 				continue
 			}
-			p := point{At: float64(at.UnixNano()-r.WindowStartWallNS) / 1e9, MS: q.DurationS * 1e3, Label: q.Label,
+			p := point{At: float64(at.UnixNano()-r.WindowStartWallNS) / 1e9, MS: q.DurationS * 1e3, Label: format.Safe(q.Label),
 				Reason: q.Verdict.Reason, TID: q.TID, Summary: q.Verdict.Summary}
 			if i < r.ExplainedRequests {
 				p.Anchor = fmt.Sprintf("request-%d", i+1)

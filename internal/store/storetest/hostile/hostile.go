@@ -18,7 +18,7 @@ import (
 
 // Hostile strings a traced program controls: each output must escape them.
 const (
-	WorkerComm = "<img src=x>;\x1b[31m"
+	WorkerComm = "<img src=x>;\x1b[31m\u202e"
 	FilePath   = "/data/out;<script>alert(1)</script>.bin"
 	Label      = "GET /<b>x</b>"
 )
