@@ -2,6 +2,7 @@ package output
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -33,5 +34,21 @@ func TestRequestsAreSafe(t *testing.T) {
 	Requests(&b, r, "rec\x1b[1m.db")
 	if strings.ContainsAny(b.String(), "\x1b\x07") {
 		t.Fatalf("escape codes reached the output: %q", b.String())
+	}
+}
+
+// JSON output carries DEL and bidi controls escaped: the same strings to a
+// JSON reader, nothing a terminal or a page acts on (issue 27).
+func TestJSONEscapesInvisible(t *testing.T) {
+	var b strings.Builder
+	if err := JSON(&b, map[string]string{"comm": "a\u202eb\x7fc\u2066"}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsAny(b.String(), "\u202e\x7f\u2066") || !strings.Contains(b.String(), `a\u202eb\u007fc\u2066`) {
+		t.Errorf("JSON %q", b.String())
+	}
+	var back map[string]string
+	if err := json.Unmarshal([]byte(b.String()), &back); err != nil || back["comm"] != "a\u202eb\x7fc\u2066" {
+		t.Errorf("decoded %q, %v", back["comm"], err)
 	}
 }

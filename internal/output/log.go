@@ -60,8 +60,6 @@ func NewLogWriter(w io.Writer, title, logFormat string, utc bool) (*LogWriter, e
 		_, err := io.WriteString(w, "begin,begin_ns,duration_ns,class,syscall,size,ret,comm,pid,tid,fd,path\n")
 		return l, err
 	case "json":
-		l.enc = json.NewEncoder(w)
-		l.enc.SetEscapeHTML(false)
 		return l, nil
 	}
 	return nil, fmt.Errorf("unknown --format %q: text, csv or json", logFormat)
@@ -71,7 +69,12 @@ func NewLogWriter(w io.Writer, title, logFormat string, utc bool) (*LogWriter, e
 func (l *LogWriter) Op(o *analysis.Op) error {
 	switch l.format {
 	case "json":
-		return l.enc.Encode(o)
+		b, err := json.Marshal(o)
+		if err != nil {
+			return err
+		}
+		_, err = l.w.Write(append(escapeInvisible(b), '\n'))
+		return err
 	case "csv":
 		return l.csv(o)
 	}
