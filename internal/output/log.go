@@ -32,7 +32,6 @@ type LogWriter struct {
 	names  map[string]string
 	procs  map[procKey]string
 	files  map[fileLine]string
-	enc    *json.Encoder
 }
 
 type procKey struct {
