@@ -35,11 +35,11 @@ func TestFoldedOffCPUByReason(t *testing.T) {
 	if err := Folded(&b, stacks, FoldedOptions{ByReason: true}); err != nil {
 		t.Fatal(err)
 	}
-	if strings.ContainsAny(b.String(), "\x1b\r") {
+	if strings.ContainsAny(b.String(), "\x1b\r\u202e") {
 		t.Fatalf("a thread name reached the output raw: %q", b.String())
 	}
 	got := folded(t, b.String())
-	worker := `server (100);<img src=x>:\x1b[31m (101)`
+	worker := `server (100);<img src=x>:\x1b[31m\u{202e} (101)`
 	for stack, want := range map[string]uint64{
 		worker + ";[disk-write];ksys_write;vfs_write;ext4_write_begin;folio_wait_bit_common;io_schedule": hostile.DiskWriteNS / 1000,
 		worker + ";[dirty-throttle];ksys_write;vfs_write;balance_dirty_pages;schedule_timeout":           hostile.ThrottleNS / 1000,
@@ -76,7 +76,7 @@ func TestFoldedOnCPUHasNoInventedStacks(t *testing.T) {
 	got := folded(t, b.String())
 	want := map[string]uint64{
 		"server (100);server (100);[on-cpu]":               hostile.MainOnCPUNS / 1000,
-		`server (100);<img src=x>:\x1b[31m (101);[on-cpu]`: hostile.WorkerOnCPUNS / 1000,
+		`server (100);<img src=x>:\x1b[31m\u{202e} (101);[on-cpu]`: hostile.WorkerOnCPUNS / 1000,
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %v, want %v", got, want)
