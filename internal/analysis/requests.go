@@ -1,7 +1,7 @@
 package analysis
 
 import (
-	"fmt"
+	"errors"
 	"slices"
 	"sort"
 	"time"
@@ -125,6 +125,10 @@ type socketCall struct {
 	peer        string
 }
 
+// ErrNoSocketCalls is a recording made without the socket calls requests
+// are cut from: a user's choice of analysis, not a damaged file.
+var ErrNoSocketCalls = errors.New("this recording has no socket calls to cut requests from: record with --requests (or --full)")
+
 // FindRequests cuts the target's connections into requests: on a connection
 // a server accepted (or first read from), a request begins when bytes arrive
 // after the server's previous answer, and ends with the last bytes it wrote
@@ -136,7 +140,7 @@ func FindRequests(s *Source, opts RequestOptions) (*Requests, error) {
 		out.LostEvents += n
 	}
 	if s.Meta["requests"] != "true" && !s.Full() {
-		return nil, fmt.Errorf("this recording has no socket calls to cut requests from: record with --requests (or --full)")
+		return nil, ErrNoSocketCalls
 	}
 	pids, err := s.requestPIDs(opts.Filter)
 	if err != nil {

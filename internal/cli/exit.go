@@ -64,7 +64,7 @@ func codeOf(err error) int {
 	switch {
 	case errors.Is(err, store.ErrExists):
 		return ExitUsage
-	case errors.Is(err, store.ErrNotRecording), errors.Is(err, store.ErrUnreadable):
+	case errors.Is(err, store.ErrNotRecording), errors.Is(err, store.ErrUnreadable), store.Damaged(err):
 		return ExitBadFile
 	case errors.Is(err, target.ErrNotFound):
 		return ExitNotFound
@@ -78,6 +78,12 @@ func codeOf(err error) int {
 // program's name could inject.
 func report(err error) {
 	msg := err.Error()
+	if os.Getenv(debugEnv) != "" {
+		for _, line := range strings.Split(msg, "\n") { // whole: a verifier log, DuckDB's context
+			fmt.Fprintf(os.Stderr, "whyslow: %s\n", format.Safe(line))
+		}
+		return
+	}
 	if i := strings.IndexByte(msg, '\n'); i >= 0 {
 		msg = msg[:i] // one line: the rest is a verifier log or SQL context
 	}

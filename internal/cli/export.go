@@ -48,6 +48,7 @@ func createOutput(path string, stdout io.Writer) (w io.Writer, commit func() err
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("creating %s: %w", path, err)
 	}
+	leftOnCrash(f.Name())
 	abort = func() { f.Close(); os.Remove(f.Name()) }
 	commit = func() error {
 		defer os.Remove(f.Name())

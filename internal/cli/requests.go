@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"io"
 	"os"
 
@@ -39,8 +40,11 @@ list and explain.`
 		},
 		func(w io.Writer, s *analysis.Source, f analysis.Filter, ff *filterFlags, c *cobra.Command) error {
 			r, err := analysis.FindRequests(s, rf.options(f))
-			if err != nil {
+			if errors.Is(err, analysis.ErrNoSocketCalls) {
 				return withCode(ExitUsage, err)
+			}
+			if err != nil {
+				return err
 			}
 			if ff.json {
 				return output.RequestsJSON(w, r)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/whyslow/whyslow/internal/recorder"
+	"github.com/whyslow/whyslow/internal/store"
 	"github.com/whyslow/whyslow/internal/target"
 	"golang.org/x/sys/unix"
 )
@@ -60,6 +61,12 @@ func Main(args []string) int {
 			pprof.StartCPUProfile(f)
 			defer func() { pprof.StopCPUProfile(); f.Close() }()
 		}
+	}
+	if readsRecording(args) {
+		if os.Getenv(guardEnv) == "" {
+			return runGuarded(args)
+		}
+		store.NoteTemp = leftOnCrash
 	}
 	root := newRoot()
 	root.SetArgs(args)

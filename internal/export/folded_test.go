@@ -75,7 +75,7 @@ func TestFoldedOnCPUHasNoInventedStacks(t *testing.T) {
 	}
 	got := folded(t, b.String())
 	want := map[string]uint64{
-		"server (100);server (100);[on-cpu]":               hostile.MainOnCPUNS / 1000,
+		"server (100);server (100);[on-cpu]":                       hostile.MainOnCPUNS / 1000,
 		`server (100);<img src=x>:\x1b[31m\u{202e} (101);[on-cpu]`: hostile.WorkerOnCPUNS / 1000,
 	}
 	if len(got) != len(want) {

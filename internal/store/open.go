@@ -49,6 +49,10 @@ type Recording struct {
 	close func() error
 }
 
+// NoteTemp is told of each temporary directory Open makes, before DuckDB
+// uses it: a guard around a reader that may crash removes them (cli).
+var NoteTemp = func(path string) {}
+
 // Open opens a recording for analysis and checks that it is one.
 func Open(path string) (*Recording, error) { return open(path, "") }
 
@@ -89,6 +93,7 @@ func open(path, dir string) (rec *Recording, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening recording: %w", err)
 	}
+	NoteTemp(tmp)
 	defer func() {
 		if err != nil {
 			os.RemoveAll(tmp)
@@ -194,6 +199,11 @@ func checkMagic(path string) error {
 	head := make([]byte, 16)
 	if n, _ := f.Read(head); n < 12 || string(head[8:12]) != "DUCK" {
 		return fmt.Errorf("%s: %w", path, ErrNotRecording)
+	}
+	// A DuckDB file begins with three 4 KiB headers; fewer bytes is a file
+	// cut short (a partial copy or download).
+	if st, err := f.Stat(); err == nil && st.Size() < 3*4096 {
+		return fmt.Errorf("%s: %w: cut short at %d bytes", path, ErrNotRecording, st.Size())
 	}
 	return nil
 }

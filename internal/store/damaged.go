@@ -1,0 +1,27 @@
+package store
+
+import (
+	"errors"
+
+	"github.com/duckdb/duckdb-go/v2"
+)
+
+// Damaged reports whether err is DuckDB finding a recording's contents
+// other than its schema says: data it cannot decode (Serialization,
+// Invalid, Internal, Fatal, IO), or tables and columns a recording of this
+// version has and this one lacks (Catalog, Binder). whyslow's own queries
+// are fixed, so on a recording that opened, these mean the file was damaged
+// (or doctored) after it was written. A user's own query in `whyslow sql`
+// is judged apart: its Binder error is a bad query.
+func Damaged(err error) bool {
+	var de *duckdb.Error
+	if !errors.As(err, &de) {
+		return false
+	}
+	switch de.Type {
+	case duckdb.ErrorTypeSerialization, duckdb.ErrorTypeInvalid, duckdb.ErrorTypeInternal, duckdb.ErrorTypeFatal,
+		duckdb.ErrorTypeIO, duckdb.ErrorTypeCatalog, duckdb.ErrorTypeBinder, duckdb.ErrorTypeIndex, duckdb.ErrorTypeStat:
+		return true
+	}
+	return false
+}
