@@ -108,3 +108,7 @@ func isWord(s string) bool {
 	}
 	return s != ""
 }
+
+// RequestLabel names a request by its first bytes, as `report requests`
+// does, the query string left out: for a live view (whyslow watch).
+func RequestLabel(data []byte) string { return requestLabel(data, false) }

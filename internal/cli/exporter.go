@@ -70,31 +70,13 @@ func runExporter(o exporterOptions) error {
 	if err := needPrivileges(); err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", o.listen)
-	if err != nil {
-		return withCode(ExitUsage, fmt.Errorf("listening on %s: %w", o.listen, err))
-	}
-	defer ln.Close()
-	if a, ok := ln.Addr().(*net.TCPAddr); ok && !a.IP.IsLoopback() {
-		// The metrics name processes and files: say it when anyone may read them.
-		fmt.Fprintf(os.Stderr, "whyslow: serving /metrics on %s, beyond this machine (process and file names included)\n", a)
-	}
 	col := exporter.New(exporter.Options{GroupBy: exporter.GroupBy(o.groupBy), Groups: o.groups,
 		Devices: o.devices, Every: o.every})
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(col, collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{Namespace: "whyslow"}))
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/" {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprint(w, `<html><body><a href="/metrics">whyslow metrics</a></body></html>`)
-	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv, ln, err := metricsServer(o.listen, col)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
 
 	ctx, stop := interruptible()
 	defer stop()
@@ -124,4 +106,32 @@ func runExporter(o exporterOptions) error {
 	default:
 	}
 	return runErr
+}
+
+// metricsServer listens on listen and serves /metrics with the collectors,
+// Go's and the process's own; the caller starts it (Serve) once capture runs.
+func metricsServer(listen string, cols ...prometheus.Collector) (*http.Server, net.Listener, error) {
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, nil, withCode(ExitUsage, fmt.Errorf("listening on %s: %w", listen, err))
+	}
+	if a, ok := ln.Addr().(*net.TCPAddr); ok && !a.IP.IsLoopback() {
+		// The metrics name processes and files: say it when anyone may read them.
+		fmt.Fprintf(os.Stderr, "whyslow: serving /metrics on %s, beyond this machine (process and file names included)\n", a)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{Namespace: "whyslow"}))
+	reg.MustRegister(cols...)
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, `<html><body><a href="/metrics">whyslow metrics</a></body></html>`)
+	})
+	return &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, ln, nil
 }

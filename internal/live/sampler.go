@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/whyslow/whyslow/internal/capture"
+	"github.com/whyslow/whyslow/internal/event"
 )
 
 // Sampler runs a system-wide capture and cuts it into frames.
@@ -17,6 +18,11 @@ type Sampler struct {
 	Capture capture.Options
 	// ProcRoot and SysRoot are where /proc and /sys are ("/proc", "/sys" when empty).
 	ProcRoot, SysRoot string
+	// Tee, if set, is also given every batch of events, after the frames
+	// took it and from the engine's goroutine (whyslow watch keeps them).
+	Tee capture.Sink
+	// Waiting, if set, is given the waits in progress at each cut.
+	Waiting func(now uint64, waiting []*event.OffCPU)
 }
 
 // Info is what the capture says of itself, for health and headers.
@@ -59,7 +65,11 @@ func (s Sampler) Run(ctx context.Context, ready func(Info), onFrame func(*Frame)
 	runDone := make(chan struct{})
 	go func() {
 		defer close(runDone)
-		runErr = eng.Run(runCtx, agg.Feed)
+		sink := agg.Feed
+		if s.Tee != nil {
+			sink = func(b []event.Event) { agg.Feed(b); s.Tee(b) }
+		}
+		runErr = eng.Run(runCtx, sink)
 	}()
 	if ready != nil {
 		ready(Info{Flavour: eng.Flavour(), Missing: eng.Missing()})
@@ -74,6 +84,9 @@ func (s Sampler) Run(ctx context.Context, ready func(Info), onFrame func(*Frame)
 	cut := func() {
 		now, waiting := waits.Now()
 		f := agg.Cut(now, waiting)
+		if s.Waiting != nil {
+			s.Waiting(now, waiting)
+		}
 		sys.read(f)
 		if lost, err := eng.Lost(); err == nil {
 			f.Lost = lost

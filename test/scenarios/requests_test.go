@@ -197,13 +197,12 @@ $_SESSION['pad'] = str_repeat('x', 2000);
 echo "visits: " . $_SESSION['visits'] . "\n";
 `
 
-// TestRequestsApacheSessionStall: the LTTng story on its own stack. Apache
-// prefork with mod_php keeps PHP sessions on a slow disk; its workers exist
-// before whyslow attaches. Another process dirties data and runs sync, and
-// one request stalls writing its session. report requests must find that
-// request, label it, and blame the sync.
-func TestRequestsApacheSessionStall(t *testing.T) {
-	d := newSlowDisk(t, slowdisk.Options{WriteBPS: 8 << 20, DirtyBytes: 256 << 20, DirtyBackground: 128 << 20})
+// startApacheSessions starts Apache prefork with mod_php, keeping PHP
+// sessions under dir (a slow disk's), stopped when the test ends. fetch
+// asks for session.php with the session's cookie and returns the latency;
+// pid is Apache's parent.
+func startApacheSessions(t *testing.T, dir0 string) (fetch func() time.Duration, pid int) {
+	t.Helper()
 	mods, php := apacheModules(t)
 	// The workers run as nobody: the document root must be reachable by it.
 	dir, err := os.MkdirTemp("", "whyslow-apache-")
@@ -211,7 +210,7 @@ func TestRequestsApacheSessionStall(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	www, sessions := filepath.Join(dir, "www"), filepath.Join(d.Dir, "sessions")
+	www, sessions := filepath.Join(dir, "www"), filepath.Join(dir0, "sessions")
 	os.MkdirAll(www, 0o755)
 	os.Chmod(dir, 0o755)
 	os.MkdirAll(sessions, 0o1777)
@@ -249,7 +248,7 @@ php_admin_value session.save_path %[6]s
 	if err := apache.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
+	t.Cleanup(func() {
 		apache.Process.Signal(syscall.SIGTERM) // graceful-stop: the workers go too
 		done := make(chan struct{})
 		go func() { apache.Wait(); close(done) }()
@@ -259,12 +258,12 @@ php_admin_value session.save_path %[6]s
 			syscall.Kill(-apache.Process.Pid, syscall.SIGKILL)
 			<-done
 		}
-	}()
+	})
 	waitPort(t, port)
 	url := fmt.Sprintf("http://127.0.0.1:%d/session.php", port)
 	client := &http.Client{} // keep-alive: Apache serves several requests on a connection
 	jar := ""
-	fetch := func() time.Duration {
+	fetch = func() time.Duration {
 		req, _ := http.NewRequest("GET", url, nil)
 		if jar != "" {
 			req.Header.Set("Cookie", jar)
@@ -284,9 +283,20 @@ php_admin_value session.save_path %[6]s
 		}
 		return time.Since(start)
 	}
+	return fetch, apache.Process.Pid
+}
+
+// TestRequestsApacheSessionStall: the LTTng story on its own stack. Apache
+// prefork with mod_php keeps PHP sessions on a slow disk; its workers exist
+// before whyslow attaches. Another process dirties data and runs sync, and
+// one request stalls writing its session. report requests must find that
+// request, label it, and blame the sync.
+func TestRequestsApacheSessionStall(t *testing.T) {
+	d := newSlowDisk(t, slowdisk.Options{WriteBPS: 8 << 20, DirtyBytes: 256 << 20, DirtyBackground: 128 << 20})
+	fetch, pid := startApacheSessions(t, d.Dir)
 	fetch() // the session exists before the recording
 
-	stop := attachRequests(t, apache.Process.Pid)
+	stop := attachRequests(t, pid)
 	noisy := exec.Command("sh", filepath.Join(repo, "examples", "session-stall", "noisy.sh"), d.Dir, "24")
 	var latencies []time.Duration
 	for i := range 16 {

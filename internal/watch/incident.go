@@ -1,0 +1,393 @@
+package watch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/whyslow/whyslow/internal/capture"
+	"github.com/whyslow/whyslow/internal/event"
+	"github.com/whyslow/whyslow/internal/format"
+	"github.com/whyslow/whyslow/internal/store"
+	"golang.org/x/sys/unix"
+)
+
+// Incident is one written: its files and what explained it.
+type Incident struct {
+	Name     string // DIR/<name>.db, .txt, .json, .html
+	Trigger  Trigger
+	Also     int // triggers that fired while it was being written, or in its cooldown
+	Time     time.Time
+	PID      uint32 // the process explained first
+	Verdict  string
+	Culprit  string
+	Events   int
+	Dropped  uint64
+	Err      error // the incident could not be written (a full disk)
+	Requests bool
+}
+
+// incidents writes an incident for each trigger outside a cooldown, one at a
+// time, until the triggers end.
+func (w *watcher) incidents(ctx context.Context) {
+	var quietUntil time.Time
+	var suppressed int
+	var diskFull bool
+	for t := range w.fired {
+		if time.Now().Before(quietUntil) && t.Kind != KindSnapshot { // asked for by hand: always written
+			suppressed++
+			continue
+		}
+		fired := time.Now()
+		// Let the slow thing end, or go on a while, inside the window.
+		select {
+		case <-time.After(w.o.After):
+		case <-ctx.Done():
+		}
+		also := suppressed
+		for drained := false; !drained; { // triggers of the same moment are this incident's
+			select {
+			case _, ok := <-w.fired:
+				if !ok {
+					drained = true
+					break
+				}
+				also++
+			default:
+				drained = true
+			}
+		}
+		suppressed = 0
+		inc := w.write(t, fired)
+		inc.Also = also
+		quietUntil = time.Now().Add(w.o.Cooldown)
+		switch {
+		case inc.Err != nil && errors.Is(inc.Err, store.ErrDiskFull) || errors.Is(inc.Err, unix.ENOSPC):
+			if !diskFull {
+				fmt.Fprintf(w.o.Log, "whyslow watch: %s: the incident disk is full; watching on, writing no incident until there is room (%v)\n",
+					format.Safe(w.o.Dir), format.Safe(firstLineOf(inc.Err)))
+			}
+			diskFull = true
+		case inc.Err != nil:
+			fmt.Fprintf(w.o.Log, "whyslow watch: writing an incident for %s: %s\n", format.Safe(describeTrigger(t)), format.Safe(firstLineOf(inc.Err)))
+		default:
+			diskFull = false
+			w.logIncident(inc)
+		}
+		if w.o.Incident != nil {
+			w.o.Incident(inc)
+		}
+		rotate(w.o.Dir, w.o.Keep, w.o.MaxDisk)
+	}
+}
+
+// write writes one incident: the recording of the window, then its
+// explanations beside it.
+func (w *watcher) write(t *Trigger, fired time.Time) Incident {
+	inc := Incident{Trigger: *t, Time: fired}
+	inc.Name = fired.UTC().Format("20060102T150405Z") + "-" + t.Kind
+	w.mu.Lock()
+	newest := w.newest
+	w.mu.Unlock()
+	span := uint64(w.o.Window + w.o.After)
+	from := uint64(0)
+	if newest > span {
+		from = newest - span
+	}
+	win := w.flight.snapshot(from)
+	inc.Events, inc.Dropped = len(win.events), win.dropped
+	w.mu.Lock()
+	lost := w.lost.since(win.start)
+	w.mu.Unlock()
+	inc.PID = t.PID
+	if inc.PID == 0 {
+		inc.PID = mostStalled(win.events, t.Kind, w.self)
+	}
+	inc.Requests = t.Kind == KindSlowRequest
+	final := filepath.Join(w.o.Dir, inc.Name+".db")
+	partial := filepath.Join(w.o.Dir, partialPrefix+inc.Name+".db")
+	if err := w.record(partial, win, t, inc.PID, lost); err != nil {
+		os.Remove(partial)
+		os.Remove(partial + ".wal")
+		inc.Err = err
+		return inc
+	}
+	if err := os.Rename(partial, final); err != nil {
+		os.Remove(partial)
+		inc.Err = err
+		return inc
+	}
+	inc.Verdict, inc.Culprit, inc.Err = w.explain(inc)
+	return inc
+}
+
+// partialPrefix names an incident still being written: a watch killed
+// meanwhile leaves it, and the next removes it.
+const partialPrefix = ".partial-"
+
+// record writes the window as a recording, as `whyslow record` would have.
+func (w *watcher) record(path string, win window, t *Trigger, pid uint32, lost map[string]uint64) error {
+	wr, err := store.Create(path)
+	if err != nil {
+		return err
+	}
+	meta := w.meta(win, t, pid)
+	if err := wr.SetMeta(meta); err != nil {
+		wr.Close(nil)
+		return err
+	}
+	const chunk = 4096
+	for i := 0; i < len(win.events); i += chunk {
+		wr.Write(win.events[i:min(i+chunk, len(win.events))])
+	}
+	if err := wr.Err(); err != nil {
+		wr.Close(nil)
+		return err
+	}
+	if err := wr.Close(lost); err != nil {
+		return err
+	}
+	return os.Chmod(path, 0o600)
+}
+
+func (w *watcher) meta(win window, t *Trigger, pid uint32) map[string]string {
+	host, _ := os.Hostname()
+	var uts unix.Utsname
+	unix.Uname(&uts)
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	now := time.Now()
+	offset := now.UnixNano() - ts.Nano() // wall = mono + offset
+	start := time.Unix(0, int64(win.start)+offset)
+	end := time.Unix(0, int64(win.end)+offset)
+	begin, exit := lifetime(win, pid)
+	opts := w.o.Capture
+	payload := 0
+	if opts.Requests && opts.Payload {
+		payload = capture.PayloadLen
+	}
+	return map[string]string{
+		"host": event.EncodeText(host), "kernel": unix.ByteSliceToString(uts.Release[:]), "arch": runtime.GOARCH,
+		"whyslow_version": Version,
+		"start_wall":      start.UTC().Format(time.RFC3339Nano), "end_wall": end.UTC().Format(time.RFC3339Nano),
+		"clock_offset_ns": strconv.FormatInt(offset, 10), "start_mono": strconv.FormatUint(win.start, 10),
+		"duration_ns": strconv.FormatUint(win.end-win.start, 10),
+		"level":       opts.Level.String(), "scope": "system", "command": "",
+		"flavour": w.info.Flavour, "missing": strings.Join(w.info.Missing, ","),
+		"slow_ns": strconv.FormatInt(opts.Slow.Nanoseconds(), 10), "recording": event.EncodeText(path(w.o.Dir)),
+		"whyslow_pid": strconv.Itoa(int(w.self)), "requests": strconv.FormatBool(opts.Requests),
+		"payload_bytes": strconv.Itoa(payload),
+		"target_pid":    strconv.Itoa(int(pid)), "exit_code": "-1",
+		"target_start_mono": strconv.FormatUint(begin, 10), "target_end_mono": strconv.FormatUint(exit, 10),
+		// What fired, for the incident's reader (docs/watch.md).
+		"trigger": t.Kind, "trigger_mono": strconv.FormatUint(t.At, 10), "trigger_pid": strconv.Itoa(int(t.PID)),
+		"trigger_tid": strconv.Itoa(int(t.TID)), "trigger_detail": event.EncodeText(t.Detail),
+		"window_dropped": strconv.FormatUint(win.dropped, 10),
+	}
+}
+
+func path(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
+// lifetime is the part of the window the process explained first lived in:
+// from its fork (or the window's start), to its exit (0: it outlived the
+// window). Its time before it existed is no wait of its.
+func lifetime(win window, pid uint32) (begin, end uint64) {
+	begin = win.start
+	if pid == 0 {
+		return begin, 0
+	}
+	for _, ev := range win.events {
+		switch v := ev.(type) {
+		case *event.Fork:
+			if v.ChildPID == pid && v.ChildTID == pid && v.Time > begin {
+				begin = v.Time
+			}
+		case *event.Exit:
+			if v.PID == pid && v.GroupDead {
+				end = v.Time
+			}
+		}
+	}
+	return begin, end
+}
+
+// mostStalled picks the process an incident with no process of its own
+// explains first: the one that waited longest, in the window, for what the
+// trigger is about (storage for io pressure and by hand, a CPU for cpu).
+func mostStalled(events []event.Event, kind string, self uint32) uint32 {
+	waited := map[uint32]uint64{}
+	for _, ev := range events {
+		o, ok := ev.(*event.OffCPU)
+		if !ok || o.PID == self || o.PID == 0 {
+			continue
+		}
+		switch kind {
+		case "psi-cpu":
+			if o.Reason == event.ReasonRunqueue || o.State == 'R' {
+				waited[o.PID] += o.Runq
+			}
+		default:
+			if o.Reason.Disk() || o.State == 'D' {
+				waited[o.PID] += o.Off
+			}
+		}
+	}
+	var best uint32
+	for pid, ns := range waited {
+		if ns > waited[best] || ns == waited[best] && pid < best {
+			best = pid
+		}
+	}
+	return best
+}
+
+// explain writes the incident's explanations beside its recording, each by
+// a whyslow of its own (an analysis's memory is given back when it ends,
+// and a watch that runs for weeks must not grow): text, JSON and HTML. It
+// returns the verdict and the culprit for the log line.
+func (w *watcher) explain(inc Incident) (verdict, culprit string, err error) {
+	base := filepath.Join(w.o.Dir, inc.Name)
+	rec := base + ".db"
+	pid := []string{}
+	if inc.PID != 0 {
+		pid = []string{"--pid", strconv.Itoa(int(inc.PID))}
+	}
+	var text strings.Builder
+	fmt.Fprintf(&text, "whyslow watch: incident %s\ntrigger: %s\n", inc.Name, describeTrigger(&inc.Trigger))
+	if inc.Dropped > 0 {
+		fmt.Fprintf(&text, "(the memory budget dropped %d events: the window starts later than asked)\n", inc.Dropped)
+	}
+	text.WriteString("\n")
+	var errs []error
+	if inc.Requests && inc.PID != 0 {
+		out, err := w.run(append([]string{"report", "requests", rec, "--limit", "3"}, pid...)...)
+		text.Write(out)
+		text.WriteString("\n")
+		errs = append(errs, err)
+		js, err := w.run(append([]string{"report", "requests", rec, "--json"}, pid...)...)
+		errs = append(errs, err, os.WriteFile(base+".requests.json", js, 0o600))
+		verdict, culprit = requestVerdict(js)
+	}
+	if inc.PID != 0 {
+		out, err := w.run(append([]string{"report", "explain", rec}, pid...)...)
+		text.Write(out)
+		errs = append(errs, err)
+		js, err := w.run(append([]string{"report", "explain", rec, "--json"}, pid...)...)
+		errs = append(errs, err, os.WriteFile(base+".json", js, 0o600))
+		if verdict == "" {
+			verdict, culprit = explainVerdict(js)
+		}
+	} else {
+		out, err := w.run("report", "usage", rec)
+		text.Write(out)
+		errs = append(errs, err)
+	}
+	_, err = w.run(append([]string{"report", "html", rec, "-o", base + ".html"}, pid...)...)
+	errs = append(errs, err, os.WriteFile(base+".txt", []byte(text.String()), 0o600))
+	return verdict, culprit, errors.Join(errs...)
+}
+
+// run runs an analysis of an incident and returns its output.
+func (w *watcher) run(args ...string) ([]byte, error) {
+	cmd := exec.Command(w.o.Exe, args...)
+	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("whyslow %s: %w: %s", args[1], err, strings.TrimSpace(stderr.String()))
+	}
+	return out, nil
+}
+
+// Version is whyslow's, written in each incident's metadata (set by the CLI).
+var Version = "dev"
+
+// result is a report's JSON, whether wrapped in {"result": ...} or not.
+func result(js []byte) []byte {
+	var wrap struct {
+		Result json.RawMessage `json:"result"`
+	}
+	if json.Unmarshal(js, &wrap) == nil && len(wrap.Result) > 0 {
+		return wrap.Result
+	}
+	return js
+}
+
+// explainVerdict reads the verdict and the first blamed process of an
+// explanation's JSON.
+func explainVerdict(js []byte) (verdict, culprit string) {
+	var x struct {
+		Verdict struct {
+			Summary string `json:"summary"`
+		} `json:"verdict"`
+		Blame []struct {
+			Summary string `json:"summary"`
+		} `json:"blame"`
+	}
+	if json.Unmarshal(result(js), &x) != nil {
+		return "", ""
+	}
+	if len(x.Blame) > 0 {
+		culprit = x.Blame[0].Summary
+	}
+	return x.Verdict.Summary, culprit
+}
+
+// requestVerdict reads the slowest request's label, verdict and first blame.
+func requestVerdict(js []byte) (verdict, culprit string) {
+	var x struct {
+		Requests []struct {
+			Label     string  `json:"label"`
+			DurationS float64 `json:"duration_s"`
+			Verdict   struct {
+				Summary string `json:"summary"`
+			} `json:"verdict"`
+			Blame []struct {
+				Summary string `json:"summary"`
+			} `json:"blame"`
+		} `json:"requests"`
+	}
+	if json.Unmarshal(result(js), &x) != nil || len(x.Requests) == 0 {
+		return "", ""
+	}
+	r := x.Requests[0]
+	verdict = fmt.Sprintf("%s %.2f s: %s", r.Label, r.DurationS, r.Verdict.Summary)
+	if len(r.Blame) > 0 {
+		culprit = r.Blame[0].Summary
+	}
+	return verdict, culprit
+}
+
+// logIncident says an incident in one line: time, trigger, verdict, culprit.
+func (w *watcher) logIncident(inc Incident) {
+	line := fmt.Sprintf("whyslow watch: incident %s: %s", inc.Name, describeTrigger(&inc.Trigger))
+	if inc.Verdict != "" {
+		line += "; verdict: " + inc.Verdict
+	}
+	if inc.Culprit != "" {
+		line += "; culprit: " + inc.Culprit
+	}
+	if inc.Also > 0 {
+		line += fmt.Sprintf("; %d more triggers", inc.Also)
+	}
+	fmt.Fprintf(w.o.Log, "%s -> %s\n", format.Safe(line), format.Safe(filepath.Join(w.o.Dir, inc.Name+".txt")))
+}
+
+func firstLineOf(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
+}

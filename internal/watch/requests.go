@@ -1,0 +1,146 @@
+package watch
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/event"
+)
+
+// serving follows requests live, as `report requests` cuts them after the
+// fact but cheaply: on a connection whose first call read (a server's end),
+// a request begins when a read returns bytes after the previous answer, and
+// is answered by the next write. One still unanswered past the threshold
+// fires, while it is still slow; one answered past it fires if the poll
+// missed it.
+type serving struct {
+	over  uint64
+	conns map[connKey]*conn
+}
+
+type connKey struct {
+	pid uint32
+	ino uint64
+	dev uint32
+}
+
+type conn struct {
+	client   bool   // its first call wrote: this end asked, it does not serve
+	begin    uint64 // the open request's first read returned (0: none open)
+	last     uint64 // the connection's latest call
+	tid      uint32
+	comm     string
+	label    string
+	reported bool
+}
+
+// maxConns bounds the connections followed; past it, the idlest go.
+const maxConns = 1 << 16
+
+func newServing(over uint64) *serving { return &serving{over: over, conns: map[connKey]*conn{}} }
+
+// direction says whether a call moves bytes in (+1) or out (-1) of a socket.
+func direction(nr uint32) int {
+	name := event.SyscallName(int32(nr))
+	switch {
+	case strings.HasPrefix(name, "read"), strings.HasPrefix(name, "recv"), strings.HasPrefix(name, "pread"):
+		return 1
+	case strings.HasPrefix(name, "write"), strings.HasPrefix(name, "send"), strings.HasPrefix(name, "pwrite"):
+		return -1
+	}
+	return 0
+}
+
+// call follows one socket call.
+func (s *serving) call(c *event.Syscall) *Trigger {
+	k := c.File.Kind
+	if (k != event.KindSocketInet && k != event.KindSocketUnix) || c.Ret <= 0 {
+		return nil
+	}
+	dir := direction(c.Nr)
+	if dir == 0 {
+		return nil
+	}
+	key := connKey{pid: c.PID, ino: c.File.Ino, dev: c.File.Dev}
+	end := c.Time + c.Dur
+	cn := s.conns[key]
+	if cn == nil {
+		if len(s.conns) >= maxConns {
+			s.forgetIdlest()
+		}
+		cn = &conn{client: dir < 0}
+		s.conns[key] = cn
+	}
+	cn.last = end
+	if cn.client {
+		return nil
+	}
+	if dir > 0 {
+		if cn.begin == 0 {
+			cn.begin, cn.tid, cn.comm, cn.label, cn.reported = end, c.TID, c.Comm, "", false
+		}
+		return nil
+	}
+	// An answer: the request ends with its first write; later writes of the
+	// same answer find none open.
+	if cn.begin == 0 {
+		return nil
+	}
+	var t *Trigger
+	if end-cn.begin > s.over && !cn.reported {
+		t = s.trigger(key, cn, fmt.Sprintf("answered after %s", secs(end-cn.begin)))
+	}
+	cn.begin = 0
+	return t
+}
+
+// payload names the open request on a connection by its first bytes.
+func (s *serving) payload(p *event.Payload) {
+	if cn := s.conns[connKey{pid: p.PID, ino: p.Conn.Ino, dev: p.Conn.Dev}]; cn != nil && cn.label == "" {
+		cn.label = analysis.RequestLabel(p.Data)
+	}
+}
+
+// slow lists requests open longer than the threshold at now, once each.
+func (s *serving) slow(now uint64) []*Trigger {
+	var out []*Trigger
+	for key, cn := range s.conns {
+		if cn.begin != 0 && !cn.reported && now > cn.begin && now-cn.begin > s.over {
+			out = append(out, s.trigger(key, cn, fmt.Sprintf("unanswered after %s", secs(now-cn.begin))))
+		}
+	}
+	return out
+}
+
+func (s *serving) trigger(key connKey, cn *conn, how string) *Trigger {
+	cn.reported = true
+	what := "a request"
+	if cn.label != "" {
+		what = cn.label
+	}
+	return &Trigger{Kind: KindSlowRequest, At: cn.begin, PID: key.pid, TID: cn.tid, Comm: cn.comm,
+		Detail: what + ", " + how}
+}
+
+// forget drops connections quiet since before.
+func (s *serving) forget(before uint64) {
+	for k, cn := range s.conns {
+		if cn.last < before && cn.begin == 0 {
+			delete(s.conns, k)
+		}
+	}
+}
+
+func (s *serving) forgetIdlest() {
+	times := make([]uint64, 0, len(s.conns))
+	for _, cn := range s.conns {
+		times = append(times, cn.last)
+	}
+	cut := kthNewest(times, maxConns/2)
+	for k, cn := range s.conns {
+		if cn.last < cut {
+			delete(s.conns, k)
+		}
+	}
+}

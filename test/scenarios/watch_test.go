@@ -1,0 +1,257 @@
+package scenarios
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/whyslow/whyslow/internal/slowdisk"
+)
+
+// `whyslow watch` (issue 28): left running before anything goes wrong, it
+// must write one incident when something is slow, without anyone running
+// `record`, and explain it.
+
+// lockedBuffer is a watch's stderr, read while it writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startWatch starts `whyslow watch` writing incidents to a new directory,
+// and waits until it watches. stop ends it (SIGINT) and returns its stderr.
+func startWatch(t *testing.T, args ...string) (dir string, stop func() string) {
+	t.Helper()
+	dir = filepath.Join(t.TempDir(), "incidents")
+	cmd := exec.Command(filepath.Join(bin, "whyslow"), append([]string{"watch", "--dir", dir}, args...)...)
+	errb := &lockedBuffer{}
+	cmd.Stderr = errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stop = func() string {
+		if !stopped {
+			stopped = true
+			cmd.Process.Signal(os.Interrupt)
+			if err := cmd.Wait(); err != nil {
+				t.Errorf("watch: %v\n%s", err, errb.String())
+			}
+		}
+		return errb.String()
+	}
+	t.Cleanup(func() { stop() })
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(errb.String(), "whyslow watch: watching"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("watch did not start:\n%s", stop())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return dir, stop
+}
+
+// incidentsIn lists the incidents written in dir (their names, oldest first),
+// those whose explanation is written.
+func incidentsIn(dir string) []string {
+	m, _ := filepath.Glob(filepath.Join(dir, "*.txt"))
+	var out []string
+	for _, p := range m {
+		out = append(out, strings.TrimSuffix(filepath.Base(p), ".txt"))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// waitIncidents waits until n incidents are written.
+func waitIncidents(t *testing.T, dir string, n int, limit time.Duration, stderr func() string) []string {
+	t.Helper()
+	for deadline := time.Now().Add(limit); ; time.Sleep(200 * time.Millisecond) {
+		got := incidentsIn(dir)
+		if len(got) >= n {
+			time.Sleep(300 * time.Millisecond) // its log line follows the files
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d incidents after %v, want %d:\n%s", len(got), limit, n, stderr())
+		}
+	}
+}
+
+// incidentMeta reads an incident recording's metadata.
+func incidentMeta(t *testing.T, rec string) map[string]string {
+	t.Helper()
+	out, err := exec.Command(filepath.Join(bin, "whyslow"), "sql", rec, "SELECT key, value FROM meta", "--format", "json").Output()
+	if err != nil {
+		t.Fatalf("reading the incident's meta: %v", err)
+	}
+	var rows []struct{ Key, Value string }
+	if err := json.Unmarshal(out, &rows); err != nil {
+		t.Fatalf("meta: %v\n%s", err, out)
+	}
+	m := map[string]string{}
+	for _, r := range rows {
+		m[r.Key] = r.Value
+	}
+	return m
+}
+
+// everyAnalysisOpens runs each analysis on an incident's recording.
+func everyAnalysisOpens(t *testing.T, rec string) {
+	t.Helper()
+	for _, args := range [][]string{
+		{"report", "explain", rec}, {"report", "usage", rec}, {"report", "stats", rec}, {"report", "freq", rec},
+		{"report", "top", rec}, {"report", "log", rec}, {"export", "folded", rec},
+	} {
+		if out, err := exec.Command(filepath.Join(bin, "whyslow"), args...).CombinedOutput(); err != nil {
+			t.Errorf("%v on an incident: %v\n%s", args[:2], err, firstLines(string(out)))
+		}
+	}
+	if fi, err := os.Stat(rec); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("incident recording %v, mode %v: want 0600", err, fi.Mode())
+	}
+}
+
+func firstLines(s string) string {
+	lines := strings.SplitN(s, "\n", 6)
+	return strings.Join(lines[:min(5, len(lines))], "\n")
+}
+
+// TestWatchApacheSessionStall: seed 003's stall on Apache + mod_php, with
+// `watch --requests --slow-request` started before the workload. The stall
+// gives one incident, which names the stalled request (by the first bytes
+// it read, before the trigger), its session file and the sync.
+func TestWatchApacheSessionStall(t *testing.T) {
+	d := newSlowDisk(t, slowdisk.Options{WriteBPS: 8 << 20, DirtyBytes: 256 << 20, DirtyBackground: 128 << 20})
+	fetch, _ := startApacheSessions(t, d.Dir)
+	fetch()
+	dir, stop := startWatch(t, "--requests", "--slow-request", "1s", "--stall", "0", "--window", "20s",
+		"--after", "2s", "--cooldown", "10m")
+	noisy := exec.Command("sh", filepath.Join(repo, "examples", "session-stall", "noisy.sh"), d.Dir, "32")
+	var worst time.Duration
+	for i := range 16 {
+		if i == 4 {
+			if err := noisy.Start(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		worst = max(worst, fetch())
+		time.Sleep(250 * time.Millisecond)
+	}
+	noisy.Wait()
+	if worst < 1200*time.Millisecond {
+		t.Fatalf("no request stalled past the trigger's 1s (client's worst %v): the scenario did not reproduce", worst)
+	}
+	names := waitIncidents(t, dir, 1, 60*time.Second, stop)
+	time.Sleep(3 * time.Second) // a second incident would be written by now
+	stderr := stop()
+	names = incidentsIn(dir)
+	if len(names) != 1 || !strings.HasSuffix(names[0], "-slow-request") {
+		t.Fatalf("incidents %v, want one slow-request:\n%s", names, stderr)
+	}
+	base := filepath.Join(dir, names[0])
+	if n := strings.Count(stderr, "whyslow watch: incident "); n != 1 || !strings.Contains(stderr, "verdict:") {
+		t.Errorf("want one incident line with its verdict on stderr, got %d:\n%s", n, stderr)
+	}
+	var r requestsJSON
+	b, err := os.ReadFile(base + ".requests.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &r); err != nil || len(r.Requests) == 0 {
+		t.Fatalf("the incident's requests: %v\n%s", err, firstLines(string(b)))
+	}
+	top := r.Requests[0]
+	t.Logf("%s %.3fs (client's worst %v): %s", top.Label, top.DurationS, worst, top.Verdict.Summary)
+	if top.Label != "GET /session.php" || top.DurationS < 1 || time.Duration(top.DurationS*1e9) > worst+100*time.Millisecond {
+		t.Errorf("slowest request %q %.3fs, client's worst %v", top.Label, top.DurationS, worst)
+	}
+	var sync, session bool
+	for _, bl := range top.Blame {
+		sync = sync || (bl.Comm == "sync" && bl.Activity == "sync")
+	}
+	for _, f := range top.Files {
+		session = session || strings.Contains(f.Path, "/sessions/sess_")
+	}
+	if !sync || !session {
+		t.Errorf("the stalled request blames sync: %v; names its session file: %v (%+v, %+v)", sync, session, top.Blame, top.Files)
+	}
+	meta := incidentMeta(t, base+".db")
+	trig, _ := strconv.ParseUint(meta["trigger_mono"], 10, 64)
+	start, _ := strconv.ParseUint(meta["start_mono"], 10, 64)
+	if meta["trigger"] != "slow-request" || trig <= start {
+		t.Errorf("trigger %q at %d, recording from %d: the window must hold the time before the trigger", meta["trigger"], trig, start)
+	}
+	text, _ := os.ReadFile(base + ".txt")
+	if !strings.Contains(string(text), "GET /session.php") || !strings.Contains(string(text), "sync") {
+		t.Errorf("the incident's text names neither the request nor sync:\n%s", firstLines(string(text)))
+	}
+	if _, err := os.Stat(base + ".html"); err != nil {
+		t.Error(err)
+	}
+	everyAnalysisOpens(t, base+".db")
+}
+
+// TestWatchThrottledWriter: a writer throttled on a small slow disk stalls
+// past --stall in dirty throttling; the incident names it. Then a snapshot
+// asked for from another shell is written at once, cooldown or not.
+func TestWatchThrottledWriter(t *testing.T) {
+	d := newSlowDisk(t, slowdisk.Options{WriteBPS: 4 << 20, DirtyBytes: 8 << 20, DirtyBackground: 4 << 20})
+	dir, stop := startWatch(t, "--stall", "1s", "--window", "10s", "--after", "1s", "--cooldown", "10m")
+	dd := exec.Command("dd", "if=/dev/zero", "of="+filepath.Join(d.Dir, "big"), "bs=1M", "count=64")
+	if err := dd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dd.Process.Kill(); dd.Wait() })
+	names := waitIncidents(t, dir, 1, 60*time.Second, stop)
+	dd.Process.Kill()
+	dd.Wait()
+	base := filepath.Join(dir, names[0])
+	meta := incidentMeta(t, base+".db")
+	if !strings.HasSuffix(names[0], "-stall") || meta["trigger_pid"] != strconv.Itoa(dd.Process.Pid) {
+		t.Fatalf("incident %s for pid %s, want a stall of dd (pid %d):\n%s", names[0], meta["trigger_pid"], dd.Process.Pid, stop())
+	}
+	var x explanation
+	b, _ := os.ReadFile(base + ".json")
+	if err := json.Unmarshal(b, &x); err != nil {
+		t.Fatalf("the incident's explanation: %v", err)
+	}
+	if r := x.Verdict.Reason; r != "dirty-throttle" && r != "disk-write" {
+		text, _ := os.ReadFile(base + ".txt")
+		t.Errorf("dd's verdict in the incident: %q (%s), want dirty-throttle\n%s", r, x.Verdict.Summary, text)
+	}
+	everyAnalysisOpens(t, base+".db")
+
+	// By hand, from another shell: in the cooldown, still written.
+	if out, err := exec.Command(filepath.Join(bin, "whyslow"), "watch", "--snapshot", "--dir", dir).CombinedOutput(); err != nil {
+		t.Fatalf("watch --snapshot: %v\n%s", err, out)
+	}
+	names = waitIncidents(t, dir, 2, 60*time.Second, stop)
+	if !strings.HasSuffix(names[1], "-snapshot") {
+		t.Fatalf("incidents %v: want a snapshot second", names)
+	}
+	everyAnalysisOpens(t, filepath.Join(dir, names[1]+".db"))
+	stop()
+	if _, err := os.Stat(filepath.Join(dir, ".watch.pid")); !os.IsNotExist(err) {
+		t.Errorf("the watch's pid file outlived it: %v", err)
+	}
+}
