@@ -31,11 +31,19 @@ var readers = []struct {
 	{"top", func(rec, _ string) []string { return []string{"report", "top", rec} }},
 	{"log", func(rec, _ string) []string { return []string{"report", "log", rec} }},
 	{"requests", func(rec, _ string) []string { return []string{"report", "requests", rec} }},
-	{"html", func(rec, out string) []string { return []string{"report", "html", rec, "-o", filepath.Join(out, "r.html")} }},
+	{"html", func(rec, out string) []string {
+		return []string{"report", "html", rec, "-o", filepath.Join(out, "r.html")}
+	}},
 	{"sql", func(rec, _ string) []string { return []string{"sql", rec, "SELECT * FROM offcpu_raw"} }},
-	{"perfetto", func(rec, out string) []string { return []string{"export", "perfetto", rec, "-o", filepath.Join(out, "t.pftrace")} }},
-	{"folded", func(rec, out string) []string { return []string{"export", "folded", rec, "-o", filepath.Join(out, "s.folded")} }},
-	{"parquet", func(rec, out string) []string { return []string{"export", "parquet", rec, "-o", filepath.Join(out, "pq")} }},
+	{"perfetto", func(rec, out string) []string {
+		return []string{"export", "perfetto", rec, "-o", filepath.Join(out, "t.pftrace")}
+	}},
+	{"folded", func(rec, out string) []string {
+		return []string{"export", "folded", rec, "-o", filepath.Join(out, "s.folded")}
+	}},
+	{"parquet", func(rec, out string) []string {
+		return []string{"export", "parquet", rec, "-o", filepath.Join(out, "pq")}
+	}},
 }
 
 // TestDamagedRecordings: a recording from elsewhere may be damaged, by
