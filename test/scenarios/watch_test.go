@@ -3,6 +3,8 @@ package scenarios
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -254,4 +256,101 @@ func TestWatchThrottledWriter(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, ".watch.pid")); !os.IsNotExist(err) {
 		t.Errorf("the watch's pid file outlived it: %v", err)
 	}
+}
+
+// TestWatchFullDiskMetricsAndKill: a watch whose incident disk is full says
+// so once and watches on; with room again it writes the next incident, and
+// its metrics count it. Killed with SIGKILL mid-run, the next watch on the
+// same directory starts clean.
+func TestWatchFullDiskMetricsAndKill(t *testing.T) {
+	requireRoot(t)
+	dir := filepath.Join(t.TempDir(), "incidents")
+	os.MkdirAll(dir, 0o700)
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k", "whyslow-test", dir).CombinedOutput(); err != nil {
+		t.Fatalf("mounting a small tmpfs: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
+
+	cmd := exec.Command(filepath.Join(bin, "whyslow"), "watch", "--dir", dir, "--stall", "0", "--window", "5s",
+		"--after", "500ms", "--listen", "127.0.0.1:0")
+	errb := &lockedBuffer{}
+	cmd.Stderr = errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	waitFor := func(what string) {
+		t.Helper()
+		for deadline := time.Now().Add(60 * time.Second); !strings.Contains(errb.String(), what); time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("watch never said %q:\n%s", what, errb.String())
+			}
+		}
+	}
+	waitFor("whyslow watch: watching")
+	snapshot := func() {
+		t.Helper()
+		if out, err := exec.Command(filepath.Join(bin, "whyslow"), "watch", "--snapshot", "--dir", dir).CombinedOutput(); err != nil {
+			t.Fatalf("watch --snapshot: %v\n%s", err, out)
+		}
+	}
+	snapshot()
+	waitFor("incident disk is full")
+	if left, _ := filepath.Glob(filepath.Join(dir, "*.db*")); len(left) > 0 {
+		t.Errorf("a failed incident left %v", left)
+	}
+	if partial, _ := filepath.Glob(filepath.Join(dir, ".partial-*")); len(partial) > 0 {
+		t.Errorf("a failed incident left %v", partial)
+	}
+	if out, err := exec.Command("mount", "-o", "remount,size=64m", dir).CombinedOutput(); err != nil {
+		t.Fatalf("growing the tmpfs: %v %s", err, out)
+	}
+	snapshot()
+	if names := waitIncidents(t, dir, 1, 60*time.Second, errb.String); !strings.HasSuffix(names[0], "-snapshot") {
+		t.Fatalf("incidents %v", names)
+	}
+	addr := ""
+	if _, after, ok := strings.Cut(errb.String(), "serving http://"); ok {
+		addr, _, _ = strings.Cut(after, "/metrics")
+	}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatalf("metrics at %q: %v", addr, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`whyslow_incidents_total{trigger="snapshot"} 1`, "whyslow_last_incident_timestamp_seconds ", "whyslow_wait_seconds_total"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+
+	// Killed outright: the next watch starts on the same directory.
+	cmd.Process.Kill()
+	cmd.Wait()
+	os.WriteFile(filepath.Join(dir, ".partial-20261124T000000Z-stall.db"), []byte("half"), 0o600)
+	if out, err := exec.Command(filepath.Join(bin, "whyslow"), "watch", "--snapshot", "--dir", dir).CombinedOutput(); err == nil {
+		t.Errorf("--snapshot found the killed watch: %s", out)
+	}
+	dir2, stop := func() (string, func() string) {
+		c := exec.Command(filepath.Join(bin, "whyslow"), "watch", "--dir", dir, "--stall", "0", "--window", "5s", "--after", "500ms")
+		eb := &lockedBuffer{}
+		c.Stderr = eb
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(30 * time.Second); !strings.Contains(eb.String(), "whyslow watch: watching"); time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				c.Process.Kill()
+				t.Fatalf("a watch after SIGKILL did not start:\n%s", eb.String())
+			}
+		}
+		return dir, func() string { c.Process.Signal(os.Interrupt); c.Wait(); return eb.String() }
+	}()
+	defer stop()
+	if partial, _ := filepath.Glob(filepath.Join(dir2, ".partial-*")); len(partial) > 0 {
+		t.Errorf("the killed watch's partial incident is still there: %v", partial)
+	}
+	snapshot()
+	waitIncidents(t, dir2, 2, 60*time.Second, stop)
 }
