@@ -23,6 +23,9 @@ type Sampler struct {
 	Tee capture.Sink
 	// Waiting, if set, is given the waits in progress at each cut.
 	Waiting func(now uint64, waiting []*event.OffCPU)
+	// Opened, if set, is given the engine's reader of waits in progress
+	// once capture is loaded, to read them at any moment.
+	Opened func(*capture.Waits)
 }
 
 // Info is what the capture says of itself, for health and headers.
@@ -55,6 +58,9 @@ func (s Sampler) Run(ctx context.Context, ready func(Info), onFrame func(*Frame)
 	}
 	sys := newSystemReader(procRoot, sysRoot)
 	waits := eng.Waits()
+	if s.Opened != nil {
+		s.Opened(eng.Waits())
+	}
 	now, _ := waits.Now()
 	agg := NewAggregator(now)
 	sys.read(agg.cur) // the first busy counters, to take differences from

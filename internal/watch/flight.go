@@ -266,3 +266,29 @@ func size(ev event.Event) int64 {
 	}
 	return n + int64(len(ev.Hdr().Comm))
 }
+
+// addWaiting ends the window with the waits in progress at now (the
+// engine's list, read just before the snapshot): each as a wait that ends
+// at now, unless the window holds it already finished.
+func (w *window) addWaiting(now uint64, waiting []*event.OffCPU, self uint32) {
+	if len(waiting) == 0 {
+		return
+	}
+	type wait struct {
+		tid   uint32
+		start uint64
+	}
+	finished := map[wait]bool{}
+	for _, ev := range w.events {
+		if o, ok := ev.(*event.OffCPU); ok {
+			finished[wait{o.TID, o.Time - o.Off}] = true
+		}
+	}
+	for _, o := range waiting {
+		if o.PID == self || finished[wait{o.TID, o.Time - o.Off}] {
+			continue
+		}
+		w.events = append(w.events, o)
+	}
+	w.end = max(w.end, now)
+}

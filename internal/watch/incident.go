@@ -102,7 +102,16 @@ func (w *watcher) write(t *Trigger, fired time.Time) Incident {
 	if newest > span {
 		from = newest - span
 	}
+	from = max(from, w.started.Load())
+	// The waits still going on end the window as a recording's end does:
+	// a server idle in accept through the whole window waited all of it.
+	var waiting []*event.OffCPU
+	var now uint64
+	if r := w.waits.Load(); r != nil {
+		now, waiting = r.Now()
+	}
 	win := w.flight.snapshot(from)
+	win.addWaiting(now, waiting, w.self)
 	inc.Events, inc.Dropped = len(win.events), win.dropped
 	w.mu.Lock()
 	lost := w.lost.since(win.start)

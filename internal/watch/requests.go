@@ -32,6 +32,7 @@ type conn struct {
 	tid      uint32
 	comm     string
 	label    string
+	pending  string // the first bytes of a read not yet seen to return
 	reported bool
 }
 
@@ -78,8 +79,9 @@ func (s *serving) call(c *event.Syscall) *Trigger {
 	}
 	if dir > 0 {
 		if cn.begin == 0 {
-			cn.begin, cn.tid, cn.comm, cn.label, cn.reported = end, c.TID, c.Comm, "", false
+			cn.begin, cn.tid, cn.comm, cn.label, cn.reported = end, c.TID, c.Comm, cn.pending, false
 		}
+		cn.pending = ""
 		return nil
 	}
 	// An answer: the request ends with its first write; later writes of the
@@ -95,11 +97,24 @@ func (s *serving) call(c *event.Syscall) *Trigger {
 	return t
 }
 
-// payload names the open request on a connection by its first bytes.
+// payload names a request by its first bytes. They are taken as the read
+// that brings them returns, and may come before its call or after.
 func (s *serving) payload(p *event.Payload) {
-	if cn := s.conns[connKey{pid: p.PID, ino: p.Conn.Ino, dev: p.Conn.Dev}]; cn != nil && cn.label == "" {
-		cn.label = analysis.RequestLabel(p.Data)
+	key := connKey{pid: p.PID, ino: p.Conn.Ino, dev: p.Conn.Dev}
+	cn := s.conns[key]
+	if cn == nil {
+		if len(s.conns) >= maxConns {
+			s.forgetIdlest()
+		}
+		cn = &conn{}
+		s.conns[key] = cn
 	}
+	label := analysis.RequestLabel(p.Data)
+	if cn.begin != 0 && cn.label == "" {
+		cn.label = label
+		return
+	}
+	cn.pending = label
 }
 
 // slow lists requests open longer than the threshold at now, once each.

@@ -115,6 +115,12 @@ func TestServingFindsSlowRequests(t *testing.T) {
 	if tr := s.call(sock(4500*ms, ms, 1, "sendmsg", 10, 1)); tr == nil || !strings.Contains(tr.Detail, "answered after") {
 		t.Errorf("a slow answered request: %+v", tr)
 	}
+	// First bytes told before their read's call: still its label.
+	s.payload(&event.Payload{Header: event.Header{PID: 1}, Conn: event.FileRef{Dev: 8, Ino: 3}, Data: []byte("POST /early HTTP/1.1\r\n")})
+	s.call(sock(6000*ms, ms, 1, "read", 100, 3))
+	if got := s.slow(7500 * ms); len(got) != 1 || !strings.HasPrefix(got[0].Detail, "POST /early") {
+		t.Errorf("a request labelled before its read: %+v", got)
+	}
 	// A client: wrote first, then waits 5 s for its answer.
 	s.call(sock(0, ms, 2, "write", 10, 2))
 	s.call(sock(5000*ms, ms, 2, "read", 10, 2))

@@ -12,12 +12,14 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/procfs"
 	"github.com/whyslow/whyslow/internal/capture"
 	"github.com/whyslow/whyslow/internal/event"
 	"github.com/whyslow/whyslow/internal/live"
+	"golang.org/x/sys/unix"
 )
 
 // Options say what to watch for and where incidents go.
@@ -50,9 +52,11 @@ func Run(ctx context.Context, o Options) error {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); w.incidents(ctx) }()
-	sampler := live.Sampler{Every: time.Second, Capture: o.Capture, Tee: w.batch, Waiting: w.waiting}
+	sampler := live.Sampler{Every: time.Second, Capture: o.Capture, Tee: w.batch, Waiting: w.waiting,
+		Opened: func(r *capture.Waits) { w.waits.Store(r) }}
 	err := sampler.Run(ctx, func(info live.Info) {
 		w.info = info
+		w.started.Store(monotonicNow())
 		if o.Ready != nil {
 			o.Ready(info)
 		}
@@ -82,6 +86,16 @@ type watcher struct {
 	lost     lostHistory
 
 	fired chan *Trigger
+	waits atomic.Pointer[capture.Waits] // the waits in progress, read when an incident is written
+	// started is when capture began (CLOCK_MONOTONIC ns): an incident's
+	// window never reaches before it, where nothing was seen.
+	started atomic.Uint64
+}
+
+func monotonicNow() uint64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return uint64(ts.Nano())
 }
 
 func newWatcher(o Options) *watcher {

@@ -204,6 +204,7 @@ func TestWatchApacheSessionStall(t *testing.T) {
 		t.Errorf("trigger %q at %d, recording from %d: the window must hold the time before the trigger", meta["trigger"], trig, start)
 	}
 	text, _ := os.ReadFile(base + ".txt")
+	t.Logf("stderr:\n%s\n%s:\n%s", stderr, names[0]+".txt", text)
 	if !strings.Contains(string(text), "GET /session.php") || !strings.Contains(string(text), "sync") {
 		t.Errorf("the incident's text names neither the request nor sync:\n%s", firstLines(string(text)))
 	}
