@@ -156,7 +156,9 @@ func newReport() *cobra.Command {
 		Use:   "report ANALYSIS FILE [filters]",
 		Short: "Analyse a recording: explain, requests, usage, stats, freq, top, log, html",
 		Long: `Analyses of a recording made by 'whyslow record' (or run/attach -o).
-Every analysis takes the same filters and --json.`,
+usage, stats, freq, top, log and requests take the same filters (time range,
+processes, threads, names, durations, sizes) and --json; explain and html
+take --pid (explain also --json) and cover the whole recording.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
