@@ -203,6 +203,11 @@ func TestWatchApacheSessionStall(t *testing.T) {
 	if meta["trigger"] != "slow-request" || trig <= start {
 		t.Errorf("trigger %q at %d, recording from %d: the window must hold the time before the trigger", meta["trigger"], trig, start)
 	}
+	// The stalled request's first bytes, read before the trigger, are in it.
+	q := "SELECT count(*) FROM payloads WHERE starts_with(CAST(data AS VARCHAR), 'GET /session.php') AND ts < " + meta["trigger_mono"] + " AND ts >= " + meta["start_mono"]
+	if out, err := exec.Command(filepath.Join(bin, "whyslow"), "sql", base+".db", q, "--format", "csv").Output(); err != nil || strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[1]) == "0" {
+		t.Errorf("no request's first bytes before the trigger in the incident (%v): %s", err, out)
+	}
 	text, _ := os.ReadFile(base + ".txt")
 	t.Logf("stderr:\n%s\n%s:\n%s", stderr, names[0]+".txt", text)
 	if !strings.Contains(string(text), "GET /session.php") || !strings.Contains(string(text), "sync") {
