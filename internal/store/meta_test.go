@@ -1,7 +1,9 @@
 package store_test
 
 import (
+	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/whyslow/whyslow/internal/store"
@@ -54,5 +56,27 @@ func TestSetMetaKeepsTextThatIsNotUTF8(t *testing.T) {
 	defer rec.Close()
 	if got, want := rec.Meta["command"], "./\\xff\\xfeprog\x00bad\\xffname.dat"; got != want {
 		t.Errorf("command %q, want %q", got, want)
+	}
+}
+
+// TestOtherVersionRefused: a recording of another schema version is not
+// read (its tables are not what the analyses query): one line that names
+// its version and the whyslow that made it, and not-a-recording (exit 3).
+func TestOtherVersionRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	w, err := store.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.SetMeta(map[string]string{"schema_version": "1", "whyslow_version": "v0.1.0-old"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err = store.Open(path)
+	if !errors.Is(err, store.ErrNotRecording) || strings.Contains(err.Error(), "\n") ||
+		!strings.Contains(err.Error(), "version 1 recording") || !strings.Contains(err.Error(), "v0.1.0-old") {
+		t.Errorf("opening a version 1 recording: %v", err)
 	}
 }

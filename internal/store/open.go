@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/duckdb/duckdb-go/v2"
+	"github.com/whyslow/whyslow/internal/format"
 )
 
 // ErrNotRecording is a file that is not a whyslow recording (or is damaged).
@@ -151,7 +152,8 @@ func open(path, dir string) (rec *Recording, err error) {
 	}
 	if v, _ := strconv.Atoi(meta["schema_version"]); v != SchemaVersion {
 		db.Close()
-		return nil, fmt.Errorf("%s has schema version %q; this whyslow reads version %d", path, meta["schema_version"], SchemaVersion)
+		return nil, fmt.Errorf("%s: %w: it is a version %s recording, this whyslow reads version %d (docs/trace-format.md, Versions): open it with the whyslow that made it (its meta.whyslow_version: %s)",
+			path, ErrNotRecording, format.Safe(meta["schema_version"]), SchemaVersion, format.Safe(meta["whyslow_version"]))
 	}
 	// A recording cut short keeps its views: they were committed first.
 	var n int

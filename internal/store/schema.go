@@ -4,8 +4,10 @@ package store
 
 import "github.com/whyslow/whyslow/internal/event"
 
-// SchemaVersion changes whenever a table or view changes shape.
-const SchemaVersion = 1 // unreleased: changed in place until the first release
+// SchemaVersion changes whenever a table or view changes shape; each
+// version's additions are listed in docs/trace-format.md ("Versions").
+// A recording of another version is refused with one line naming it.
+const SchemaVersion = 2
 
 // Times (ts, *_ts) are CLOCK_MONOTONIC nanoseconds; meta.clock_offset_ns maps them to wall time.
 var tables = []struct{ name, columns string }{
