@@ -31,7 +31,7 @@ func TestFlightKeepsItsWindow(t *testing.T) {
 // Over budget, the oldest go early, are counted, and an incident's window
 // begins after them (its start says so).
 func TestFlightBudgetDropsAreCounted(t *testing.T) {
-	one := size(offcpu(0, 1))
+	one := size(offcpu(0, 1)) + 16 // and its place in the batch
 	f := newFlight(1_000_000*ms, 10*one)
 	for i := uint64(0); i < 25; i++ {
 		f.add([]event.Event{offcpu(i*ms, 1)}, i*ms)
@@ -128,5 +128,17 @@ func TestKthNewest(t *testing.T) {
 	}
 	if got := kthNewest(append([]uint64(nil), times...), 7); got != 1 {
 		t.Errorf("7th newest %d, want 1", got)
+	}
+}
+
+// A batch's unused capacity is not kept: the engine's arrays hold 4096
+// events and often carry a few.
+func TestFlightTrimsBatches(t *testing.T) {
+	f := newFlight(1000*ms, 1<<30)
+	b := make([]event.Event, 0, 4096)
+	b = append(b, offcpu(1*ms, 1))
+	f.add(b, 1*ms)
+	if c := cap(f.batches[0].events); c != 1 {
+		t.Errorf("kept a batch of 1 event with capacity %d", c)
 	}
 }
