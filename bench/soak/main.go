@@ -35,8 +35,8 @@ var (
 	minutes = flag.Int("minutes", 30, "how long")
 	modes   = flag.String("modes", "watch,exporter,top", "the modes to run side by side: watch, exporter, top")
 	child   = flag.String("churn-child", "", "internal: a short-lived process that names itself so and exits")
-	procs   = flag.Int("procs", 100, "short-lived processes started a second")
-	threads = flag.Int("threads", 200, "short-lived threads started a second")
+	procs   = flag.Int("procs", 20, "short-lived processes started a second")
+	threads = flag.Int("threads", 20, "short-lived threads started a second")
 )
 
 func main() {
@@ -81,6 +81,8 @@ func run() error {
 		default:
 			return fmt.Errorf("no mode %q", name)
 		}
+		// Should the driver die, its modes go with it.
+		m.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 		log, err := os.Create(filepath.Join(dir, name+".log"))
 		if err != nil {
 			return err

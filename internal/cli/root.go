@@ -68,6 +68,16 @@ func Main(args []string) int {
 		}
 		store.NoteTemp = leftOnCrash
 	}
+	// WHYSLOW_MEMPROFILE=FILE writes a Go heap profile at exit, for the
+	// long-running modes' memory (BENCHMARKS.md).
+	if path := os.Getenv("WHYSLOW_MEMPROFILE"); path != "" {
+		defer func() {
+			if f, err := os.Create(path); err == nil {
+				pprof.WriteHeapProfile(f)
+				f.Close()
+			}
+		}()
+	}
 	root := newRoot()
 	root.SetArgs(args)
 	err := root.Execute()

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -89,7 +90,7 @@ whyslow_incidents_total{trigger} and whyslow_last_incident_timestamp_seconds
 	f.DurationVar(&o.cooldown, "cooldown", time.Minute, "after an incident, other triggers only count for this long")
 	f.IntVar(&o.keep, "keep", 20, "incidents kept (the oldest go; 0: no limit)")
 	f.StringVar(&o.maxDisk, "max-disk", "1G", "disk the incidents may take (the oldest go; 0: no limit)")
-	f.StringVar(&o.memory, "memory", "64M", "memory the kept events may take")
+	f.StringVar(&o.memory, "memory", "32M", "memory the kept events may take (the process takes about 4 times this: docs/watch.md)")
 	f.DurationVar(&o.slowRequest, "slow-request", 0, "trigger: a request slower than this (needs --requests)")
 	f.DurationVar(&o.stall, "stall", 2*time.Second, "trigger: a thread stalled this long in one uninterruptible wait, a sync or dirty throttling (0: off)")
 	f.StringArrayVar(&o.psi, "psi", nil, "trigger: pressure above a share, RESOURCE:some|full>SHARE%/DURATION (repeatable)")
@@ -166,6 +167,10 @@ func runWatch(cmd *cobra.Command, o watchOptions) error {
 			return withCode(ExitNoCapture, fmt.Errorf("--psi: this kernel gives no pressure stall information (/proc/pressure): CONFIG_PSI, or boot with psi=1"))
 		}
 	}
+	// The events kept are most of the heap, and long-lived: Go's default
+	// (collect at twice the live heap) would let the process grow to about
+	// three times the budget. A soft limit makes it collect sooner instead.
+	debug.SetMemoryLimit(2*w.Memory + 48<<20)
 	watch.RemovePartial(o.dir)
 	watch.Version = Version
 	pidFile := filepath.Join(o.dir, watchPIDFile)
@@ -197,7 +202,15 @@ func runWatch(cmd *cobra.Command, o watchOptions) error {
 			Help: "Incidents written by whyslow watch, by what triggered them."}, []string{"trigger"})
 		last := prometheus.NewGauge(prometheus.GaugeOpts{Name: "whyslow_last_incident_timestamp_seconds",
 			Help: "When whyslow watch last wrote an incident (Unix time)."})
-		srv, ln, err := metricsServer(o.listen, col, incidents, last)
+		counters := &watch.Counters{}
+		w.Counters = counters
+		dropped := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "whyslow_watch_dropped_events_total",
+			Help: "Events whyslow watch dropped before their window ended, to stay in its --memory budget."},
+			func() float64 { return float64(counters.Dropped.Load()) })
+		triggers := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "whyslow_watch_triggers_total",
+			Help: "Triggers fired, written as incidents or counted in a cooldown."},
+			func() float64 { return float64(counters.Triggers.Load()) })
+		srv, ln, err := metricsServer(o.listen, col, incidents, last, dropped, triggers)
 		if err != nil {
 			return err
 		}

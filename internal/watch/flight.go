@@ -26,6 +26,8 @@ type flight struct {
 	// in the budget; droppedUntil is the newest time they reached.
 	dropped      uint64
 	droppedUntil uint64
+	// counters, when set, are told of drops (metrics).
+	counters *Counters
 	files        map[fileKey]*event.File
 	procs        map[uint32]event.Event // *event.Exec or *event.Existing, per pid
 }
@@ -91,6 +93,9 @@ func (f *flight) trim(now uint64) {
 	for i < len(f.batches)-1 && f.bytes > f.budget {
 		b := f.batches[i]
 		f.dropped += uint64(len(b.events))
+		if f.counters != nil {
+			f.counters.Dropped.Add(uint64(len(b.events)))
+		}
 		f.droppedUntil = max(f.droppedUntil, b.last)
 		f.forget(b)
 		i++

@@ -44,6 +44,14 @@ type Options struct {
 	Frame    func(*live.Frame)
 	Ready    func(live.Info)
 	Incident func(Incident)
+	// Counters, if set, are kept up to date for metrics.
+	Counters *Counters
+}
+
+// Counters are what a watch has done so far.
+type Counters struct {
+	Dropped  atomic.Uint64 // events the memory budget dropped before their window ended
+	Triggers atomic.Uint64 // triggers fired, written as incidents or not
 }
 
 // Run watches until ctx ends.
@@ -102,6 +110,7 @@ func newWatcher(o Options) *watcher {
 	span := o.Window + o.After + time.Second
 	w := &watcher{o: o, flight: newFlight(uint64(span), o.Memory), self: uint32(os.Getpid()),
 		stalls: newStalls(o.Stall), fired: make(chan *Trigger, 64)}
+	w.flight.counters = o.Counters
 	if o.SlowRequest > 0 {
 		w.serving = newServing(uint64(o.SlowRequest))
 	}
@@ -194,6 +203,9 @@ func (w *watcher) frame(f *live.Frame) {
 // fire hands a trigger to the incident writer; one that finds it busy is
 // counted with the incident in progress.
 func (w *watcher) fire(t *Trigger) {
+	if w.o.Counters != nil {
+		w.o.Counters.Triggers.Add(1)
+	}
 	select {
 	case w.fired <- t:
 	default:
