@@ -32,6 +32,7 @@ var (
 	pingSrv  = flag.String("pingpong-server", "", "internal: serve the ping-pong on this Unix socket path or TCP address")
 	pingCli  = flag.String("pingpong-client", "", "internal: the ping-pong client, of this Unix socket path or TCP address")
 	rounds   = flag.Int("rounds", 100000, "internal: the ping-pong client's round trips")
+	floorOf  = flag.String("floor", "", "internal: run the command after the flags with the floor of this level attached (default, syscalls, full, requests)")
 	work     string
 	built    string // the binary as the Go linker wrote it; *whyslow is an installed copy
 )
@@ -45,6 +46,8 @@ func main() {
 	case *pingCli != "":
 		pingPongClient(*pingCli, *rounds)
 		return
+	case *floorOf != "":
+		os.Exit(runOnFloor(*floorOf, flag.Args()))
 	}
 	var err error
 	// tmpfs: cached I/O with no writeback, so the write variant's baseline
@@ -171,15 +174,30 @@ type tool struct {
 const bpftraceScript = `tracepoint:raw_syscalls:sys_enter /comm == "fio"/ { @s[tid] = nsecs; }
 tracepoint:raw_syscalls:sys_exit /@s[tid]/ { @lat[args->id] = hist(nsecs - @s[tid]); delete(@s[tid]); }`
 
+// floorWrap runs a command under the bench's own -floor mode.
+func floorWrap(level string) func([]string) []string {
+	self, _ := os.Executable()
+	return func(f []string) []string { return append([]string{self, "-floor", level, "--"}, f...) }
+}
+
+// floors pairs each level of whyslow with its floor, for the ratio above it.
+var floors = map[string]string{
+	"whyslow run (default level)": "floor of the default level",
+	"whyslow run --syscalls":      "floor of --syscalls and --full",
+	"whyslow record --full":       "floor of --syscalls and --full",
+}
+
 func tools() []tool {
 	rec := filepath.Join(work, "full.db")
 	return []tool{
 		{"whyslow run (default level)", func(f []string) []string {
 			return append([]string{*whyslow, "run", "--linger=0", "--"}, f...)
 		}},
+		{"floor of the default level", floorWrap("default")},
 		{"whyslow run --syscalls", func(f []string) []string {
 			return append([]string{*whyslow, "run", "--syscalls", "--linger=0", "--"}, f...)
 		}},
+		{"floor of --syscalls and --full", floorWrap("syscalls")},
 		{"whyslow top --batch (system-wide, beside it)", func(f []string) []string {
 			return append([]string{"sh", "-c", `"$0" top --batch -d 1s >/dev/null 2>&1 & p=$!; sleep 1; "$@"; kill $p; wait $p 2>/dev/null`, *whyslow}, f...)
 		}},
@@ -262,9 +280,10 @@ func overhead(w io.Writer) {
 	}{{"randread", runtime.NumCPU()}, {"randread", 1}, {"randwrite", runtime.NumCPU()}}
 	for _, v := range variants {
 		rw := v.rw
+		ratioOf := map[string]float64{}
 		fmt.Fprintf(w, "### %s, %d job(s)\n\n| tool | untraced IOPS (median) | traced IOPS (median) | ratio | pairs' range |\n|---|---:|---:|---:|---:|\n", rw, v.jobs)
 		for _, t := range tools() {
-			if v.jobs == 1 && !strings.HasPrefix(t.name, "whyslow run") && !strings.HasPrefix(t.name, "whyslow record") {
+			if v.jobs == 1 && !strings.HasPrefix(t.name, "whyslow run") && !strings.HasPrefix(t.name, "whyslow record") && !strings.HasPrefix(t.name, "floor") {
 				continue // one job: the levels of whyslow only
 			}
 			n := *pairs
@@ -291,6 +310,17 @@ func overhead(w io.Writer) {
 				continue
 			}
 			fmt.Fprintf(w, "| %s | %.0f | %.0f | %.3f | %s |\n", t.name, median(base), median(traced), median(ratios), spread(ratios))
+			ratioOf[t.name] = median(ratios)
+		}
+		fmt.Fprintln(w)
+		// Against the floor: each level's ratio over its floor's, both
+		// medians of pairs against untraced in this same run.
+		for _, t := range tools() {
+			f, ok := floors[t.name]
+			if !ok || ratioOf[t.name] == 0 || ratioOf[f] == 0 {
+				continue
+			}
+			fmt.Fprintf(w, "- %s / %s: **%.3f** (the floor itself: %.3f of untraced)\n", t.name, f, ratioOf[t.name]/ratioOf[f], ratioOf[f])
 		}
 		fmt.Fprintln(w)
 	}

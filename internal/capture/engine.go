@@ -138,6 +138,25 @@ var perCall = map[string]bool{"sys_enter": true, "sys_exit": true}
 // loaded only for requests, whose arrival they time.
 var perSegment = map[string]bool{"tcp_probe": true}
 
+// attaches says whether a capture with these options attaches the handler
+// prog: the per-call and per-segment ones only when asked.
+func (o Options) attaches(prog string) bool {
+	return !(perCall[prog] && !o.Hooks() || perSegment[prog] && !o.Requests)
+}
+
+// AttachPoints names the tracepoints a capture with these options attaches:
+// what a floor (programs that return at once on the same points, the cost
+// any eBPF tool pays there) must match, for the benchmarks.
+func AttachPoints(o Options) []string {
+	var out []string
+	for _, t := range tracepoints {
+		if o.attaches(t.prog) {
+			out = append(out, t.tp)
+		}
+	}
+	return out
+}
+
 // Tracepoints names every tracepoint the engine uses, for `whyslow check`.
 func Tracepoints() []string {
 	out := make([]string, len(tracepoints))
@@ -348,7 +367,7 @@ func (e *Engine) attach(prefix string) error {
 	results := make(chan result, len(tracepoints))
 	n := 0
 	for _, t := range tracepoints {
-		if perCall[t.prog] && !e.opts.Hooks() || perSegment[t.prog] && !e.opts.Requests {
+		if !e.opts.attaches(t.prog) {
 			continue
 		}
 		n++
