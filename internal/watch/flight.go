@@ -28,8 +28,8 @@ type flight struct {
 	droppedUntil uint64
 	// counters, when set, are told of drops (metrics).
 	counters *Counters
-	files        map[fileKey]*event.File
-	procs        map[uint32]event.Event // *event.Exec or *event.Existing, per pid
+	files    map[fileKey]*event.File
+	procs    map[uint32]event.Event // *event.Exec or *event.Existing, per pid
 }
 
 type stamped struct {
