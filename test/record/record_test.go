@@ -452,6 +452,13 @@ func TestRefusedInput(t *testing.T) {
 		{[]string{"report", "usage", good, "--begin", "+2s", "--end", "+1s"}, 2},
 		{[]string{"report", "usage", good, "--pid", "4294967297"}, 2},
 		{[]string{"exporter", "--listen", ""}, 2},
+		{[]string{"watch", "--dir", dir, "--slow-request", "1s"}, 2}, // requests are followed only with --requests
+		{[]string{"watch", "--dir", dir, "--psi", "io:most>5%/5s"}, 2},
+		{[]string{"watch", "--dir", dir, "--memory", "1K"}, 2},
+		{[]string{"watch", "--dir", dir, "--window", "0s"}, 2},
+		{[]string{"watch", "--dir", dir, "--after", "-1s"}, 2},
+		{[]string{"watch", "--snapshot", "--dir", filepath.Join(dir, "no-watch")}, 2},
+		{[]string{"watch", "--dir", filepath.Join(good, "sub")}, 2}, // a directory under a file
 		// an output it cannot write, said before the command runs (it was
 		// said after, with exit 0)
 		{[]string{"run", "--json", filepath.Join(dir, "no", "x.json"), "--", "true"}, 2},
