@@ -47,8 +47,8 @@ type fileKey struct {
 // processes met once, long ago. Past them, the oldest are forgotten (an
 // incident then shows such a file by its inode only).
 const (
-	maxFiles = 1 << 16
-	maxProcs = 1 << 15
+	maxFiles = 1 << 14
+	maxProcs = 1 << 13
 )
 
 func newFlight(window uint64, budget int64) *flight {
