@@ -169,8 +169,10 @@ func runWatch(cmd *cobra.Command, o watchOptions) error {
 	}
 	// The events kept are most of the heap, and long-lived: Go's default
 	// (collect at twice the live heap) would let the process grow to about
-	// three times the budget. A soft limit makes it collect sooner instead.
-	debug.SetMemoryLimit(2*w.Memory + 48<<20)
+	// three times the budget. A soft limit makes it collect sooner instead:
+	// the budget, and 48 MiB for the rest (the live view's frames, the
+	// descriptions kept, a burst's batches).
+	debug.SetMemoryLimit(w.Memory + 48<<20)
 	watch.RemovePartial(o.dir)
 	watch.Version = Version
 	pidFile := filepath.Join(o.dir, watchPIDFile)
