@@ -90,7 +90,7 @@ whyslow_incidents_total{trigger} and whyslow_last_incident_timestamp_seconds
 	f.DurationVar(&o.cooldown, "cooldown", time.Minute, "after an incident, other triggers only count for this long")
 	f.IntVar(&o.keep, "keep", 20, "incidents kept (the oldest go; 0: no limit)")
 	f.StringVar(&o.maxDisk, "max-disk", "1G", "disk the incidents may take (the oldest go; 0: no limit)")
-	f.StringVar(&o.memory, "memory", "32M", "memory the kept events may take (the process takes about 4 times this: docs/watch.md)")
+	f.StringVar(&o.memory, "memory", "32M", "memory the kept events may take (the process takes about this and 100 MiB: docs/watch.md)")
 	f.DurationVar(&o.slowRequest, "slow-request", 0, "trigger: a request slower than this (needs --requests)")
 	f.DurationVar(&o.stall, "stall", 2*time.Second, "trigger: a thread stalled this long in one uninterruptible wait, a sync or dirty throttling (0: off)")
 	f.StringArrayVar(&o.psi, "psi", nil, "trigger: pressure above a share, RESOURCE:some|full>SHARE%/DURATION (repeatable)")
