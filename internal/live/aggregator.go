@@ -90,11 +90,12 @@ func (a *Aggregator) add(ev event.Event) {
 	case *event.Exec:
 		f.Events["exec"]++
 		a.names.noteExec(v)
+	case *event.Fork:
+		f.Events["fork"]++
+		a.names.noteFork(v)
 	case *event.Exit:
 		f.Events["exit"]++
-		if v.GroupDead {
-			a.names.forget(v.PID)
-		}
+		a.names.noteExit(v)
 	default:
 		f.Events["other"]++
 	}
