@@ -103,6 +103,10 @@ func (e *Engine) Run(ctx context.Context, sink Sink) error {
 				st.noteFile(v.PID, v.File)
 			case *event.SyscallTotals:
 				st.noteFile(v.PID, v.File)
+			case *event.Exit:
+				if v.GroupDead {
+					st.exited(v.PID)
+				}
 			}
 		}
 		if owns > 0 {

@@ -45,6 +45,10 @@ func (s *stacks) noteFile(pid uint32, f event.FileRef) {
 	}
 }
 
+// exited forgets a process that exited: a system-wide capture meets
+// processes without end.
+func (s *stacks) exited(pid uint32) { delete(s.sockets, pid) }
+
 // stackDepth is STACK_DEPTH in bpf/whyslow.h: the stacks map's value is that
 // many addresses.
 const stackDepth = 20

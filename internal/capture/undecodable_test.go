@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/whyslow/whyslow/internal/event"
@@ -25,5 +26,24 @@ func TestUndecodableRecordsAreCounted(t *testing.T) {
 	}
 	if n := e.undecodable.Load(); n != 3 {
 		t.Fatalf("%d undecodable records counted, want 3", n)
+	}
+}
+
+// The decoder's table of names stays bounded however many names a long
+// capture meets, and every name still decodes right.
+func TestDecoderNamesAreBounded(t *testing.T) {
+	d := newDecoder()
+	for i := range 10_000 {
+		var raw [16]int8
+		name := fmt.Sprintf("churn-%d", i)
+		for j := range len(name) {
+			raw[j] = int8(name[j])
+		}
+		if got := d.comm(raw); got != name {
+			t.Fatalf("decoded %q, want %q", got, name)
+		}
+	}
+	if len(d.comms) > maxComms {
+		t.Fatalf("%d names held, bound %d", len(d.comms), maxComms)
 	}
 }
