@@ -71,6 +71,10 @@ func (d *decoder) takeExtra() event.Event {
 	return x
 }
 
+// maxComms bounds the decoder's table of names: far more than a host runs
+// at once, far less than the names a long capture meets.
+const maxComms = 4096
+
 func newDecoder() *decoder { return &decoder{comms: make(map[[16]byte]string)} }
 
 func (d *decoder) comm(raw [16]int8) string {
@@ -83,9 +87,13 @@ func (d *decoder) comm(raw [16]int8) string {
 	s, ok := d.comms[b]
 	if !ok {
 		s = text(b[:])
-		if len(d.comms) < 1<<16 {
-			d.comms[b] = s
+		if len(d.comms) >= maxComms {
+			// A host that starts processes with new names for days (job
+			// ids, worker-1234) would fill any table: start again, and the
+			// names in use come back at once.
+			clear(d.comms)
 		}
+		d.comms[b] = s
 	}
 	r.raw, r.comm = b, s
 	return s

@@ -102,6 +102,9 @@ type Engine struct {
 	targetDirtied atomic.Bool
 	// ownStacks: the frames of stacks sent whole (ownStack), by id.
 	ownStacks sync.Map
+	// undecodable counts ring records that did not decode: lost like the
+	// kernel's, but in user space (LostDecode).
+	undecodable atomic.Uint64
 }
 
 // tracepoints lists every handler by its program suffix and tracepoint name.

@@ -105,7 +105,7 @@ func (e *Engine) Run(ctx context.Context, sink Sink) error {
 				st.noteFile(v.PID, v.File)
 			case *event.Exit:
 				if v.GroupDead {
-					st.forget(v.PID) // a long exporter or watch sees millions of processes come and go
+					st.exited(v.PID)
 				}
 			}
 		}
@@ -148,12 +148,13 @@ func (e *Engine) newBatches(out chan<- []event.Event) *batches {
 	return &batches{e: e, dec: newDecoder(), out: out, batch: make([]event.Event, 0, batchSize)}
 }
 
-// add decodes one record (one that does not decode is dropped), completes
-// what must be read while its process is still there, and sends the batch
-// once it is full.
+// add decodes one record (one that does not decode is dropped and counted
+// as lost), completes what must be read while its process is still there,
+// and sends the batch once it is full.
 func (b *batches) add(rec []byte) {
 	ev, err := b.dec.decode(rec)
 	if err != nil {
+		b.e.undecodable.Add(1)
 		return
 	}
 	switch v := ev.(type) {

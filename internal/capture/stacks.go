@@ -45,8 +45,9 @@ func (s *stacks) noteFile(pid uint32, f event.FileRef) {
 	}
 }
 
-// forget drops what is known of a process that exited.
-func (s *stacks) forget(pid uint32) { delete(s.sockets, pid) }
+// exited forgets a process that exited: a system-wide capture meets
+// processes without end.
+func (s *stacks) exited(pid uint32) { delete(s.sockets, pid) }
 
 // stackDepth is STACK_DEPTH in bpf/whyslow.h: the stacks map's value is that
 // many addresses.

@@ -18,10 +18,14 @@ import (
 // Aggregator accumulates events into the current frame. Feed may be called
 // from one goroutine while Cut is called from another.
 type Aggregator struct {
-	mu    sync.Mutex
-	cur   *Frame
-	names *names
-	waits waits
+	mu  sync.Mutex
+	cur *Frame
+	// closing is the frame Seal ended, still open to the events of its
+	// interval that are on their way (the rings are read in batches) until
+	// Finish hands it over.
+	closing *Frame
+	names   *names
+	waits   waits
 }
 
 // NewAggregator starts the first frame at start (CLOCK_MONOTONIC ns).
@@ -44,6 +48,16 @@ func (a *Aggregator) Feed(batch []event.Event) {
 }
 
 func (a *Aggregator) add(ev event.Event) {
+	if c := a.closing; c != nil {
+		// An event of the sealed interval that came after the cut counts
+		// there: in the next frame a thread would pass 100%, and this one
+		// fall short as much.
+		if t := ev.Hdr().Time; t != 0 && t <= c.End {
+			cur := a.cur
+			a.cur = c
+			defer func() { a.cur = cur }()
+		}
+	}
 	f := a.cur
 	switch v := ev.(type) {
 	case *event.OffCPU:
@@ -90,11 +104,12 @@ func (a *Aggregator) add(ev event.Event) {
 	case *event.Exec:
 		f.Events["exec"]++
 		a.names.noteExec(v)
+	case *event.Fork:
+		f.Events["fork"]++
+		a.names.noteFork(v)
 	case *event.Exit:
 		f.Events["exit"]++
-		if v.GroupDead {
-			a.names.forget(v.PID)
-		}
+		a.names.noteExit(v)
 	default:
 		f.Events["other"]++
 	}
@@ -193,10 +208,18 @@ func newTimes() Times {
 	return Times{Wait: map[event.Reason]uint64{}, On: map[Object]uint64{}}
 }
 
-// Cut ends the current frame at now and starts the next. waiting is the
-// waits in progress at now (capture.Waits.Now): the part of each that fell
-// in this frame is counted here, the rest when it goes on or ends.
+// Cut ends the current frame at now and starts the next: Seal then Finish,
+// for callers with no events on their way (tests).
 func (a *Aggregator) Cut(now uint64, waiting []*event.OffCPU) *Frame {
+	a.Seal(now, waiting)
+	return a.Finish()
+}
+
+// Seal ends the current frame at now and starts the next. waiting is the
+// waits in progress at now (capture.Waits.Now): the part of each that fell
+// in this frame is counted here, the rest when it goes on or ends. The
+// sealed frame still takes the events of its interval fed before Finish.
+func (a *Aggregator) Seal(now uint64, waiting []*event.OffCPU) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	f := a.cur
@@ -209,6 +232,20 @@ func (a *Aggregator) Cut(now uint64, waiting []*event.OffCPU) *Frame {
 	a.endWaits(now, listed)
 	f.End = now
 	a.cur = newFrame(now)
+	a.closing = f
+}
+
+// Finish hands over the frame Seal ended, named, each thread's time bounded
+// by the interval. Nil when none was sealed.
+func (a *Aggregator) Finish() *Frame {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	f := a.closing
+	if f == nil {
+		return nil
+	}
+	a.closing = nil
 	a.names.label(f)
+	bound(f)
 	return f
 }

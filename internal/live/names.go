@@ -26,7 +26,15 @@ type names struct {
 	// cgroupOf reads a process's cgroup path (sysinfo.FS.Cgroup; tests replace it).
 	cgroupOf func(pid uint32) string
 	commOf   func(pid uint32) string
+	// gone: processes and threads that exited, by the number of frames still
+	// to label before they are forgotten. Not at once: the frame their exit
+	// falls in must still name them (/proc no longer can), and their last
+	// on-CPU time is drained up to a second later, into the next frame.
+	goneProcs, goneThreads map[uint32]int
 }
+
+// keepGone is how many frames an exited process or thread keeps its name.
+const keepGone = 2
 
 type procName struct {
 	comm     string
@@ -65,6 +73,7 @@ func newNames() *names {
 	// Names read from /proc become text as the kernel's records do
 	// (event.EncodeText), so a process is named alike either way.
 	return &names{procs: procs, threads: threads, files: files, dirtiers: dirtiers, devices: map[uint32]string{}, sys: sysinfo.Host,
+		goneProcs: map[uint32]int{}, goneThreads: map[uint32]int{},
 		cgroupOf: func(pid uint32) string { return event.EncodeText(sysinfo.Host.Cgroup(pid)) },
 		commOf:   func(pid uint32) string { return event.EncodeText(sysinfo.Host.Comm(pid)) }}
 }
@@ -90,9 +99,56 @@ func (n *names) noteExec(e *event.Exec) {
 	p := &procName{comm: e.Comm, mainComm: true, cgroup: e.Cgroup}
 	n.procs.Add(e.PID, p)
 	n.threads.Add(e.TID, e.Comm)
+	delete(n.goneProcs, e.PID) // a reused pid: the new process keeps its name
+	delete(n.goneThreads, e.TID)
 }
 
-func (n *names) forget(pid uint32) { n.procs.Remove(pid) }
+// noteFork names a new thread or process after its parent, whose name it
+// has until it execs or renames itself: one that exits first is named so.
+func (n *names) noteFork(f *event.Fork) {
+	if f.Comm == "" {
+		return
+	}
+	delete(n.goneThreads, f.ChildTID)
+	if f.ChildPID != f.PID {
+		delete(n.goneProcs, f.ChildPID)
+		n.procs.Remove(f.ChildPID) // a reused pid's old name
+	}
+	n.noteThread(f.ChildPID, f.ChildTID, f.Comm)
+}
+
+// noteExit takes the name the exit carries (the kernel's, read as the task
+// died: the short-lived are gone from /proc before any frame is labelled)
+// and forgets the thread, and the process with its last thread, once
+// keepGone frames have been labelled.
+func (n *names) noteExit(e *event.Exit) {
+	n.noteThread(e.PID, e.TID, e.Comm)
+	n.goneThreads[e.TID] = keepGone
+	if e.GroupDead {
+		n.goneProcs[e.PID] = keepGone
+	}
+}
+
+// forgetGone counts one labelled frame against the exited and forgets
+// those whose time is up.
+func (n *names) forgetGone() {
+	for tid, left := range n.goneThreads {
+		if left <= 1 {
+			n.threads.Remove(tid)
+			delete(n.goneThreads, tid)
+		} else {
+			n.goneThreads[tid] = left - 1
+		}
+	}
+	for pid, left := range n.goneProcs {
+		if left <= 1 {
+			n.procs.Remove(pid)
+			delete(n.goneProcs, pid)
+		} else {
+			n.goneProcs[pid] = left - 1
+		}
+	}
+}
 
 func (n *names) noteFile(f *event.File) {
 	name := fileName{path: f.Path}
@@ -145,6 +201,7 @@ func (n *names) label(f *Frame) {
 	for dev, d := range f.Devices {
 		d.Name = n.device(dev)
 	}
+	n.forgetGone()
 }
 
 func (n *names) name(f *Frame, o Object) {

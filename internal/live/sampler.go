@@ -28,6 +28,10 @@ type Sampler struct {
 	Opened func(*capture.Waits)
 }
 
+// lateEvents is how long a frame stays open after its cut to the events
+// of its interval still on their way: a few of the readers' batch periods.
+const lateEvents = 200 * time.Millisecond
+
 // Info is what the capture says of itself, for health and headers.
 type Info struct {
 	Flavour string
@@ -87,12 +91,20 @@ func (s Sampler) Run(ctx context.Context, ready func(Info), onFrame func(*Frame)
 	case <-time.After(every + every/2):
 	case <-ctx.Done():
 	}
+	// The rings are read in batches (every 50 ms when quiet): the events of
+	// an interval are all fed a little after its end, and are waited for.
+	late := min(lateEvents, every/4)
 	cut := func() {
 		now, waiting := waits.Now()
-		f := agg.Cut(now, waiting)
+		agg.Seal(now, waiting)
 		if s.Waiting != nil {
 			s.Waiting(now, waiting)
 		}
+		select {
+		case <-time.After(late):
+		case <-ctx.Done():
+		}
+		f := agg.Finish()
 		sys.read(f)
 		if lost, err := eng.Lost(); err == nil {
 			f.Lost = lost
