@@ -133,7 +133,9 @@ func newExportParquet() *cobra.Command {
 		Long: `Writes every table and view of the recording (docs/trace-format.md) as
 DIR/NAME.parquet, with the same columns and rows: the raw tables, the
 dimension tables and the named views (syscalls, offcpu, block, io, disk, ...).
-DIR is created if needed; files already there are never overwritten.`,
+DIR is created if needed; files already there are never overwritten. The
+files appear only when every one is written: an export that fails leaves
+DIR as it was.`,
 		Example: `  whyslow export parquet rec.db -o rec-parquet/
   duckdb -c "SELECT comm, sum(off_ns) FROM 'rec-parquet/offcpu.parquet' GROUP BY comm"`,
 		Args: cobra.ExactArgs(1),

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/whyslow/whyslow/internal/export"
 	"github.com/whyslow/whyslow/internal/recorder"
 	"github.com/whyslow/whyslow/internal/store"
 	"github.com/whyslow/whyslow/internal/target"
@@ -67,6 +68,7 @@ func Main(args []string) int {
 			return runGuarded(args)
 		}
 		store.NoteTemp = leftOnCrash
+		export.NoteTemp = leftOnCrash
 	}
 	// WHYSLOW_MEMPROFILE=FILE writes a Go heap profile at exit, for the
 	// long-running modes' memory (BENCHMARKS.md).

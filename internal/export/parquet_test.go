@@ -92,3 +92,39 @@ func TestParquetWritesNowhereElse(t *testing.T) {
 		t.Error("the configuration must stay locked")
 	}
 }
+
+// TestParquetLeavesNothingOnFailure: an export that fails part way (here a
+// file already there for one of the last views) writes none of its files,
+// touches the one there, and leaves no hidden directory; a directory it
+// made for an export that fails is removed. It used to leave the tables
+// written before the failure (29 of 36).
+func TestParquetLeavesNothingOnFailure(t *testing.T) {
+	path := hostile.Build(t, t.TempDir())
+	dir := t.TempDir()
+	there := filepath.Join(dir, "uring_io.parquet") // a view: written after every table
+	if err := os.WriteFile(there, []byte("mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Parquet(path, dir); !errors.Is(err, store.ErrExists) {
+		t.Fatalf("exporting beside a file of the same name: %v, want ErrExists", err)
+	}
+	left, _ := os.ReadDir(dir)
+	if len(left) != 1 || left[0].Name() != "uring_io.parquet" {
+		var names []string
+		for _, e := range left {
+			names = append(names, e.Name())
+		}
+		t.Errorf("a failed export left %v beside the file that was there", names)
+	}
+	if b, _ := os.ReadFile(there); string(b) != "mine" {
+		t.Errorf("the file that was there changed: %q", b)
+	}
+	// A directory it made: gone again when the export fails.
+	made := filepath.Join(t.TempDir(), "new")
+	if _, err := Parquet(filepath.Join(t.TempDir(), "missing.db"), made); err == nil {
+		t.Fatal("exporting a missing recording succeeded")
+	}
+	if _, err := os.Stat(made); !os.IsNotExist(err) {
+		t.Errorf("a failed export left the directory it made: %v", err)
+	}
+}
