@@ -6,8 +6,10 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
+	"github.com/duckdb/duckdb-go/v2"
 	"github.com/spf13/cobra"
 	"github.com/whyslow/whyslow/internal/format"
 	"github.com/whyslow/whyslow/internal/output"
@@ -26,7 +28,9 @@ stacks, block, dirtied, writeback, throttle, cputime, forks, execs, exits,
 uring, files, lost, meta. The recording is opened read-only and with DuckDB's
 external access off, and DuckDB's temporary directory is an empty one of its
 own: a query reads and writes no other file. One SELECT (or WITH ... SELECT)
-statement at a time; anything else is refused before it runs.`,
+statement at a time; anything else is refused before it runs. With
+--format json, rows are objects by column name; NaN and infinities, which
+JSON has no words for, are null, and DECIMALs are numbers.`,
 		Example: `  whyslow sql rec.db "SELECT comm, sum(bytes) FROM io GROUP BY comm ORDER BY 2 DESC LIMIT 5"`,
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -100,7 +104,7 @@ func printRows(w io.Writer, rows *sql.Rows, as string, terminal bool) error {
 		case "json":
 			m := make(map[string]any, len(cols))
 			for i, c := range cols {
-				m[c] = vals[i]
+				m[c] = jsonValue(vals[i])
 			}
 			records = append(records, m)
 		default:
@@ -126,6 +130,38 @@ func printRows(w io.Writer, rows *sql.Rows, as string, terminal bool) error {
 	}
 	t.Write(w)
 	return nil
+}
+
+// jsonValue is a value JSON can hold as the number or text it is: a
+// DECIMAL as a number; NaN and ±Inf, which DuckDB's doubles
+// may be and JSON has no words for, become null (encoding/json refuses
+// them, and the whole result with them), in lists and maps too.
+func jsonValue(v any) any {
+	switch x := v.(type) {
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil
+		}
+	case float32:
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return nil
+		}
+	case duckdb.Decimal: // a literal like 2.5 is a DECIMAL: a number, not {Width, Scale, Value}
+		return jsonValue(x.Float64())
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = jsonValue(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = jsonValue(e)
+		}
+		return out
+	}
+	return v
 }
 
 func cell(v any) string {

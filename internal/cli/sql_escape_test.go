@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"database/sql"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -41,5 +42,36 @@ func TestSQLEscapesForTerminals(t *testing.T) {
 		if hasRaw != c.raw {
 			t.Errorf("--format %s (terminal %v): %q; raw control characters %v, want %v", c.as, c.terminal, out, hasRaw, c.raw)
 		}
+	}
+}
+
+// NaN and ±Inf, which DuckDB's doubles may hold and JSON cannot, are null
+// in `sql --format json`; the rest of the row is written. The whole result
+// used to fail.
+func TestSQLJSONNaN(t *testing.T) {
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query("SELECT 'nan'::DOUBLE AS n, 'inf'::DOUBLE AS i, '-inf'::FLOAT AS f, [1.5, 'nan'::DOUBLE] AS l, 2.5 AS x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var b bytes.Buffer
+	if err := printRows(&b, rows, "json", false); err != nil {
+		t.Fatalf("--format json with NaN: %v", err)
+	}
+	var got []map[string]any
+	if err := json.Unmarshal(b.Bytes(), &got); err != nil || len(got) != 1 {
+		t.Fatalf("%v: %s", err, b.String())
+	}
+	r := got[0]
+	if r["n"] != nil || r["i"] != nil || r["f"] != nil || r["x"] != 2.5 {
+		t.Errorf("row %v: want n, i, f null and x 2.5", r)
+	}
+	if l, _ := r["l"].([]any); len(l) != 2 || l[0] != 1.5 || l[1] != nil {
+		t.Errorf("list %v: want [1.5, null]", r["l"])
 	}
 }
