@@ -173,6 +173,21 @@ func TestReportLoadsNothing(t *testing.T) {
 	if !strings.Contains(page, "default-src 'none'") {
 		t.Error("no Content-Security-Policy forbidding loads")
 	}
+	// Scripts run by nonce only: every script of the page carries it, and
+	// the policy allows no other inline script.
+	csp := regexp.MustCompile(`script-src 'nonce-([A-Za-z0-9+/=]{16,})'`).FindStringSubmatch(page)
+	if csp == nil || strings.Contains(page, "script-src 'unsafe-inline'") {
+		t.Fatal("the Content-Security-Policy does not allow scripts by nonce only")
+	}
+	scripts := regexp.MustCompile(`<script[^>]*>`).FindAllString(page, -1)
+	for _, s := range scripts {
+		if s != `<script nonce="`+csp[1]+`">` {
+			t.Errorf("a script without the page's nonce: %s", s)
+		}
+	}
+	if len(scripts) < 4 {
+		t.Errorf("%d scripts on the page, want its 4", len(scripts))
+	}
 	if n := len(page); n > 2<<20 {
 		t.Errorf("the page is %d bytes: too heavy", n)
 	}

@@ -7,7 +7,9 @@
 package htmlreport
 
 import (
+	"crypto/rand"
 	_ "embed"
+	"encoding/base64"
 	"fmt"
 	"html/template"
 	"io"
@@ -95,6 +97,11 @@ type view struct {
 	ECharts template.JS
 	JS      template.JS
 	CSS     template.CSS
+	// Nonce lets the page's own scripts run, and no other: its
+	// Content-Security-Policy allows scripts with it only (not
+	// 'unsafe-inline'), so markup that reached the page from a recording
+	// could not run a script even if it escaped the escaping.
+	Nonce string
 }
 
 // Write renders the report. It fills the sentences (summary fields) of the
@@ -104,8 +111,12 @@ func Write(w io.Writer, r *Report) error {
 	if r.Requests != nil {
 		output.FillRequestSummaries(r.Requests)
 	}
+	nonce := make([]byte, 18)
+	if _, err := rand.Read(nonce); err != nil {
+		return fmt.Errorf("writing the HTML report: %w", err)
+	}
 	v := view{Report: r, Command: r.Explanation.Target.Command, ECharts: template.JS(echartsJS),
-		JS: template.JS(reportJS), CSS: template.CSS(reportCSS)}
+		JS: template.JS(reportJS), CSS: template.CSS(reportCSS), Nonce: base64.StdEncoding.EncodeToString(nonce)}
 	if v.Command == "" {
 		v.Command = fmt.Sprintf("pid %d", r.Explanation.Target.PID)
 	}
