@@ -19,6 +19,7 @@ import (
 	"github.com/whyslow/whyslow/internal/exporter"
 	"github.com/whyslow/whyslow/internal/format"
 	"github.com/whyslow/whyslow/internal/live"
+	"github.com/whyslow/whyslow/internal/store"
 	"github.com/whyslow/whyslow/internal/watch"
 )
 
@@ -38,6 +39,7 @@ type watchOptions struct {
 	listen      string
 	snapshot    bool
 	ring        string
+	writer      bool // the incident writer child (internal)
 }
 
 func newWatch() *cobra.Command {
@@ -75,6 +77,9 @@ whyslow_incidents_total{trigger} and whyslow_last_incident_timestamp_seconds
   whyslow watch --snapshot --dir /var/lib/whyslow/incidents`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.writer {
+				return writeIncident()
+			}
 			if o.snapshot {
 				return askSnapshot(o.dir)
 			}
@@ -97,6 +102,8 @@ whyslow_incidents_total{trigger} and whyslow_last_incident_timestamp_seconds
 	f.StringVar(&o.listen, "listen", "", "also serve Prometheus metrics here (host:port)")
 	f.BoolVar(&o.snapshot, "snapshot", false, "ask the watch writing to --dir for an incident now, and return")
 	f.StringVar(&o.ring, "ring-size", "", "ring buffer for events (a power of two, 4K to 1G; default 4M)")
+	f.BoolVar(&o.writer, "write-recording", false, "internal: write an incident's recording handed over on stdin")
+	f.MarkHidden("write-recording")
 	return cmd
 }
 
@@ -296,4 +303,14 @@ func askSnapshot(dir string) error {
 	}
 	fmt.Fprintf(os.Stderr, "whyslow: asked the watch (pid %d) for an incident; it writes it in %s\n", pid, format.Safe(dir))
 	return nil
+}
+
+// writeIncident is the child a watch hands an incident's events to: it
+// writes the recording, and says a full disk by its exit code.
+func writeIncident() error {
+	err := watch.WriteRecording(os.Stdin)
+	if errors.Is(err, store.ErrDiskFull) || errors.Is(err, syscall.ENOSPC) {
+		return withCode(watch.ExitDiskFull, err)
+	}
+	return err
 }

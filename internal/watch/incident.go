@@ -16,7 +16,6 @@ import (
 	"github.com/whyslow/whyslow/internal/capture"
 	"github.com/whyslow/whyslow/internal/event"
 	"github.com/whyslow/whyslow/internal/format"
-	"github.com/whyslow/whyslow/internal/store"
 	"golang.org/x/sys/unix"
 )
 
@@ -47,10 +46,19 @@ func (w *watcher) incidents(ctx context.Context) {
 			continue
 		}
 		fired := time.Now()
-		// Let the slow thing end, or go on a while, inside the window.
+		// Let the slow thing end, or go on a while, inside the window: --after,
+		// and while its request is unanswered or its thread still stalled, up
+		// to maxLinger more (an incident that ends inside the stall cannot say
+		// how long it was, nor cut its request).
 		select {
 		case <-time.After(w.o.After):
 		case <-ctx.Done():
+		}
+		for deadline := time.Now().Add(maxLinger); ctx.Err() == nil && time.Now().Before(deadline) && w.stillSlow(t); {
+			select {
+			case <-time.After(250 * time.Millisecond):
+			case <-ctx.Done():
+			}
 		}
 		also := suppressed
 		for drained := false; !drained; { // triggers of the same moment are this incident's
@@ -70,7 +78,7 @@ func (w *watcher) incidents(ctx context.Context) {
 		inc.Also = also
 		quietUntil = time.Now().Add(w.o.Cooldown)
 		switch {
-		case inc.Err != nil && errors.Is(inc.Err, store.ErrDiskFull) || errors.Is(inc.Err, unix.ENOSPC):
+		case errors.Is(inc.Err, errDiskFull) || errors.Is(inc.Err, unix.ENOSPC):
 			if !diskFull {
 				fmt.Fprintf(w.o.Log, "whyslow watch: %s: the incident disk is full; watching on, writing no incident until there is room (%v)\n",
 					format.Safe(w.o.Dir), format.Safe(firstLineOf(inc.Err)))
@@ -94,13 +102,15 @@ func (w *watcher) incidents(ctx context.Context) {
 func (w *watcher) write(t *Trigger, fired time.Time) Incident {
 	inc := Incident{Trigger: *t, Time: fired}
 	inc.Name = fired.UTC().Format("20060102T150405Z") + "-" + t.Kind
-	w.mu.Lock()
-	newest := w.newest
-	w.mu.Unlock()
-	span := uint64(w.o.Window + w.o.After)
+	// From --window before the slow thing began (or --window + --after
+	// before now, for a snapshot), never before capture began.
+	begin := t.At
+	if t.Kind == KindSnapshot || begin == 0 {
+		begin = monotonicNow() - uint64(w.o.After)
+	}
 	from := uint64(0)
-	if newest > span {
-		from = newest - span
+	if begin > uint64(w.o.Window) {
+		from = begin - uint64(w.o.Window)
 	}
 	from = max(from, w.started.Load())
 	// The waits still going on end the window as a recording's end does:
@@ -138,33 +148,41 @@ func (w *watcher) write(t *Trigger, fired time.Time) Incident {
 	return inc
 }
 
+// maxLinger bounds how long an incident waits, past --after, for its slow
+// request to be answered or its stalled thread to run.
+const maxLinger = 30 * time.Second
+
+// stillSlow says whether a trigger's slow thing goes on: its request is
+// unanswered, or its thread is still in a wait that stalls it.
+func (w *watcher) stillSlow(t *Trigger) bool {
+	switch t.Kind {
+	case KindSlowRequest:
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.serving != nil && w.serving.unanswered(t.PID, t.At)
+	case KindStall:
+		r := w.waits.Load()
+		if r == nil {
+			return false
+		}
+		_, waiting := r.Now()
+		for _, o := range waiting {
+			if o.TID == t.TID && stalling(o) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // partialPrefix names an incident still being written: a watch killed
 // meanwhile leaves it, and the next removes it.
 const partialPrefix = ".partial-"
 
-// record writes the window as a recording, as `whyslow record` would have.
+// record writes the window as a recording, as `whyslow record` would have,
+// by a child whyslow (handoff.go).
 func (w *watcher) record(path string, win window, t *Trigger, pid uint32, lost map[string]uint64) error {
-	wr, err := store.Create(path)
-	if err != nil {
-		return err
-	}
-	meta := w.meta(win, t, pid)
-	if err := wr.SetMeta(meta); err != nil {
-		wr.Close(nil)
-		return err
-	}
-	const chunk = 4096
-	for i := 0; i < len(win.events); i += chunk {
-		wr.Write(win.events[i:min(i+chunk, len(win.events))])
-	}
-	if err := wr.Err(); err != nil {
-		wr.Close(nil)
-		return err
-	}
-	if err := wr.Close(lost); err != nil {
-		return err
-	}
-	return os.Chmod(path, 0o600)
+	return handOff(w.o.Exe, path, w.meta(win, t, pid), lost, win.events)
 }
 
 func (w *watcher) meta(win window, t *Trigger, pid uint32) map[string]string {

@@ -138,6 +138,16 @@ func (s *serving) trigger(key connKey, cn *conn, how string) *Trigger {
 		Detail: what + ", " + how}
 }
 
+// unanswered says whether pid's request that began at begin is still open.
+func (s *serving) unanswered(pid uint32, begin uint64) bool {
+	for k, cn := range s.conns {
+		if k.pid == pid && cn.begin == begin {
+			return true
+		}
+	}
+	return false
+}
+
 // forget drops connections quiet since before.
 func (s *serving) forget(before uint64) {
 	for k, cn := range s.conns {

@@ -107,7 +107,7 @@ func monotonicNow() uint64 {
 }
 
 func newWatcher(o Options) *watcher {
-	span := o.Window + o.After + time.Second
+	span := o.Window + o.After + maxLinger + time.Second
 	w := &watcher{o: o, flight: newFlight(uint64(span), o.Memory), self: uint32(os.Getpid()),
 		stalls: newStalls(o.Stall), fired: make(chan *Trigger, 64)}
 	w.flight.counters = o.Counters
