@@ -9,7 +9,7 @@ VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # resident) and relocations it looked up by name.
 LDFLAGS := -X github.com/whyslow/whyslow/internal/cli.Version=$(VERSION) -extldflags=-Wl,--exclude-libs,ALL
 
-.PHONY: all deps build generate vmlinux check-generated check-sources check-mod test demo bench clean
+.PHONY: all deps build generate vmlinux check-generated check-sources check-mod test demo bench fuzz clean
 
 all: build
 
@@ -54,6 +54,19 @@ check-mod:
 test: deps build check-mod
 	$(GO) vet ./...
 	$(GO) test -p 1 -count=1 -timeout 30m ./...
+
+# Go's native fuzzing of what reads untrusted bytes, FUZZTIME each (the
+# seed corpora also run in `make test`, as ordinary tests). Damaged
+# recordings are not fuzzed in-process (DuckDB's crashes on them would end
+# the fuzzer): test/record's TestDamagedRecordings makes 260 of them a run.
+FUZZTIME ?= 60s
+FUZZ_TARGETS := FuzzDecode:./internal/capture FuzzRequestLabel:./internal/analysis FuzzSafe:./internal/format \
+	FuzzJSONEscapesInvisible:./internal/output FuzzServing:./internal/watch
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		echo "fuzzing $${t%%:*} for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$${t%%:*}$$" -fuzztime $(FUZZTIME) $${t#*:} || exit 1; \
+	done
 
 demo: deps build
 	@./examples/demo.sh

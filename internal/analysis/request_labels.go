@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"strconv"
 	"strings"
+
+	"github.com/whyslow/whyslow/internal/event"
 )
 
 // A request is labelled by its first bytes (at most 128, read in the
@@ -18,7 +20,9 @@ var labellers = []func(first []byte, keepQuery bool) string{httpLabel, redisLabe
 func requestLabel(first []byte, keepQuery bool) string {
 	for _, l := range labellers {
 		if s := l(first, keepQuery); s != "" {
-			return s
+			// A path's bytes are the client's: not UTF-8, they are text
+			// as recorded names are (event.EncodeText), and JSON keeps them.
+			return event.EncodeText(s)
 		}
 	}
 	return ""
