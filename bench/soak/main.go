@@ -59,6 +59,10 @@ type mode struct {
 }
 
 func run() error {
+	// The modes die with the driver (Pdeathsig), which the kernel ties to
+	// the thread that started them: Go retires idle threads, which killed
+	// a watch a minute in. The main goroutine keeps its thread.
+	runtime.LockOSThread()
 	dir, err := os.MkdirTemp("", "whyslow-soak-")
 	if err != nil {
 		return err

@@ -19,11 +19,16 @@ type stalls struct {
 	// runs is, per thread, its throttling so far: pauses separated by less
 	// than throttleGap of running.
 	runs map[uint32]*throttleRun
-	// fired is, per thread, the start of the stall already reported, so one
-	// stall fires once.
-	fired map[uint32]uint64
+	// fired is, per thread, the stall already reported (or a kernel
+	// thread's, never reported), so one stall fires once: by its start,
+	// kept while the stall is still seen.
+	fired map[uint32]firedStall
 	// isKernel tells kernel threads, never stalled on anyone's behalf.
 	isKernel func(pid uint32) bool
+}
+
+type firedStall struct {
+	start, seen uint64
 }
 
 type throttleRun struct {
@@ -35,7 +40,7 @@ type throttleRun struct {
 const throttleGap = 100 * uint64(time.Millisecond)
 
 func newStalls(over time.Duration) *stalls {
-	return &stalls{over: uint64(over), runs: map[uint32]*throttleRun{}, fired: map[uint32]uint64{}, isKernel: kernelThread}
+	return &stalls{over: uint64(over), runs: map[uint32]*throttleRun{}, fired: map[uint32]firedStall{}, isKernel: kernelThread}
 }
 
 // stalling says whether a wait is of the kind that stalls a program on the
@@ -77,11 +82,12 @@ func (s *stalls) inProgress(o *event.OffCPU) *Trigger {
 }
 
 func (s *stalls) fire(o *event.OffCPU, start uint64, detail string) *Trigger {
-	if s.fired[o.TID] == start {
+	if f, ok := s.fired[o.TID]; ok && f.start == start {
+		s.fired[o.TID] = firedStall{start, o.Time}
 		return nil
 	}
 	if s.isKernel(o.PID) {
-		s.fired[o.TID] = start
+		s.fired[o.TID] = firedStall{start, o.Time}
 		return nil
 	}
 	comm := o.Comm
@@ -89,7 +95,7 @@ func (s *stalls) fire(o *event.OffCPU, start uint64, detail string) *Trigger {
 		comm = threadComm(o.PID, o.TID)
 	}
 	// A thread's throttling run fires once: from its start, not each pause.
-	s.fired[o.TID] = start
+	s.fired[o.TID] = firedStall{start, o.Time}
 	return &Trigger{Kind: KindStall, At: start, PID: o.PID, TID: o.TID, Comm: comm, Detail: detail}
 }
 
@@ -100,8 +106,8 @@ func (s *stalls) forget(before uint64) {
 			delete(s.runs, tid)
 		}
 	}
-	for tid, start := range s.fired {
-		if start < before {
+	for tid, f := range s.fired {
+		if f.seen < before { // a stall seen in progress a second ago is kept, however old
 			delete(s.fired, tid)
 		}
 	}

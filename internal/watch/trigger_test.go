@@ -180,3 +180,23 @@ func TestLostHistorySince(t *testing.T) {
 		t.Errorf("lost since 2 ms: %v, want 7 events and 1 stack", got)
 	}
 }
+
+// A kernel thread's wait, known as one while it was seen in progress, does
+// not fire when it ends, even long after and with the thread gone (an idle
+// kworker woken to exit after 5 minutes fired once).
+func TestStallRemembersKernelThreads(t *testing.T) {
+	s := newStalls(time.Second)
+	alive := true
+	s.isKernel = func(pid uint32) bool { return alive && pid == 54 }
+	start := uint64(1000 * ms)
+	for now := start + 2000*ms; now < start+300_000*ms; now += 1000 * ms {
+		if tr := s.inProgress(wait(now, now-start, 54, event.ReasonOther, 'D')); tr != nil {
+			t.Fatalf("in progress: %+v", tr)
+		}
+		s.forget(now - 33_000*ms)
+	}
+	alive = false // gone: /proc no longer says
+	if tr := s.finished(wait(start+301_000*ms, 301_000*ms, 54, event.ReasonOther, 'D')); tr != nil {
+		t.Errorf("the kworker's wait fired as it ended: %+v", tr)
+	}
+}
