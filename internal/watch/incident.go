@@ -119,6 +119,9 @@ func (w *watcher) write(t *Trigger, fired time.Time) Incident {
 	var now uint64
 	if r := w.waits.Load(); r != nil {
 		now, waiting = r.Now()
+		for _, o := range waiting { // the engine's list names no thread
+			o.Comm = threadComm(o.PID, o.TID)
+		}
 	}
 	win := w.flight.snapshot(from)
 	win.addWaiting(now, waiting, w.self)
