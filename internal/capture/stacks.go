@@ -22,7 +22,21 @@ type stacks struct {
 	// against every frame (up to 70 prefixes by 20 frames), the same few
 	// stacks over and over.
 	reasons map[reasonKey]event.Reason
+	// owned is the ids of the last stacks sent whole, oldest first: sent
+	// forgets those that fall out (an id is used by the events that follow
+	// its stack, within moments).
+	owned []int32
 }
+
+// The caches above are bounded for a capture that runs for days: new kernel
+// stacks turn up all along (a timer sample can land anywhere), and the
+// kernel's stack map alone has 65,536 ids. A full cache starts again: a
+// stack is symbolised again from the map, a wait classified again.
+const (
+	maxCachedStacks = 8192
+	maxReasons      = 8192
+	maxOwned        = 8192
+)
 
 // reasonKey is everything classify.Reason reads, the stack by its id.
 type reasonKey struct {
@@ -75,8 +89,21 @@ func (s *stacks) own(v *ownStack) {
 		}
 		frames = append(frames, s.syms.Name(ip))
 	}
-	s.frames[v.ID] = frames
+	s.remember(v.ID, frames)
 	s.sent.Store(v.ID, frames) // for Waits, which reads no ring
+	if len(s.owned) >= maxOwned {
+		s.sent.Delete(s.owned[0])
+		s.owned = s.owned[1:]
+	}
+	s.owned = append(s.owned, v.ID)
+}
+
+// remember caches a stack's frames, starting the cache again when full.
+func (s *stacks) remember(id int32, frames []string) {
+	if len(s.frames) >= maxCachedStacks {
+		clear(s.frames)
+	}
+	s.frames[id] = frames
 }
 
 // Frames returns the symbolised stack for an id, innermost first.
@@ -102,7 +129,7 @@ func (s *stacks) Frames(id int32) []string {
 			frames = append(frames, s.syms.Name(ip))
 		}
 	}
-	s.frames[id] = frames
+	s.remember(id, frames)
 	return frames
 }
 
@@ -116,9 +143,10 @@ func (s *stacks) classify(o *event.OffCPU) {
 	r, ok := s.reasons[k]
 	if !ok {
 		r = classify.Reason(in)
-		if len(s.reasons) < 1<<16 {
-			s.reasons[k] = r
+		if len(s.reasons) >= maxReasons {
+			clear(s.reasons)
 		}
+		s.reasons[k] = r
 	}
 	o.Reason = r
 }

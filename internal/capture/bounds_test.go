@@ -2,9 +2,11 @@ package capture
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/whyslow/whyslow/internal/event"
+	"github.com/whyslow/whyslow/internal/sysinfo"
 )
 
 // A record that does not decode is not passed on, and it is counted: the
@@ -45,5 +47,25 @@ func TestDecoderNamesAreBounded(t *testing.T) {
 	}
 	if len(d.comms) > maxComms {
 		t.Fatalf("%d names held, bound %d", len(d.comms), maxComms)
+	}
+}
+
+// Stacks sent whole keep coming in a long capture (each under a new id):
+// the frames kept for them are bounded, and the latest still resolve.
+func TestOwnStacksAreBounded(t *testing.T) {
+	var sent sync.Map
+	st := &stacks{sent: &sent, syms: &sysinfo.Kallsyms{}, frames: map[int32][]string{}, sockets: map[uint32]bool{},
+		reasons: map[reasonKey]event.Reason{}}
+	const n = 30_000
+	for i := range n {
+		st.own(&ownStack{ID: stackOwnBase + int32(i), IPs: []uint64{0xffffffff81000000 + uint64(i)}})
+	}
+	held := 0
+	sent.Range(func(any, any) bool { held++; return true })
+	if len(st.frames) > maxCachedStacks || held > maxOwned {
+		t.Fatalf("%d stacks cached, %d sent held; bounds %d and %d", len(st.frames), held, maxCachedStacks, maxOwned)
+	}
+	if f := st.Frames(stackOwnBase + n - 1); len(f) != 1 {
+		t.Fatalf("the last stack sent: %v", f)
 	}
 }
