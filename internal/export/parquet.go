@@ -50,6 +50,7 @@ func Parquet(path, dir string) (files []ParquetFile, err error) {
 		return nil, err
 	}
 	if _, err := os.Stat(abs); errors.Is(err, fs.ErrNotExist) {
+		NoteTemp(abs) // made here: a crash's guard removes it whole (what it holds is ours)
 		defer func() {
 			if err != nil {
 				os.Remove(abs) // made here, and empty again
