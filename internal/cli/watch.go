@@ -50,7 +50,9 @@ func newWatch() *cobra.Command {
 		Long: `A flight recorder. Captures system-wide at the default level (with
 --requests, every socket call too) and keeps the last --window of events in
 memory, within --memory; what the budget drops is counted in the incident.
-When a trigger fires, it waits --after, then writes an incident in --dir:
+When a trigger fires, it waits --after (and, while the slow request is
+unanswered or the thread still stalled, up to 30 s more), then writes an
+incident in --dir:
 
   <time>-<trigger>.db     the window as a recording (every 'report' reads it)
   <time>-<trigger>.txt    the explanation: the slow request or process first
@@ -73,7 +75,7 @@ With --listen, the exporter's metrics are served too, with
 whyslow_incidents_total{trigger} and whyslow_last_incident_timestamp_seconds
 (docs/watch.md).`,
 		Example: `  whyslow watch --requests --slow-request 1s --dir /var/lib/whyslow/incidents
-  whyslow watch --psi io:full>20%/5s --listen 127.0.0.1:9477
+  whyslow watch --psi 'io:full>20%/5s' --listen 127.0.0.1:9477
   whyslow watch --snapshot --dir /var/lib/whyslow/incidents`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
