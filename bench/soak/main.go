@@ -1,7 +1,7 @@
 // Command soak runs whyslow's long-running modes under process churn and
 // samples their memory once a minute: the evidence that they run for weeks.
 //
-//	go run ./bench/soak -whyslow bin/whyslow -minutes 30 -modes watch,exporter
+//	go run ./bench/soak -whyslow bin/whyslow -minutes 30 -modes watch,exporter,top
 //
 // The churn: short-lived processes and threads, each with a name of its own
 // (thousands a minute), and a steady syscall load (reads of /dev/zero). Each
@@ -92,8 +92,15 @@ func run() error {
 			m.metrics = freeAddr()
 			m.cmd = exec.Command(*whyslow, "exporter", "--listen", m.metrics, "--group-by", "comm")
 		case "top":
-			m.cmd = exec.Command(*whyslow, "top", "--batch", "-d", "1s")
-			m.cmd.Stdout = io.Discard
+			// batch mode: the same capture and frames as the interactive
+			// view, drawn as text, kept to check what it showed
+			m.cmd = exec.Command(*whyslow, "top", "--batch", "--threads", "--limit", "50", "-d", "1s")
+			out, err := os.Create(filepath.Join(dir, "top.out"))
+			if err != nil {
+				return err
+			}
+			defer out.Close()
+			m.cmd.Stdout = out
 		default:
 			return fmt.Errorf("no mode %q", name)
 		}
@@ -152,7 +159,43 @@ func run() error {
 	if m, _ := filepath.Glob(filepath.Join(dir, "incidents", "*.txt")); len(m) > 0 {
 		fmt.Printf("\nwatch wrote %d incidents\n", len(m))
 	}
+	if b, err := os.ReadFile(filepath.Join(dir, "top.out")); err == nil {
+		frames, over, unnamed := checkTop(string(b))
+		fmt.Printf("top: %d frames; thread rows above 100%%: %d; rows named [pid N]: %d\n", frames, len(over), unnamed)
+		for _, row := range over[:min(len(over), 5)] {
+			fmt.Println("  " + row)
+		}
+	}
 	return nil
+}
+
+// checkTop reads top's batch output: how many frames it drew, the thread
+// rows with a share above 100% of one thread (columns 3 to 15: LOST to
+// OTHER), and the rows it could name only by number ("[pid N]").
+func checkTop(out string) (frames int, over []string, unnamed int) {
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "whyslow top") {
+			frames++
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			continue
+		}
+		if _, err := strconv.Atoi(f[0]); err != nil {
+			continue
+		}
+		if strings.HasPrefix(f[1], "[pid ") {
+			unnamed++
+		}
+		for _, v := range f[2:min(len(f), 15)] {
+			if x, err := strconv.ParseFloat(v, 64); err == nil && x > 100 {
+				over = append(over, line)
+				break
+			}
+		}
+	}
+	return frames, over, unnamed
 }
 
 // churnProcesses starts *procs processes a second, each naming itself

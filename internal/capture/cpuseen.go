@@ -1,19 +1,35 @@
 package capture
 
+import "sync"
+
 // cpuAccount is the on-CPU time already reported per thread, for the threads
 // in the kernel's cpu map: each drain reports what a thread's total grew by.
-// A thread that has left the map (the map is an LRU: an exited thread is
-// evicted when room is needed) is forgotten, so the account holds no more
-// threads than the map, however many come and go in a long exporter or top.
+// A thread that has left the map is forgotten, so the account holds no more
+// threads than the map.
+//
+// An exited thread is taken out of the map once its last time is reported
+// (retire): the map is an LRU, and left to it, the dead would fill it (32k
+// threads, a quarter of an hour of a busy machine's churn), every drain
+// would read them all, and a long exporter, top or watch would grow until
+// it was full.
 type cpuAccount struct {
 	seen  map[uint32]cpuSeen
 	round uint64 // the pass over the map under way
+
+	mu     sync.Mutex
+	exited map[uint32]uint64 // tid -> the pass under way when its exit was read
 }
 
 type cpuSeen struct {
 	ns    uint64 // on-CPU ns reported
 	round uint64 // the last pass that found the thread in the map
 }
+
+// retireAfter is how many passes an exited thread stays in the map: its exit
+// is traced before it last leaves the CPU, so the pass under way when the
+// exit is read may have read it still running; the next one, a drain period
+// later, holds its last nanoseconds.
+const retireAfter = 1
 
 // report returns the on-CPU ns of thread tid not reported yet, its total
 // being total now, and counts them as reported.
@@ -31,6 +47,49 @@ func (a *cpuAccount) report(tid uint32, total uint64) uint64 {
 	return d
 }
 
+// exit notes that thread tid exited (its exit event was read). Safe to
+// call beside a pass.
+func (a *cpuAccount) exit(tid uint32) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.exited == nil {
+		a.exited = make(map[uint32]uint64)
+	}
+	a.exited[tid] = a.round
+}
+
+// fork notes that tid names a new thread: a reused tid is not retired.
+func (a *cpuAccount) fork(tid uint32) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.exited, tid)
+}
+
+// retire returns the exited threads whose last time has been reported (the
+// pass that just ended read them at least retireAfter passes after their
+// exit) and forgets them; the caller takes them out of the kernel's map.
+func (a *cpuAccount) retire() []uint32 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []uint32
+	for tid, at := range a.exited {
+		if a.round < at+retireAfter {
+			continue
+		}
+		s, ok := a.seen[tid]
+		switch {
+		case !ok: // not in the map: nothing to take out
+		case s.round == a.round:
+			out = append(out, tid)
+			delete(a.seen, tid)
+		default:
+			continue // a pass cut short missed it: the next one reports it
+		}
+		delete(a.exited, tid)
+	}
+	return out
+}
+
 // endRound ends a pass over the map. A complete pass forgets the threads it
 // did not find; one cut short (the map iteration failed) forgets nothing, or
 // a thread it missed would be reported again from zero.
@@ -42,5 +101,7 @@ func (a *cpuAccount) endRound(complete bool) {
 			}
 		}
 	}
+	a.mu.Lock()
 	a.round++
+	a.mu.Unlock()
 }

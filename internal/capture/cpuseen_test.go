@@ -47,3 +47,54 @@ func TestCPUAccount(t *testing.T) {
 		t.Errorf("after an incomplete pass: %d ns, want 5", d)
 	}
 }
+
+// TestCPUAccountRetires: an exited thread is taken out of the kernel's map
+// once a pass after its exit has reported its last time, not before (it may
+// still be on a CPU when its exit is read), and a tid reused meanwhile by a
+// new thread is kept.
+func TestCPUAccountRetires(t *testing.T) {
+	var a cpuAccount
+	pass := func(tids ...uint32) []uint32 {
+		for _, tid := range tids {
+			a.report(tid, 100*uint64(a.round+1))
+		}
+		dead := a.retire()
+		a.endRound(true)
+		return dead
+	}
+	pass(1, 2, 3)
+	a.exit(2)
+	a.exit(3)
+	if dead := pass(1, 2, 3); len(dead) != 0 {
+		t.Fatalf("retired %v in the pass its exit was read in", dead)
+	}
+	a.fork(3) // tid 3 reused by a new thread
+	dead := pass(1, 2, 3)
+	if len(dead) != 1 || dead[0] != 2 {
+		t.Fatalf("retired %v, want [2]", dead)
+	}
+	if _, ok := a.seen[2]; ok {
+		t.Error("tid 2 still accounted after it was retired")
+	}
+	if dead := pass(1, 3); len(dead) != 0 || len(a.exited) != 0 {
+		t.Errorf("retired %v later, %d exits still waiting", dead, len(a.exited))
+	}
+	// an exit whose thread never reached the map is forgotten too
+	a.exit(9)
+	pass(1)
+	pass(1)
+	if len(a.exited) != 0 {
+		t.Errorf("exit of a thread never in the map kept: %v", a.exited)
+	}
+	// a pass cut short that missed an exited thread does not retire it
+	a.exit(1)
+	pass(1)
+	a.retire()
+	a.endRound(false) // a pass that read nothing
+	if _, waiting := a.exited[1]; !waiting {
+		t.Error("an exit was dropped by a pass that missed its thread")
+	}
+	if dead := pass(1); len(dead) != 1 {
+		t.Errorf("retired %v after a complete pass, want [1]", dead)
+	}
+}

@@ -42,7 +42,11 @@ func (e *Engine) drain(final bool) []event.Event {
 			out = append(out, &event.CPUTime{Header: event.Header{Time: now, PID: cv.Pid, TID: *tid, Comm: dec.comm(cv.Comm)}, OnCPU: d})
 		}
 	})
+	dead := e.cpuSeen.retire()
 	e.cpuSeen.endRound(complete)
+	for _, tid := range dead {
+		e.maps.Cpu.Delete(tid) // gone already (the LRU took it): nothing to do
+	}
 
 	if final {
 		out = append(out, e.stillWaiting(now)...)

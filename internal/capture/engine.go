@@ -67,6 +67,11 @@ type Options struct {
 	EventsRingBytes int
 	// MetaRingBytes sizes the ring buffer for files, lifecycle and writeback (4 MiB when zero).
 	MetaRingBytes int
+	// DescribedFiles sizes the kernel's table of files already described
+	// (65,536 when zero): a file is described once while it is in the table.
+	// A live view, which keeps the names in memory rather than in a
+	// recording, sizes it to what it keeps (LiveDescribedFiles).
+	DescribedFiles int
 	// Flavour forces "tp_btf" or "raw_tp"; empty probes tp_btf first.
 	Flavour string
 	// Requests streams every socket call of the target, so that requests can
@@ -84,6 +89,15 @@ type Options struct {
 	// small enough for stacks to collide on demand.
 	stackBuckets uint32
 }
+
+// LiveDescribedFiles is the kernel's table of described files for the live
+// views (top, exporter, watch). They keep each name in memory as long as
+// the kernel may still count it described, whatever else opens files
+// meanwhile, so the table bounds their memory: a machine that starts 20
+// processes a second describes ~60 new /proc files a second, and a table
+// of 65,536 took half an hour to fill, the views' memory growing all along.
+// A file evicted and met again is described again (a few µs).
+const LiveDescribedFiles = 8192
 
 // Engine is a loaded and attached set of programs.
 type Engine struct {
@@ -291,6 +305,9 @@ func open(opts Options, flavour string, kernel *kernelTypes) (*Engine, error) {
 		// allocated at creation, cost 1.5 ms of every start.
 		mapSpecs.Agg.MaxEntries = 1
 		mapSpecs.ConnDir.MaxEntries = 1
+	}
+	if opts.DescribedFiles > 0 {
+		mapSpecs.Seen.MaxEntries = uint32(opts.DescribedFiles)
 	}
 	if opts.stackBuckets > 0 {
 		mapSpecs.Stacks.MaxEntries = opts.stackBuckets

@@ -103,7 +103,10 @@ func (e *Engine) Run(ctx context.Context, sink Sink) error {
 				st.noteFile(v.PID, v.File)
 			case *event.SyscallTotals:
 				st.noteFile(v.PID, v.File)
+			case *event.Fork:
+				e.cpuSeen.fork(v.ChildTID)
 			case *event.Exit:
+				e.cpuSeen.exit(v.TID)
 				if v.GroupDead {
 					st.exited(v.PID)
 				}

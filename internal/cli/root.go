@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/whyslow/whyslow/internal/export"
@@ -73,6 +74,15 @@ func Main(args []string) int {
 	// WHYSLOW_MEMPROFILE=FILE writes a Go heap profile at exit, for the
 	// long-running modes' memory (BENCHMARKS.md).
 	if path := os.Getenv("WHYSLOW_MEMPROFILE"); path != "" {
+		go func() {
+			for i := 1; ; i++ {
+				time.Sleep(time.Minute)
+				if f, err := os.Create(fmt.Sprintf("%s.%d.%02d", path, os.Getpid(), i)); err == nil {
+					pprof.WriteHeapProfile(f)
+					f.Close()
+				}
+			}
+		}()
 		defer func() {
 			if f, err := os.Create(path); err == nil {
 				pprof.WriteHeapProfile(f)

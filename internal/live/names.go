@@ -5,6 +5,7 @@ import (
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/whyslow/whyslow/internal/capture"
 	"github.com/whyslow/whyslow/internal/event"
 	"github.com/whyslow/whyslow/internal/format"
 	"github.com/whyslow/whyslow/internal/sysinfo"
@@ -60,9 +61,12 @@ func keyOf(r event.FileRef) fileKey { return fileKey{r.Dev, r.Ino, r.Gen} }
 const (
 	maxProcs   = 1 << 16
 	maxThreads = 1 << 16
-	// maxFiles matches the kernel's table of files already described: a file
-	// is described once, so forgetting it sooner would lose its name.
-	maxFiles = 1 << 16
+	// maxFiles outlasts the kernel's table of files already described
+	// (capture.LiveDescribedFiles): a file is described once while it is in
+	// that table, so forgetting it sooner would lose its name. Twice the
+	// table: the kernel's LRU refreshes a file at each use, this one only
+	// when a frame names it.
+	maxFiles = 2 * capture.LiveDescribedFiles
 )
 
 func newNames() *names {

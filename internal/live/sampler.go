@@ -14,7 +14,8 @@ import (
 type Sampler struct {
 	// Every is the frame length (1 s when zero).
 	Every time.Duration
-	// Capture is the engine's options; SystemWide is forced on.
+	// Capture is the engine's options; SystemWide and DescribedFiles are
+	// forced (capture.LiveDescribedFiles).
 	Capture capture.Options
 	// ProcRoot and SysRoot are where /proc and /sys are ("/proc", "/sys" when empty).
 	ProcRoot, SysRoot string
@@ -48,6 +49,7 @@ func (s Sampler) Run(ctx context.Context, ready func(Info), onFrame func(*Frame)
 	}
 	opts := s.Capture
 	opts.SystemWide = true
+	opts.DescribedFiles = capture.LiveDescribedFiles
 	eng, err := capture.Open(opts)
 	if err != nil {
 		return fmt.Errorf("starting capture: %w", err)

@@ -3,6 +3,7 @@ package watch
 import (
 	"sync"
 
+	"github.com/whyslow/whyslow/internal/capture"
 	"github.com/whyslow/whyslow/internal/event"
 )
 
@@ -46,8 +47,10 @@ type fileKey struct {
 // Bounds on what is kept beyond the window: descriptions of files and
 // processes met once, long ago. Past them, the oldest are forgotten (an
 // incident then shows such a file by its inode only).
+// maxFiles outlasts the kernel's table of described files, as live's names
+// do: a file still counted described there is not described again.
 const (
-	maxFiles = 1 << 14
+	maxFiles = 2 * capture.LiveDescribedFiles
 	maxProcs = 1 << 13
 )
 
