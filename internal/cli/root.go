@@ -15,9 +15,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Version is set at build time (-ldflags "-X .../cli.Version=...").
-var Version = "0.1.0-dev"
-
 const exitCodesHelp = `Exit codes:
   0    success (run, attach: the command's own exit code is passed through)
   1    capture or analysis failed
@@ -41,10 +38,13 @@ the device, the peer, and the other processes that caused the wait.
 		SilenceErrors: true,
 		Version:       Version,
 	}
+	// --version prints what `whyslow version` does, computed only when asked.
+	cobra.AddTemplateFunc("versionText", versionText)
+	root.SetVersionTemplate(`{{versionText}}`)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return withCode(ExitUsage, fmt.Errorf("%s (see '%s --help')", err, c.CommandPath()))
 	})
-	root.AddCommand(newCheck(), newRun(), newAttach(), newRecord(), newReport(), newSQL(), newTop(), newExporter(), newWatch(), newExport())
+	root.AddCommand(newCheck(), newRun(), newAttach(), newRecord(), newReport(), newSQL(), newTop(), newExporter(), newWatch(), newExport(), newVersion())
 	return root
 }
 
