@@ -34,6 +34,10 @@ throttling, fsync, network, locks; and who and what: the thread, the file,
 the device, the peer, and the other processes that caused the wait.
 
 ` + exitCodesHelp,
+		Example: `  sudo whyslow check
+  sudo whyslow run -- make -j4
+  sudo whyslow attach -p 4242 -d 10s
+  sudo whyslow record -o rec.db -d 30s && whyslow report explain rec.db --pid 4242`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       Version,
