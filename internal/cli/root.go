@@ -111,3 +111,15 @@ func stderrIsTerminal() bool {
 	st, err := os.Stderr.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
+
+// Command is whyslow's command tree, for what is generated from it: man
+// pages and shell completions (packaging/gendocs).
+func Command() *cobra.Command {
+	root := newRoot()
+	root.InitDefaultCompletionCmd()
+	root.InitDefaultVersionFlag()
+	return root
+}
+
+// ExitCodesHelp is the exit-code table `whyslow --help` ends with.
+const ExitCodesHelp = exitCodesHelp
