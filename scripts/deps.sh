@@ -32,6 +32,7 @@ have chromium   || need_apt="$need_apt chromium"
 have dpkg-shlibdeps  || need_apt="$need_apt dpkg-dev"
 have man             || need_apt="$need_apt man-db"
 have systemd-analyze || need_apt="$need_apt systemd"
+[ -e /usr/share/bash-completion/bash_completion ] || need_apt="$need_apt bash-completion"
 if [ -n "$need_apt" ]; then
 	echo "installing:$need_apt" >&2
 	apt-get update -qq
