@@ -3,13 +3,22 @@
 
 GO      ?= go
 BIN     := bin
-VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The version, commit and date a binary says (whyslow version): the last
+# tag, else 0.0.0-<date>-<commit> (scripts/version.sh); the date is the
+# commit's (SOURCE_DATE_EPOCH), so that a commit always builds the same bytes.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+export SOURCE_DATE_EPOCH
+VERSION    := $(shell ./scripts/version.sh)
+COMMIT     := $(shell git rev-parse HEAD 2>/dev/null)
+BUILD_DATE := $(shell date -u -d @$(SOURCE_DATE_EPOCH) +%Y-%m-%dT%H:%M:%SZ)
+CLI        := github.com/whyslow/whyslow/internal/cli
 # --exclude-libs: DuckDB's ~60k C++ symbols stay out of the dynamic symbol
 # table. Exported, they were 6.7 MB the loader read at every start (all of it
 # resident) and relocations it looked up by name.
-LDFLAGS := -X github.com/whyslow/whyslow/internal/cli.Version=$(VERSION) -extldflags=-Wl,--exclude-libs,ALL
+LDFLAGS := -X $(CLI).Version=$(VERSION) -X $(CLI).Commit=$(COMMIT) -X $(CLI).BuildDate=$(BUILD_DATE) \
+	-extldflags=-Wl,--exclude-libs,ALL
 
-.PHONY: all deps build generate vmlinux check-generated check-sources check-mod test demo bench fuzz clean
+.PHONY: all deps build dist generate vmlinux check-generated check-sources check-mod test demo bench fuzz clean
 
 all: build
 
@@ -22,6 +31,25 @@ deps:
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/whyslow ./cmd/whyslow
 	$(GO) build -o $(BIN)/slowdisk ./cmd/slowdisk
+
+# The release artefacts, from the commit checked out: dist/whyslow_<version>_amd64.deb
+# and dist/whyslow-<version>-linux-amd64.tar.gz (the same tree), with
+# dist/SHA256SUMS. The binary is stripped and built with -trimpath; the man
+# pages and completions are generated from the commands (packaging/gendocs);
+# nfpm packs them (packaging/pack, a module of its own) with the units,
+# licence and docs that packaging/nfpm.yaml lists. Every time in them is the
+# commit's: two runs give the same bytes. Needs dpkg-shlibdeps (dpkg-dev),
+# which names the shared libraries' packages.
+DIST_STAGE := dist/.stage
+dist:
+	@command -v dpkg-shlibdeps >/dev/null || { echo "make dist: dpkg-shlibdeps is needed (apt-get install dpkg-dev)" >&2; exit 1; }
+	rm -rf dist
+	$(GO) build -trimpath -ldflags "-s -w -buildid= $(LDFLAGS)" -o $(DIST_STAGE)/usr/bin/whyslow ./cmd/whyslow
+	$(GO) run -trimpath ./packaging/gendocs -root $(DIST_STAGE) -version $(VERSION)
+	cd packaging/pack && $(GO) build -trimpath -o $(CURDIR)/$(BIN)/whyslow-pack .
+	$(BIN)/whyslow-pack -config packaging/nfpm.yaml -stage $(DIST_STAGE) -version $(VERSION) -out dist
+	rm -rf $(DIST_STAGE)
+	cd dist && sha256sum whyslow_$(VERSION)_amd64.deb whyslow-$(VERSION)-linux-amd64.tar.gz > SHA256SUMS
 
 # Rebuilds the bpf2go objects from the committed C sources and vmlinux.h
 # (clang, llvm, bpftool, libbpf-dev), and records the sources' digest that
@@ -47,6 +75,8 @@ check-generated: generate
 check-mod:
 	@$(GO) mod tidy -diff >/dev/null || { \
 		echo "go.mod/go.sum are not tidy: run 'go mod tidy' and commit" >&2; exit 1; }
+	@cd packaging/pack && $(GO) mod tidy -diff >/dev/null || { \
+		echo "packaging/pack/go.mod/go.sum are not tidy: run 'go mod tidy' there and commit" >&2; exit 1; }
 
 # -p 1: tests that change machine-wide state (dirty limits, throttles, loop
 # devices) must not run at the same time as each other. The digest of the BPF
@@ -75,4 +105,4 @@ bench: deps build
 	@./bench/run.sh
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) dist

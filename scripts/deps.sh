@@ -27,6 +27,12 @@ have prometheus || need_apt="$need_apt prometheus"
 have promtool   || need_apt="$need_apt prometheus"
 # headless Chromium renders the HTML report in its test
 have chromium   || need_apt="$need_apt chromium"
+# make dist and its test: dpkg-shlibdeps names the package's dependencies;
+# the installed package's man pages, units and completions are checked
+have dpkg-shlibdeps  || need_apt="$need_apt dpkg-dev"
+have man             || need_apt="$need_apt man-db"
+have systemd-analyze || need_apt="$need_apt systemd"
+[ -e /usr/share/bash-completion/bash_completion ] || need_apt="$need_apt bash-completion"
 if [ -n "$need_apt" ]; then
 	echo "installing:$need_apt" >&2
 	apt-get update -qq

@@ -19,7 +19,10 @@ func analysisCommand(use, short string, bind func(*cobra.Command), run func(io.W
 	cmd := &cobra.Command{
 		Use:   use + " FILE [filters]",
 		Short: short,
-		Args:  cobra.ExactArgs(1),
+		Example: "  whyslow report " + use + " rec.db\n" +
+			"  whyslow report " + use + " rec.db --pid 4242 --begin +2s --end +10s --min 1ms\n" +
+			"  whyslow report " + use + " rec.db --comm postgres --json",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			src, done, err := openSource(args[0])
 			if err != nil {

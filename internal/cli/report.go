@@ -159,6 +159,9 @@ func newReport() *cobra.Command {
 usage, stats, freq, top, log and requests take the same filters (time range,
 processes, threads, names, durations, sizes) and --json; explain and html
 take --pid (explain also --json) and cover the whole recording.`,
+		Example: `  whyslow record -o rec.db -d 30s
+  whyslow report explain rec.db --pid 4242
+  whyslow report usage rec.db --begin +5s --end +15s`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
@@ -180,7 +183,10 @@ func newExplain() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "explain FILE [--pid PID]",
 		Short: "Where a process's time went: verdict, evidence, blame (what run and attach print)",
-		Args:  cobra.ExactArgs(1),
+		Example: `  whyslow run -o rec.db -- make -j4
+  whyslow report explain rec.db
+  whyslow report explain rec.db --pid 4242 --json`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			src, done, err := openSource(args[0])
 			if err != nil {

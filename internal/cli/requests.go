@@ -26,6 +26,9 @@ func newRequestsReport() *cobra.Command {
 		func(c *cobra.Command) {
 			c.Flags().StringVar(&rf.label, "label", "", "only requests whose label matches this glob ('GET /popularity/*')")
 			c.Flags().BoolVar(&rf.keepQuery, "keep-query", false, "keep the query string of HTTP paths in labels")
+			c.Example = `  whyslow attach -p $(pgrep -o nginx) --requests -d 30s -o rec.db
+  whyslow report requests rec.db --min 500ms --limit 5
+  whyslow report requests rec.db --label 'GET /popularity/*' --json`
 			c.Long = `Cuts the target's connections into requests: a request begins when bytes
 arrive after the server's previous answer (on TCP, when they reached the
 machine: the time before the server read them is queued), and ends with the

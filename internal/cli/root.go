@@ -16,9 +16,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Version is set at build time (-ldflags "-X .../cli.Version=...").
-var Version = "0.1.0-dev"
-
 const exitCodesHelp = `Exit codes:
   0    success (run, attach: the command's own exit code is passed through)
   1    capture or analysis failed
@@ -38,14 +35,21 @@ throttling, fsync, network, locks; and who and what: the thread, the file,
 the device, the peer, and the other processes that caused the wait.
 
 ` + exitCodesHelp,
+		Example: `  sudo whyslow check
+  sudo whyslow run -- make -j4
+  sudo whyslow attach -p 4242 -d 10s
+  sudo whyslow record -o rec.db -d 30s && whyslow report explain rec.db --pid 4242`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       Version,
 	}
+	// --version prints what `whyslow version` does, computed only when asked.
+	cobra.AddTemplateFunc("versionText", versionText)
+	root.SetVersionTemplate(`{{versionText}}`)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return withCode(ExitUsage, fmt.Errorf("%s (see '%s --help')", err, c.CommandPath()))
 	})
-	root.AddCommand(newCheck(), newRun(), newAttach(), newRecord(), newReport(), newSQL(), newTop(), newExporter(), newWatch(), newExport())
+	root.AddCommand(newCheck(), newRun(), newAttach(), newRecord(), newReport(), newSQL(), newTop(), newExporter(), newWatch(), newExport(), newVersion())
 	return root
 }
 
@@ -117,3 +121,15 @@ func stderrIsTerminal() bool {
 	st, err := os.Stderr.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
+
+// Command is whyslow's command tree, for what is generated from it: man
+// pages and shell completions (packaging/gendocs).
+func Command() *cobra.Command {
+	root := newRoot()
+	root.InitDefaultCompletionCmd()
+	root.InitDefaultVersionFlag()
+	return root
+}
+
+// ExitCodesHelp is the exit-code table `whyslow --help` ends with.
+const ExitCodesHelp = exitCodesHelp

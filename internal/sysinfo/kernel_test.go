@@ -1,0 +1,33 @@
+package sysinfo
+
+import "testing"
+
+func TestKernelAtLeast(t *testing.T) {
+	for _, c := range []struct {
+		release string
+		want    bool
+	}{
+		{"6.2.0", true},
+		{"6.1.112-1-amd64", false},
+		{"6.18.44-fc-v769", true},
+		{"5.15.0-122-generic", false},
+		{"7.0", true},
+		{"6.2-rc1", true},
+		{"", true},
+		{"weird", true},
+	} {
+		if got := KernelAtLeast(c.release, MinKernel[0], MinKernel[1]); got != c.want {
+			t.Errorf("KernelAtLeast(%q, 6, 2) = %v, want %v", c.release, got, c.want)
+		}
+	}
+}
+
+func TestKernelSymbolsVisible(t *testing.T) {
+	// The fixture's addresses are real ones.
+	if !(FS{Root: "testdata"}).KernelSymbolsVisible() {
+		t.Error("testdata/proc/kallsyms has addresses: want visible")
+	}
+	if (FS{Root: t.TempDir()}).KernelSymbolsVisible() {
+		t.Error("no /proc/kallsyms: want not visible")
+	}
+}
