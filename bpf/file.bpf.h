@@ -262,7 +262,14 @@ static __always_inline void describe_inline(struct file *file, struct inode *ino
 		e->depth = c.depth;
 		e->flags |= c.flags;
 	}
-	if (bpf_ringbuf_output(&meta, e, sizeof(*e), wake_meta())) {
+	/* Only the names walked: most paths are a few components deep, and a
+	 * burst of new files (a build, a package install) then fits the meta
+	 * ring two to three times over. */
+	__u32 depth = e->depth;
+	if (depth > PATH_DEPTH)
+		depth = PATH_DEPTH;
+	__u64 size = offsetof(struct file_event, names) + depth * NAME_LEN;
+	if (bpf_ringbuf_output(&meta, e, size, wake_meta())) {
 		count_lost(LOST_FILE);
 		bpf_map_delete_elem(&seen, &k);
 	}

@@ -134,6 +134,21 @@ func as[T any](raw []byte) (*T, error) {
 	return (*T)(unsafe.Pointer(unsafe.SliceData(raw))), nil
 }
 
+// asFile reads a file description, sent with only the path components the
+// kernel walked (file.bpf.h): the rest of the record is zeros.
+func asFile(raw []byte) (*whyslowFileEvent, error) {
+	var w whyslowFileEvent
+	head := int(unsafe.Offsetof(w.Names))
+	if len(raw) < head {
+		return nil, fmt.Errorf("short record: %d bytes for a file description of at least %d", len(raw), head)
+	}
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&w)), unsafe.Sizeof(w)), raw)
+	if walked := (len(raw) - head) / len(w.Names[0]); int(w.Depth) > walked {
+		return nil, fmt.Errorf("file description of %d components holds %d", w.Depth, walked)
+	}
+	return &w, nil
+}
+
 func (d *decoder) hdr(h *whyslowHdr) event.Header {
 	return event.Header{Time: h.Ts, PID: h.Pid, TID: h.Tid, CPU: h.Cpu, Cgroup: h.Cgroup, Comm: d.comm(h.Comm)}
 }
@@ -157,7 +172,7 @@ func (d *decoder) decode(raw []byte) (event.Event, error) {
 		return &event.Syscall{Header: d.hdr(&w.H), Dur: w.Dur, Ret: w.Ret, Req: w.Req, FD: w.Fd, FD2: w.Fd2,
 			Nr: w.Nr, Flags: w.Flags, Blocked: w.Blocked != 0, File: fileRef(w.F), File2: fileRef(w.F2)}, nil
 	case evFile:
-		w, err := as[whyslowFileEvent](raw)
+		w, err := asFile(raw)
 		if err != nil {
 			return nil, err
 		}

@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"net/netip"
 	"testing"
+	"unsafe"
 
 	"github.com/whyslow/whyslow/internal/event"
 )
@@ -71,6 +72,32 @@ func TestDecodeFilePathAndPeer(t *testing.T) {
 	w.F.Kind = 5
 	if f := mustFile(t, wire(t, w)); f.Path != "pipe:[5]" {
 		t.Errorf("pipe named %q", f.Path)
+	}
+}
+
+// TestDecodeFileSentShort: the kernel sends a description with only the
+// components it walked; one that claims more than it holds is refused.
+func TestDecodeFileSentShort(t *testing.T) {
+	var w whyslowFileEvent
+	w.H = whyslowHdr{Kind: evFile}
+	w.F = whyslowFileRef{Ino: 5, Kind: 1}
+	for i, n := range []string{"app.log", "var"} {
+		for j := 0; j < len(n); j++ {
+			w.Names[i][j] = int8(n[j])
+		}
+	}
+	w.Depth = 2
+	head := int(unsafe.Offsetof(w.Names))
+	full := wire(t, w)
+	sent := full[:head+2*len(w.Names[0])]
+	if f := mustFile(t, sent); f.Path != "/var/app.log" {
+		t.Errorf("short description named %q", f.Path)
+	}
+	if _, err := newDecoder().decode(full[:head+len(w.Names[0])]); err == nil {
+		t.Error("a description of 2 components holding 1 was decoded")
+	}
+	if _, err := newDecoder().decode(full[:head-1]); err == nil {
+		t.Error("a description cut inside its header was decoded")
 	}
 }
 
