@@ -6,6 +6,7 @@ package capture
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime/debug"
 	"sync"
@@ -85,6 +86,9 @@ type Options struct {
 	// describeHold, tests only: each description of a target's file is held
 	// open this long, so that the timer tick's sampler runs inside it.
 	describeHold time.Duration
+	// spoolCopy, benchmarks only: every record the spool takes is also
+	// written here, as the spool holds it, to be replayed (replay).
+	spoolCopy io.Writer
 	// stackBuckets, tests only: the stacks map's size (0: as compiled),
 	// small enough for stacks to collide on demand.
 	stackBuckets uint32

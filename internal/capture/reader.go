@@ -83,6 +83,21 @@ func (e *Engine) Run(ctx context.Context, sink Sink) error {
 		close(out)
 		close(done)
 	}()
+	e.consume(out, st, sink)
+	<-done
+	var errs []error
+	for range 3 {
+		if err := <-errc; err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// consume completes each decoded batch (stacks named, waits classified,
+// what began before capture completed) and hands it to sink, until out is
+// closed. One goroutine: the stacks it names are its own.
+func (e *Engine) consume(out <-chan []event.Event, st *stacks, sink Sink) {
 	for b := range out {
 		var extra []event.Event
 		owns := 0
@@ -117,14 +132,6 @@ func (e *Engine) Run(ctx context.Context, sink Sink) error {
 		}
 		sink(append(b, extra...))
 	}
-	<-done
-	var errs []error
-	for range 3 {
-		if err := <-errc; err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // read decodes one ring's records into batches until ctx ends, then what is

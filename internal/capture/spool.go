@@ -47,13 +47,20 @@ func newSpool(dir string) (*spool, error) {
 }
 
 func (s *spool) put(rec []byte) error {
-	var n [4]byte
-	binary.LittleEndian.PutUint32(n[:], uint32(len(rec)))
-	s.w.Write(n[:])
-	_, err := s.w.Write(rec)
+	err := writeRecord(s.w, rec)
 	s.size += int64(4 + len(rec))
 	return err
 }
+
+// writeRecord writes a record as the spool holds it: its length, its bytes.
+func writeRecord(w io.Writer, rec []byte) error {
+	var n [4]byte
+	binary.LittleEndian.PutUint32(n[:], uint32(len(rec)))
+	w.Write(n[:])
+	_, err := w.Write(rec)
+	return err
+}
+
 
 func (s *spool) flush() error {
 	if err := s.w.Flush(); err != nil {
@@ -75,6 +82,9 @@ func (e *Engine) fill(ctx context.Context, r *ring, s *spool) error {
 	return r.follow(ctx, func(rec []byte) error {
 		if err := s.put(rec); err != nil {
 			return fmt.Errorf("writing the spool: %w", err)
+		}
+		if e.opts.spoolCopy != nil {
+			writeRecord(e.opts.spoolCopy, rec)
 		}
 		if s.w.Buffered() >= spoolChunk-4096 {
 			return s.flush()

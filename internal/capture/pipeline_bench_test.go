@@ -1,0 +1,211 @@
+package capture
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/whyslow/whyslow/internal/event"
+	"github.com/whyslow/whyslow/internal/store"
+	"github.com/whyslow/whyslow/internal/target"
+	"golang.org/x/sys/unix"
+)
+
+// BenchmarkPipeline measures what whyslow does behind the ring buffer, on
+// one CPU: a --full capture's records, copied as the spool took them, are
+// replayed through the spool, the decoder, the completion of stacks and
+// waits, and (store) DuckDB's appenders, as fast as they go. The kernel's
+// side (the ring's writes) is not in it: its cost is the floor's (section
+// 1b of BENCHMARKS.md). Reported: events a second, on CPU 0 with
+// GOMAXPROCS=1, and (store-all-cpus) on every CPU, as whyslow runs.
+//
+//	go test -run '^$' -bench Pipeline -benchtime 3x ./internal/capture/
+func BenchmarkPipeline(b *testing.B) {
+	requirePrivileges(b)
+	dir := b.TempDir()
+	copyPath := filepath.Join(dir, "records")
+	eng, records := captureRecords(b, dir, copyPath)
+	defer eng.Close()
+	for _, stage := range []string{"decode", "store", "store-all-cpus"} {
+		b.Run(stage, func(b *testing.B) {
+			if stage != "store-all-cpus" {
+				restore := onOneCPU(b)
+				defer restore()
+			}
+			var events atomic.Int64
+			var took time.Duration
+			for i := range b.N {
+				sink := func(batch []event.Event) { events.Add(int64(len(batch))) }
+				var w *store.Writer
+				if stage != "decode" {
+					var err error
+					path := filepath.Join(dir, "replay-"+strconv.Itoa(i)+".db")
+					os.Remove(path) // an earlier round's (the benchmark runs again with a larger b.N)
+					if w, err = store.Create(path); err != nil {
+						b.Fatal(err)
+					}
+					sink = func(batch []event.Event) { events.Add(int64(len(batch))); w.Write(batch) }
+				}
+				f, err := os.Open(copyPath)
+				if err != nil {
+					b.Fatal(err)
+				}
+				start := time.Now()
+				err = eng.replay(f, dir, sink)
+				if w != nil {
+					err = errors.Join(err, w.Close(nil))
+				}
+				took += time.Since(start)
+				f.Close()
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			perRun := float64(events.Load()) / float64(b.N)
+			if perRun < float64(records) {
+				b.Fatalf("%.0f events out of %d records", perRun, records)
+			}
+			b.ReportMetric(float64(events.Load())/took.Seconds(), "events/s")
+			b.ReportMetric(perRun, "events/run")
+		})
+	}
+}
+
+// captureRecords records dd's two million one-byte reads and writes at
+// --full, keeping a copy of every record the spool took. The engine stays
+// open: the stacks the records name are read from its map.
+func captureRecords(b *testing.B, dir, copyPath string) (*Engine, int) {
+	b.Helper()
+	out, err := os.Create(copyPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer out.Close()
+	copied := &countingWriter{w: bufio.NewWriterSize(out, 1<<20)}
+	eng, err := Open(Options{Level: Full, SpoolDir: dir, spoolCopy: copied})
+	if err != nil {
+		b.Fatalf("opening engine: %v", err)
+	}
+	g, err := target.Start([]string{"dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=1000000", "status=none"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := eng.AddTarget(uint32(g.PID())); err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- eng.Run(ctx, func([]event.Event) {}) }()
+	if err := g.Open(); err != nil {
+		b.Fatal(err)
+	}
+	g.Wait()
+	time.Sleep(200 * time.Millisecond)
+	cancel()
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+	if err := copied.w.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	if copied.records < 1_000_000 {
+		b.Fatalf("only %d records captured", copied.records)
+	}
+	return eng, copied.records
+}
+
+type countingWriter struct {
+	w       *bufio.Writer
+	records int
+	header  bool // the next write is a record's length
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	if len(p) == 4 && !c.header {
+		c.header = true
+	} else {
+		c.header = false
+		c.records++
+	}
+	return c.w.Write(p)
+}
+
+// onOneCPU runs the process, every thread of it and those it starts, on
+// CPU 0 with GOMAXPROCS=1; restore puts back what was.
+func onOneCPU(b *testing.B) (restore func()) {
+	b.Helper()
+	var was unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &was); err != nil {
+		b.Fatal(err)
+	}
+	var one unix.CPUSet
+	one.Set(0)
+	setAll := func(set *unix.CPUSet) {
+		tasks, _ := os.ReadDir("/proc/self/task")
+		for _, t := range tasks {
+			if tid, err := strconv.Atoi(t.Name()); err == nil {
+				unix.SchedSetaffinity(tid, set)
+			}
+		}
+	}
+	setAll(&one)
+	procs := runtime.GOMAXPROCS(1)
+	return func() {
+		runtime.GOMAXPROCS(procs)
+		setAll(&was)
+	}
+}
+// replay feeds records, as the spool holds them, through the spool and the
+// rest of the pipeline behind the ring (decode, completion, sink) as fast
+// as it goes: the pipeline's own capacity, without the kernel. The stacks
+// the records name are read from this engine's map, as at capture.
+func (e *Engine) replay(records io.Reader, dir string, sink Sink) error {
+	sp, err := newSpool(dir)
+	if err != nil {
+		return err
+	}
+	out := make(chan []event.Event, 4)
+	errc := make(chan error, 2)
+	go func() {
+		defer close(sp.ended)
+		r := bufio.NewReaderSize(records, spoolChunk)
+		var n [4]byte
+		rec := make([]byte, 0, 1<<16)
+		for {
+			if _, err := io.ReadFull(r, n[:]); err != nil {
+				if errors.Is(err, io.EOF) {
+					err = nil
+				}
+				errc <- errors.Join(err, sp.flush())
+				return
+			}
+			rec = rec[:binary.LittleEndian.Uint32(n[:])]
+			if _, err := io.ReadFull(r, rec); err != nil {
+				errc <- err
+				return
+			}
+			sp.put(rec)
+			if sp.w.Buffered() >= spoolChunk-4096 {
+				if err := sp.flush(); err != nil {
+					errc <- err
+					return
+				}
+			}
+		}
+	}()
+	go func() {
+		errc <- e.load(sp, out)
+		close(out)
+	}()
+	e.consume(out, newStacks(e.maps.Stacks, &e.ownStacks), sink)
+	return errors.Join(<-errc, <-errc)
+}
