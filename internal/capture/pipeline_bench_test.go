@@ -164,6 +164,7 @@ func onOneCPU(b *testing.B) (restore func()) {
 		setAll(&was)
 	}
 }
+
 // replay feeds records, as the spool holds them, through the spool and the
 // rest of the pipeline behind the ring (decode, completion, sink) as fast
 // as it goes: the pipeline's own capacity, without the kernel. The stacks

@@ -61,7 +61,6 @@ func writeRecord(w io.Writer, rec []byte) error {
 	return err
 }
 
-
 func (s *spool) flush() error {
 	if err := s.w.Flush(); err != nil {
 		return fmt.Errorf("writing the spool: %w", err)
