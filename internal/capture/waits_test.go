@@ -1,7 +1,9 @@
 package capture
 
 import (
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -82,4 +84,60 @@ while time.time() < end:
 	if inCalls == 0 || onDir == 0 {
 		t.Errorf("%d samples, %d in syscalls, %d naming a path under %s", all, inCalls, onDir, dir)
 	}
+}
+
+// TestSamplesOncePerTick: the timer interrupt that samples fires at every
+// high-resolution timer too; a thread sleeping 100 µs at a time beside a
+// spinning one, both on CPU 0, makes thousands of them a second. The
+// sampler takes one a tick: no more samples on CPU 0 than jiffies passed.
+func TestSamplesOncePerTick(t *testing.T) {
+	script := `
+import os, threading, time
+os.sched_setaffinity(0, {0})
+def sleeper():
+    end = time.time() + 1
+    while time.time() < end:
+        time.sleep(0.0001)
+t = threading.Thread(target=sleeper)
+t.start()
+end = time.time() + 1
+while time.time() < end:
+    pass
+t.join()
+`
+	before := jiffies(t)
+	c := runCaptured(t, Options{}, python(t), "-c", script)
+	ticks := jiffies(t) - before
+	onCPU0 := 0
+	for _, s := range eventsOf[*event.Sample](c) {
+		if s.CPU == 0 {
+			onCPU0++
+		}
+	}
+	t.Logf("%d samples on CPU 0 in %d jiffies", onCPU0, ticks)
+	if onCPU0 > int(ticks)+2 {
+		t.Errorf("%d samples on CPU 0 in %d ticks: more than one a tick", onCPU0, ticks)
+	}
+	if onCPU0 < int(ticks)/4 {
+		t.Errorf("%d samples on CPU 0 in %d ticks of a busy CPU", onCPU0, ticks)
+	}
+}
+
+// jiffies reads the kernel's tick count (/proc/timer_list, root only).
+func jiffies(t *testing.T) uint64 {
+	b, err := os.ReadFile("/proc/timer_list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "jiffies: "); ok {
+			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("no jiffies in /proc/timer_list")
+	return 0
 }

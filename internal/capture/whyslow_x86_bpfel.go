@@ -424,6 +424,7 @@ const (
 	whyslowMapRecent                  = "recent"
 	whyslowMapRequests                = "requests"
 	whyslowMapSampleScratch           = "sample_scratch"
+	whyslowMapSampledJiffy            = "sampled_jiffy"
 	whyslowMapSeen                    = "seen"
 	whyslowMapSkArrival               = "sk_arrival"
 	whyslowMapSockEnds                = "sock_ends"
@@ -622,6 +623,7 @@ type whyslowMapSpecs struct {
 	Recent         *ebpf.MapSpec `ebpf:"recent"`
 	Requests       *ebpf.MapSpec `ebpf:"requests"`
 	SampleScratch  *ebpf.MapSpec `ebpf:"sample_scratch"`
+	SampledJiffy   *ebpf.MapSpec `ebpf:"sampled_jiffy"`
 	Seen           *ebpf.MapSpec `ebpf:"seen"`
 	SkArrival      *ebpf.MapSpec `ebpf:"sk_arrival"`
 	SockEnds       *ebpf.MapSpec `ebpf:"sock_ends"`
@@ -714,6 +716,7 @@ type whyslowMaps struct {
 	Recent         *ebpf.Map `ebpf:"recent"`
 	Requests       *ebpf.Map `ebpf:"requests"`
 	SampleScratch  *ebpf.Map `ebpf:"sample_scratch"`
+	SampledJiffy   *ebpf.Map `ebpf:"sampled_jiffy"`
 	Seen           *ebpf.Map `ebpf:"seen"`
 	SkArrival      *ebpf.Map `ebpf:"sk_arrival"`
 	SockEnds       *ebpf.Map `ebpf:"sock_ends"`
@@ -744,6 +747,7 @@ func (m *whyslowMaps) Close() error {
 		m.Recent,
 		m.Requests,
 		m.SampleScratch,
+		m.SampledJiffy,
 		m.Seen,
 		m.SkArrival,
 		m.SockEnds,
