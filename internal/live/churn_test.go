@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/whyslow/whyslow/internal/capture"
 	"github.com/whyslow/whyslow/internal/event"
 )
 
 // A system-wide view runs for days while processes come and go: what it
 // remembers across frames is what is alive, plus the last two frames' exited.
-// 10,000 short-lived processes, each with a name never seen before and two
-// threads, one frame for every 100 of them.
+// 10,000 short-lived processes, each with a name never seen before, two
+// threads and two files of its own, one frame for every 100 of them.
 func TestChurnIsForgotten(t *testing.T) {
 	a := testAggregator(0)
 	const perFrame = 100
@@ -22,6 +23,9 @@ func TestChurnIsForgotten(t *testing.T) {
 		a.Feed([]event.Event{
 			&event.Fork{Header: event.Header{Time: t0, PID: 1, TID: 1, Comm: "sh"}, ChildPID: pid, ChildTID: pid},
 			&event.Exec{Header: event.Header{Time: t0, PID: pid, TID: pid, Comm: name}},
+			// each opens its own /proc/self/stat and a file of its own: two new inodes
+			&event.File{Header: event.Header{Time: t0, PID: pid, TID: pid}, Ref: event.FileRef{Dev: 22, Ino: uint64(pid)}, Path: "/proc/" + fmt.Sprint(pid) + "/stat"},
+			&event.File{Header: event.Header{Time: t0, PID: pid, TID: pid}, Ref: event.FileRef{Dev: 8, Ino: uint64(pid)}, Path: "/tmp/" + name},
 			&event.Fork{Header: event.Header{Time: t0, PID: pid, TID: pid, Comm: name}, ChildPID: pid, ChildTID: pid + 1},
 			&event.CPUTime{Header: event.Header{Time: t0, PID: pid, TID: pid + 1, Comm: "cw-" + name}, OnCPU: ms / 2},
 			&event.OffCPU{Header: event.Header{Time: t0, PID: pid, TID: pid + 1, Comm: "cw-" + name}, Off: ms / 4, State: 'S', Reason: event.ReasonSleep},
@@ -44,6 +48,11 @@ func TestChurnIsForgotten(t *testing.T) {
 	}
 	if len(n.goneProcs) > keepGone*perFrame || len(n.goneThreads) > 2*keepGone*perFrame {
 		t.Errorf("%d processes and %d threads waiting to be forgotten", len(n.goneProcs), len(n.goneThreads))
+	}
+	// files: those the kernel may still count described (twice its table:
+	// names.go says why), no more however many come and go
+	if most := 2 * capture.LiveDescribedFiles; n.files.Len() > most || maxFiles < capture.LiveDescribedFiles {
+		t.Errorf("remembers %d file names after 20,000 were described, want at most %d", n.files.Len(), most)
 	}
 	w := a.waits
 	if len(w.counted)+len(w.pending)+len(w.dirtied)+len(w.issued) > 0 {
