@@ -170,27 +170,47 @@ func run() error {
 }
 
 // checkTop reads top's batch output: how many frames it drew, the thread
-// rows with a share above 100% of one thread (columns 3 to 15: LOST to
-// OTHER), and the rows it could name only by number ("[pid N]").
+// rows with a share above 100% of one thread (LOST to OTHER), and the rows
+// it could name only by number ("[pid N]"). Thread rows are those under a
+// "PID COMM" header, until the next table's (DEVICE, WAITED).
 func checkTop(out string) (frames int, over []string, unnamed int) {
+	inThreads := false
 	for _, line := range strings.Split(out, "\n") {
-		if strings.HasPrefix(line, "whyslow top") {
-			frames++
-			continue
-		}
 		f := strings.Fields(line)
-		if len(f) < 3 {
+		switch {
+		case strings.HasPrefix(line, "whyslow top"):
+			frames++
+			inThreads = false
+			continue
+		case len(f) >= 2 && f[0] == "PID" && f[1] == "COMM":
+			inThreads = true
+			continue
+		case len(f) == 0 || f[0] == "DEVICE" || f[0] == "WAITED":
+			inThreads = false
 			continue
 		}
-		if _, err := strconv.Atoi(f[0]); err != nil {
+		if !inThreads || len(f) < 3 {
 			continue
 		}
-		if strings.HasPrefix(f[1], "[pid ") {
+		if f[1] == "[pid" {
 			unnamed++
 		}
-		for _, v := range f[2:min(len(f), 15)] {
-			if x, err := strconv.ParseFloat(v, 64); err == nil && x > 100 {
+		// LOST … OTHER: the 13 numbers before MOSTLY, after PID and COMM
+		// (a name may hold spaces: counted from the first number after it)
+		nums := 0
+		for _, v := range f[2:] {
+			x, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				if nums > 0 {
+					break
+				}
+				continue
+			}
+			if nums++; x > 100 {
 				over = append(over, line)
+				break
+			}
+			if nums == 13 {
 				break
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
+	"github.com/whyslow/whyslow/internal/event"
 	"github.com/whyslow/whyslow/internal/sysinfo"
 )
 
@@ -95,13 +96,14 @@ type Options struct {
 }
 
 // LiveDescribedFiles is the kernel's table of described files for the live
-// views (top, exporter, watch). They keep each name in memory as long as
-// the kernel may still count it described, whatever else opens files
-// meanwhile, so the table bounds their memory: a machine that starts 20
-// processes a second describes ~60 new /proc files a second, and a table
-// of 65,536 took half an hour to fill, the views' memory growing all along.
-// A file evicted and met again is described again (a few µs).
-const LiveDescribedFiles = 8192
+// views (top, exporter, watch), and the number of file names they keep:
+// with the default 65,536, a machine that starts 20 processes a second
+// (~60 new /proc files a second) filled it in half an hour, the views'
+// memory growing all along. What a view forgets it takes out of the
+// kernel's table (Undescribe), so a file is described again when next met,
+// never known by its inode only; one the kernel's table evicts first is
+// described again, a few µs.
+const LiveDescribedFiles = 16384
 
 // Engine is a loaded and attached set of programs.
 type Engine struct {
@@ -431,6 +433,14 @@ func (e *Engine) Flavour() string { return e.flavour }
 
 // Missing lists tracepoints this kernel does not have.
 func (e *Engine) Missing() []string { return e.missing }
+
+// Undescribe takes a file out of the kernel's table of files already
+// described: the next time the kernel meets it, it describes it again. A
+// live view that forgets a file's name hands it here, so that it never
+// meets the file again without its name.
+func (e *Engine) Undescribe(r event.FileRef) {
+	e.maps.Seen.Delete(whyslowSeenKey{Dev: r.Dev, Gen: r.Gen, Ino: r.Ino}) // gone already: nothing to do
+}
 
 // AddTarget adds a process (and, as they fork, its descendants) to the target set.
 func (e *Engine) AddTarget(pid uint32) error {

@@ -166,3 +166,40 @@ func TestChildSync(t *testing.T) {
 		t.Errorf("lifecycle of the sync child: forked %v, exec'd %v", forked, execed)
 	}
 }
+
+// TestUndescribe: a file is described once; taken out of the kernel's
+// table (what a live view does with a name it forgets), it is described
+// again when next met.
+func TestUndescribe(t *testing.T) {
+	dir := t.TempDir()
+	again, once := filepath.Join(dir, "again.dat"), filepath.Join(dir, "once.dat")
+	script := `
+import os, sys, time
+for p in sys.argv[1:]:
+    with open(p, "w") as f:
+        f.write("x")
+        os.fsync(f.fileno())
+time.sleep(1)
+for p in sys.argv[1:]:
+    with open(p, "a") as f:
+        f.write("y")
+        os.fsync(f.fileno())
+`
+	undescribed := false // once: its first description, before the second round
+	c := runCapturedWatching(t, Options{Level: Syscalls}, func(e *Engine, b []event.Event) {
+		for _, ev := range b {
+			if f, ok := ev.(*event.File); ok && f.Path == again && !undescribed {
+				e.Undescribe(f.Ref)
+				undescribed = true
+			}
+		}
+	}, python(t), "-c", script, again, once)
+	described := map[string]int{}
+	for _, f := range eventsOf[*event.File](c) {
+		described[f.Path]++
+	}
+	if described[again] != 2 || described[once] != 1 {
+		t.Errorf("described %d times after it was taken out of the table (want 2), the other %d (want 1)",
+			described[again], described[once])
+	}
+}

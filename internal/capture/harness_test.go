@@ -22,6 +22,13 @@ type captured struct {
 // and returns every event after the child exits.
 func runCaptured(t *testing.T, opts Options, argv ...string) *captured {
 	t.Helper()
+	return runCapturedWatching(t, opts, nil, argv...)
+}
+
+// runCapturedWatching is runCaptured with each batch also shown to watch,
+// from the engine's goroutine, as it comes.
+func runCapturedWatching(t *testing.T, opts Options, watch func(*Engine, []event.Event), argv ...string) *captured {
+	t.Helper()
 	requirePrivileges(t)
 	eng, err := Open(opts)
 	if err != nil {
@@ -44,6 +51,9 @@ func runCaptured(t *testing.T, opts Options, argv ...string) *captured {
 			mu.Lock()
 			c.events = append(c.events, b...)
 			mu.Unlock()
+			if watch != nil {
+				watch(eng, b)
+			}
 		})
 	}()
 	if err := g.Open(); err != nil {

@@ -27,6 +27,9 @@ type names struct {
 	// cgroupOf reads a process's cgroup path (sysinfo.FS.Cgroup; tests replace it).
 	cgroupOf func(pid uint32) string
 	commOf   func(pid uint32) string
+	// undescribe takes a forgotten file out of the kernel's table of files
+	// described (capture.Engine.Undescribe); nil in tests.
+	undescribe func(event.FileRef)
 	// gone: processes and threads that exited, by the number of frames still
 	// to label before they are forgotten. Not at once: the frame their exit
 	// falls in must still name them (/proc no longer can), and their last
@@ -61,25 +64,32 @@ func keyOf(r event.FileRef) fileKey { return fileKey{r.Dev, r.Ino, r.Gen} }
 const (
 	maxProcs   = 1 << 16
 	maxThreads = 1 << 16
-	// maxFiles outlasts the kernel's table of files already described
-	// (capture.LiveDescribedFiles): a file is described once while it is in
-	// that table, so forgetting it sooner would lose its name. Twice the
-	// table: the kernel's LRU refreshes a file at each use, this one only
-	// when a frame names it.
-	maxFiles = 2 * capture.LiveDescribedFiles
+	// maxFiles: a file is described once while it is in the kernel's table
+	// (capture.LiveDescribedFiles, the same size); a name forgotten here is
+	// taken out of that table too (undescribe), so the file is described
+	// again when next met. The kernel's table refreshes a file at each use,
+	// this one only when a frame names it: without that, a file every new
+	// process opens (ld.so.cache) lost its name after a few minutes.
+	maxFiles = capture.LiveDescribedFiles
 )
 
 func newNames() *names {
 	procs, _ := lru.New[uint32, *procName](maxProcs)
 	threads, _ := lru.New[uint32, string](maxThreads)
-	files, _ := lru.New[fileKey, fileName](maxFiles)
+	n := &names{}
+	files, _ := lru.NewWithEvict[fileKey, fileName](maxFiles, func(k fileKey, _ fileName) {
+		if n.undescribe != nil {
+			n.undescribe(event.FileRef{Dev: k.dev, Ino: k.ino, Gen: k.gen})
+		}
+	})
 	dirtiers, _ := lru.New[fileKey, uint32](maxFiles)
 	// Names read from /proc become text as the kernel's records do
 	// (event.EncodeText), so a process is named alike either way.
-	return &names{procs: procs, threads: threads, files: files, dirtiers: dirtiers, devices: map[uint32]string{}, sys: sysinfo.Host,
+	*n = names{procs: procs, threads: threads, files: files, dirtiers: dirtiers, devices: map[uint32]string{}, sys: sysinfo.Host,
 		goneProcs: map[uint32]int{}, goneThreads: map[uint32]int{},
 		cgroupOf: func(pid uint32) string { return event.EncodeText(sysinfo.Host.Cgroup(pid)) },
 		commOf:   func(pid uint32) string { return event.EncodeText(sysinfo.Host.Comm(pid)) }}
+	return n
 }
 
 func (n *names) noteThread(pid, tid uint32, comm string) {

@@ -15,7 +15,7 @@ type Sampler struct {
 	// Every is the frame length (1 s when zero).
 	Every time.Duration
 	// Capture is the engine's options; SystemWide and DescribedFiles are
-	// forced (capture.LiveDescribedFiles).
+	// forced (capture.LiveDescribedFiles: the frames keep as many names).
 	Capture capture.Options
 	// ProcRoot and SysRoot are where /proc and /sys are ("/proc", "/sys" when empty).
 	ProcRoot, SysRoot string
@@ -27,6 +27,11 @@ type Sampler struct {
 	// Opened, if set, is given the engine's reader of waits in progress
 	// once capture is loaded, to read them at any moment.
 	Opened func(*capture.Waits)
+	// Undescribe, if set, is given the engine's capture.Engine.Undescribe
+	// once capture is loaded: a caller that keeps files' descriptions (the
+	// Tee's) hands it each one it forgets, so the kernel describes the
+	// file again when next met.
+	Undescribe func(undescribe func(event.FileRef))
 }
 
 // lateEvents is how long a frame stays open after its cut to the events
@@ -69,6 +74,10 @@ func (s Sampler) Run(ctx context.Context, ready func(Info), onFrame func(*Frame)
 	}
 	now, _ := waits.Now()
 	agg := NewAggregator(now)
+	agg.names.undescribe = eng.Undescribe
+	if s.Undescribe != nil {
+		s.Undescribe(eng.Undescribe)
+	}
 	sys.read(agg.cur) // the first busy counters, to take differences from
 
 	runCtx, stop := context.WithCancel(context.Background())

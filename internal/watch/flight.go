@@ -31,6 +31,9 @@ type flight struct {
 	counters *Counters
 	files    map[fileKey]*event.File
 	procs    map[uint32]event.Event // *event.Exec or *event.Existing, per pid
+	// undescribe, when set, is told of each file description forgotten,
+	// so that the kernel describes the file again (capture.Engine.Undescribe).
+	undescribe func(event.FileRef)
 }
 
 type stamped struct {
@@ -47,10 +50,11 @@ type fileKey struct {
 // Bounds on what is kept beyond the window: descriptions of files and
 // processes met once, long ago. Past them, the oldest are forgotten (an
 // incident then shows such a file by its inode only).
-// maxFiles outlasts the kernel's table of described files, as live's names
-// do: a file still counted described there is not described again.
+// maxFiles: as many as the kernel's table of described files holds, as
+// live's names keep; a file forgotten is taken out of that table, to be
+// described again when next met.
 const (
-	maxFiles = 2 * capture.LiveDescribedFiles
+	maxFiles = capture.LiveDescribedFiles
 	maxProcs = 1 << 13
 )
 
@@ -142,15 +146,20 @@ func (f *flight) describe(batch []event.Event) {
 		}
 	}
 	if len(f.files) > maxFiles {
-		forgetOldest(f.files, maxFiles/2)
+		forgetOldest(f.files, maxFiles/2, func(_ fileKey, v *event.File) {
+			if f.undescribe != nil {
+				f.undescribe(v.Ref)
+			}
+		})
 	}
 	if len(f.procs) > maxProcs {
-		forgetOldest(f.procs, maxProcs/2)
+		forgetOldest(f.procs, maxProcs/2, nil)
 	}
 }
 
-// forgetOldest deletes from m all but its keep newest entries.
-func forgetOldest[K comparable, V event.Event](m map[K]V, keep int) {
+// forgetOldest deletes from m all but its keep newest entries, telling
+// forgot (if not nil) of each.
+func forgetOldest[K comparable, V event.Event](m map[K]V, keep int, forgot func(K, V)) {
 	times := make([]uint64, 0, len(m))
 	for _, v := range m {
 		times = append(times, v.Hdr().Time)
@@ -159,6 +168,9 @@ func forgetOldest[K comparable, V event.Event](m map[K]V, keep int) {
 	for k, v := range m {
 		if v.Hdr().Time < cut {
 			delete(m, k)
+			if forgot != nil {
+				forgot(k, v)
+			}
 		}
 	}
 }

@@ -104,9 +104,12 @@ func TestFlightForgetsExitedProcesses(t *testing.T) {
 }
 
 // Descriptions are bounded: a machine that opens millions of files keeps
-// the newest.
+// the newest, and the kernel is told of each one forgotten, to describe it
+// again when next met.
 func TestFlightBoundsDescriptions(t *testing.T) {
 	f := newFlight(100*ms, 1<<30)
+	undescribed := map[event.FileRef]bool{}
+	f.undescribe = func(r event.FileRef) { undescribed[r] = true }
 	for i := uint64(1); i <= maxFiles+10; i++ {
 		f.add([]event.Event{&event.File{Header: event.Header{Time: i}, Ref: event.FileRef{Dev: 1, Ino: i}}}, i)
 	}
@@ -115,6 +118,14 @@ func TestFlightBoundsDescriptions(t *testing.T) {
 	}
 	if _, ok := f.files[fileKey{ref: event.FileRef{Dev: 1, Ino: maxFiles + 10}}]; !ok {
 		t.Error("the newest file was forgotten")
+	}
+	if len(undescribed) != maxFiles+10-len(f.files) {
+		t.Errorf("%d descriptions forgotten, the kernel told of %d", maxFiles+10-len(f.files), len(undescribed))
+	}
+	for k := range f.files {
+		if undescribed[k.ref] {
+			t.Fatalf("file %v kept, yet taken out of the kernel's table", k.ref)
+		}
 	}
 }
 

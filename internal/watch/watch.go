@@ -61,7 +61,12 @@ func Run(ctx context.Context, o Options) error {
 	wg.Add(1)
 	go func() { defer wg.Done(); w.incidents(ctx) }()
 	sampler := live.Sampler{Every: time.Second, Capture: o.Capture, Tee: w.batch, Waiting: w.waiting,
-		Opened: func(r *capture.Waits) { w.waits.Store(r) }}
+		Opened: func(r *capture.Waits) { w.waits.Store(r) },
+		Undescribe: func(undescribe func(event.FileRef)) {
+			w.flight.mu.Lock()
+			w.flight.undescribe = undescribe
+			w.flight.mu.Unlock()
+		}}
 	err := sampler.Run(ctx, func(info live.Info) {
 		w.info = info
 		w.started.Store(monotonicNow())
