@@ -19,8 +19,9 @@ vda          200.7     0.0    0.01    0.00   0.2 ms        -    0.0
    WAITED  READ/s WRITE/s DIRTY/s DISKR/s DISKW/s FILE
         0       0       0       0   13.3K       0 inode 409622 on 254:0
 `
-	frames, over, unnamed := checkTop(out)
-	if frames != 1 || len(over) != 1 || unnamed != 1 {
-		t.Errorf("frames %d, over 100%%: %q, unnamed %d; want 1, the rcu_preempt row, 1", frames, over, unnamed)
+	frames, over, unnamed, unnamedFiles := checkTop(out)
+	if frames != 1 || len(over) != 1 || unnamed != 1 || unnamedFiles != 1 {
+		t.Errorf("frames %d, over 100%%: %q, unnamed %d, files by inode %d; want 1, the rcu_preempt row, 1, 1",
+			frames, over, unnamed, unnamedFiles)
 	}
 }

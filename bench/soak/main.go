@@ -160,8 +160,9 @@ func run() error {
 		fmt.Printf("\nwatch wrote %d incidents\n", len(m))
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "top.out")); err == nil {
-		frames, over, unnamed := checkTop(string(b))
-		fmt.Printf("top: %d frames; thread rows above 100%%: %d; rows named [pid N]: %d\n", frames, len(over), unnamed)
+		frames, over, unnamed, unnamedFiles := checkTop(string(b))
+		fmt.Printf("top: %d frames; thread rows above 100%%: %d; rows named [pid N]: %d; files named by inode: %d\n",
+			frames, len(over), unnamed, unnamedFiles)
 		for _, row := range over[:min(len(over), 5)] {
 			fmt.Println("  " + row)
 		}
@@ -170,24 +171,31 @@ func run() error {
 }
 
 // checkTop reads top's batch output: how many frames it drew, the thread
-// rows with a share above 100% of one thread (LOST to OTHER), and the rows
-// it could name only by number ("[pid N]"). Thread rows are those under a
+// rows with a share above 100% of one thread (LOST to OTHER), the rows it
+// could name only by number ("[pid N]"), and the files it could name only
+// by inode ("inode N on 8:1"). Thread rows are those under a
 // "PID COMM" header, until the next table's (DEVICE, WAITED).
-func checkTop(out string) (frames int, over []string, unnamed int) {
-	inThreads := false
+func checkTop(out string) (frames int, over []string, unnamed, unnamedFiles int) {
+	inThreads, inFiles := false, false
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Fields(line)
 		switch {
 		case strings.HasPrefix(line, "whyslow top"):
 			frames++
-			inThreads = false
+			inThreads, inFiles = false, false
 			continue
 		case len(f) >= 2 && f[0] == "PID" && f[1] == "COMM":
 			inThreads = true
 			continue
-		case len(f) == 0 || f[0] == "DEVICE" || f[0] == "WAITED":
-			inThreads = false
+		case len(f) > 0 && f[0] == "WAITED":
+			inThreads, inFiles = false, true
 			continue
+		case len(f) == 0 || f[0] == "DEVICE":
+			inThreads, inFiles = false, false
+			continue
+		}
+		if inFiles && strings.Contains(line, " inode ") {
+			unnamedFiles++ // a file whose name was lost
 		}
 		if !inThreads || len(f) < 3 {
 			continue
@@ -215,7 +223,7 @@ func checkTop(out string) (frames int, over []string, unnamed int) {
 			}
 		}
 	}
-	return frames, over, unnamed
+	return frames, over, unnamed, unnamedFiles
 }
 
 // churnProcesses starts *procs processes a second, each naming itself
