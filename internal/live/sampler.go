@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/whyslow/whyslow/internal/capture"
@@ -33,6 +34,10 @@ type Sampler struct {
 	// file again when next met.
 	Undescribe func(undescribe func(event.FileRef))
 }
+
+// giveBackEvery is how often a view gives the memory it no longer uses
+// back to the system.
+const giveBackEvery = time.Minute
 
 // lateEvents is how long a frame stays open after its cut to the events
 // of its interval still on their way: a few of the readers' batch periods.
@@ -127,8 +132,17 @@ func (s Sampler) Run(ctx context.Context, ready func(Info), onFrame func(*Frame)
 	}
 	tick := time.NewTicker(every)
 	defer tick.Stop()
+	give := time.NewTicker(giveBackEvery)
+	defer give.Stop()
 	for {
 		select {
+		case <-give.C:
+			// A view runs for weeks with a few MiB live and much more
+			// garbage through it: left to the runtime, the pages the heap
+			// once used stay resident, a little more each minute under
+			// process churn (BENCHMARKS.md, "Long runs"). A collection and
+			// the free pages handed back, once a minute: ~2 ms.
+			debug.FreeOSMemory()
 		case <-ctx.Done():
 			stop()
 			<-runDone
