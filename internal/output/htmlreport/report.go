@@ -111,12 +111,15 @@ func Write(w io.Writer, r *Report) error {
 	if r.Requests != nil {
 		output.FillRequestSummaries(r.Requests)
 	}
+	// URL-safe base64: the standard alphabet's '+' reached the page as
+	// "&#43;" (html/template escapes it in attributes), a nonce the
+	// browser decodes alike but no reader of the page expects.
 	nonce := make([]byte, 18)
 	if _, err := rand.Read(nonce); err != nil {
 		return fmt.Errorf("writing the HTML report: %w", err)
 	}
 	v := view{Report: r, Command: r.Explanation.Target.Command, ECharts: template.JS(echartsJS),
-		JS: template.JS(reportJS), CSS: template.CSS(reportCSS), Nonce: base64.StdEncoding.EncodeToString(nonce)}
+		JS: template.JS(reportJS), CSS: template.CSS(reportCSS), Nonce: base64.RawURLEncoding.EncodeToString(nonce)}
 	if v.Command == "" {
 		v.Command = fmt.Sprintf("pid %d", r.Explanation.Target.PID)
 	}
