@@ -26,6 +26,39 @@ struct {
 	__type(value, __u64);
 } sampled_jiffy SEC(".maps");
 
+/* 1 while this CPU runs its local timer interrupt. A wakeup inside it is
+ * the timer's (a sleep's end, an itimer's signal: PostgreSQL's
+ * deadlock_timeout), not the task the interrupt happened to stop: on a busy
+ * machine that task is any other process, and the critical path followed
+ * it. Such a wakeup is told as an idle CPU's is, by no process (pid 0). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} in_timer_irq SEC(".maps");
+
+static __always_inline void timer_irq(__u32 on)
+{
+	__u32 zero = 0;
+	__u32 *v = bpf_map_lookup_elem(&in_timer_irq, &zero);
+	if (v)
+		*v = on;
+}
+
+static __always_inline bool waking_from_timer(void)
+{
+	__u32 zero = 0;
+	__u32 *v = bpf_map_lookup_elem(&in_timer_irq, &zero);
+	return v && *v;
+}
+
+static __always_inline int on_timer_exit(void)
+{
+	timer_irq(0);
+	return 0;
+}
+
 /* The path argument of a call that names a file by path. */
 static __always_inline unsigned long path_arg(long nr, struct pt_regs *rg)
 {
@@ -40,6 +73,7 @@ static __always_inline unsigned long path_arg(long nr, struct pt_regs *rg)
 
 static __always_inline int on_tick(void *ctx)
 {
+	timer_irq(1);
 	__u32 zero = 0;
 	__u64 *last = bpf_map_lookup_elem(&sampled_jiffy, &zero);
 	__u64 jiffy = bpf_jiffies64();
@@ -103,7 +137,7 @@ static __always_inline int on_wakeup(struct task_struct *p, bool btf)
 	struct task_struct *t = CAST(struct task_struct, p);
 	__u32 tgid = t->tgid;
 	__u8 kind = task_kind(tgid);
-	__u64 id = bpf_get_current_pid_tgid();
+	__u64 id = waking_from_timer() ? 0 : bpf_get_current_pid_tgid();
 	__u32 waker_tgid = id >> 32;
 	if (kind == KIND_NONE) {
 		if (!follow_peers || !t->mm || tgid == self_pid)
@@ -116,7 +150,7 @@ static __always_inline int on_wakeup(struct task_struct *p, bool btf)
 			 * history (peers.bpf.h). */
 			struct task_struct *cur = bpf_get_current_task_btf();
 			long nr = -1;
-			if (waker_tgid != tgid && cur->mm)
+			if (id && waker_tgid != tgid && cur->mm)
 				nr = CAST(struct pt_regs, bpf_task_pt_regs(cur))->orig_ax;
 			wake_recent(p, id, nr);
 		}
@@ -139,10 +173,13 @@ static __always_inline int on_wakeup(struct task_struct *p, bool btf)
 	w->ts = now;
 	w->pid = waker_tgid;
 	w->tid = (__u32)id;
-	current_comm(w->comm);
+	if (id)
+		current_comm(w->comm);
+	else
+		__builtin_memset(w->comm, 0, sizeof(w->comm));
 	__builtin_memset(&w->sock, 0, sizeof(w->sock));
 	w->sock.nr = -1;
-	if (waker_tgid == tgid || waker_tgid == self_pid || !user_task(bpf_get_current_task_btf()))
+	if (!id || waker_tgid == tgid || waker_tgid == self_pid || !user_task(bpf_get_current_task_btf()))
 		return 0;
 	/* Another process woke it: from which side of a socket, and, if it is
 	 * new to the capture, it is a peer now, with the waits that led here. */

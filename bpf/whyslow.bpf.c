@@ -539,6 +539,7 @@ int BPF_PROG(raw_sched_switch, bool preempt, struct task_struct *prev, struct ta
 /* sched_waking, not sched_wakeup: it runs in the waker's context, while
  * sched_wakeup may run later on the target CPU (ttwu wake list) as swapper. */
 TWIN(local_timer_entry, local_timer_entry, int vector, on_tick(ctx))
+TWIN(local_timer_exit, local_timer_exit, int vector, on_timer_exit())
 SEC("tp_btf/sched_waking")
 int BPF_PROG(btf_sched_waking, struct task_struct *p) { return on_wakeup(p, true); }
 SEC("raw_tp/sched_waking")

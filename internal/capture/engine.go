@@ -133,6 +133,7 @@ var tracepoints = []struct{ prog, tp string }{
 	{"sys_exit", "sys_exit"},
 	{"sched_switch", "sched_switch"},
 	{"local_timer_entry", "local_timer_entry"}, // x86: CPU samples at the tick
+	{"local_timer_exit", "local_timer_exit"},   // x86: wakeups inside the timer interrupt are the timer's
 	{"sched_waking", "sched_waking"},
 	{"sched_wakeup_new", "sched_wakeup_new"},
 	{"task_rename", "task_rename"},

@@ -2,6 +2,7 @@ package capture
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -140,4 +141,40 @@ func jiffies(t *testing.T) uint64 {
 	}
 	t.Fatal("no jiffies in /proc/timer_list")
 	return 0
+}
+
+// TestTimerWakeupsHaveNoWaker: a sleep ends in the timer interrupt, on
+// whatever task it interrupted; on a busy CPU that is another process,
+// which did not wake the sleeper. With a spinner sharing the sleeper's CPU,
+// no sleep may name the spinner as its waker (a critical path followed it:
+// a client's server, sleeping, was said to wait on the spinner's CPU).
+func TestTimerWakeupsHaveNoWaker(t *testing.T) {
+	spin := exec.Command(python(t), "-c", "import os, time\nos.sched_setaffinity(0, {0})\nend = time.time() + 30\nwhile time.time() < end: pass")
+	if err := spin.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { spin.Process.Kill(); spin.Wait() }()
+	script := `
+import os, time
+os.sched_setaffinity(0, {0})
+for _ in range(20):
+    time.sleep(0.05)
+`
+	c := runCaptured(t, Options{}, python(t), "-c", script)
+	sleeps, byTheSpinner := 0, 0
+	for _, o := range eventsOf[*event.OffCPU](c) {
+		if o.Off < 40*uint64(time.Millisecond) || o.State != 'S' {
+			continue
+		}
+		sleeps++
+		if o.WakerPID == uint32(spin.Process.Pid) {
+			byTheSpinner++
+		}
+	}
+	if sleeps < 10 {
+		t.Fatalf("%d sleeps of 50 ms seen, want 20", sleeps)
+	}
+	if byTheSpinner > 0 {
+		t.Errorf("%d of %d timer-ended sleeps name the spinner that shared the CPU as their waker", byTheSpinner, sleeps)
+	}
 }

@@ -417,6 +417,7 @@ const (
 	whyslowMapEvents                  = "events"
 	whyslowMapFileNest                = "file_nest"
 	whyslowMapFileScratch             = "file_scratch"
+	whyslowMapInTimerIrq              = "in_timer_irq"
 	whyslowMapLost                    = "lost"
 	whyslowMapMeta                    = "meta"
 	whyslowMapOffcpuStart             = "offcpu_start"
@@ -442,6 +443,7 @@ const (
 	whyslowProgBtfBlockRqInsert       = "btf_block_rq_insert"
 	whyslowProgBtfBlockRqIssue        = "btf_block_rq_issue"
 	whyslowProgBtfLocalTimerEntry     = "btf_local_timer_entry"
+	whyslowProgBtfLocalTimerExit      = "btf_local_timer_exit"
 	whyslowProgBtfSchedProcessExec    = "btf_sched_process_exec"
 	whyslowProgBtfSchedProcessExit    = "btf_sched_process_exit"
 	whyslowProgBtfSchedProcessFork    = "btf_sched_process_fork"
@@ -463,6 +465,7 @@ const (
 	whyslowProgRawBlockRqInsert       = "raw_block_rq_insert"
 	whyslowProgRawBlockRqIssue        = "raw_block_rq_issue"
 	whyslowProgRawLocalTimerEntry     = "raw_local_timer_entry"
+	whyslowProgRawLocalTimerExit      = "raw_local_timer_exit"
 	whyslowProgRawSchedProcessExec    = "raw_sched_process_exec"
 	whyslowProgRawSchedProcessExit    = "raw_sched_process_exit"
 	whyslowProgRawSchedProcessFork    = "raw_sched_process_fork"
@@ -566,6 +569,7 @@ type whyslowProgramSpecs struct {
 	BtfBlockRqInsert       *ebpf.ProgramSpec `ebpf:"btf_block_rq_insert"`
 	BtfBlockRqIssue        *ebpf.ProgramSpec `ebpf:"btf_block_rq_issue"`
 	BtfLocalTimerEntry     *ebpf.ProgramSpec `ebpf:"btf_local_timer_entry"`
+	BtfLocalTimerExit      *ebpf.ProgramSpec `ebpf:"btf_local_timer_exit"`
 	BtfSchedProcessExec    *ebpf.ProgramSpec `ebpf:"btf_sched_process_exec"`
 	BtfSchedProcessExit    *ebpf.ProgramSpec `ebpf:"btf_sched_process_exit"`
 	BtfSchedProcessFork    *ebpf.ProgramSpec `ebpf:"btf_sched_process_fork"`
@@ -587,6 +591,7 @@ type whyslowProgramSpecs struct {
 	RawBlockRqInsert       *ebpf.ProgramSpec `ebpf:"raw_block_rq_insert"`
 	RawBlockRqIssue        *ebpf.ProgramSpec `ebpf:"raw_block_rq_issue"`
 	RawLocalTimerEntry     *ebpf.ProgramSpec `ebpf:"raw_local_timer_entry"`
+	RawLocalTimerExit      *ebpf.ProgramSpec `ebpf:"raw_local_timer_exit"`
 	RawSchedProcessExec    *ebpf.ProgramSpec `ebpf:"raw_sched_process_exec"`
 	RawSchedProcessExit    *ebpf.ProgramSpec `ebpf:"raw_sched_process_exit"`
 	RawSchedProcessFork    *ebpf.ProgramSpec `ebpf:"raw_sched_process_fork"`
@@ -616,6 +621,7 @@ type whyslowMapSpecs struct {
 	Events         *ebpf.MapSpec `ebpf:"events"`
 	FileNest       *ebpf.MapSpec `ebpf:"file_nest"`
 	FileScratch    *ebpf.MapSpec `ebpf:"file_scratch"`
+	InTimerIrq     *ebpf.MapSpec `ebpf:"in_timer_irq"`
 	Lost           *ebpf.MapSpec `ebpf:"lost"`
 	Meta           *ebpf.MapSpec `ebpf:"meta"`
 	OffcpuStart    *ebpf.MapSpec `ebpf:"offcpu_start"`
@@ -709,6 +715,7 @@ type whyslowMaps struct {
 	Events         *ebpf.Map `ebpf:"events"`
 	FileNest       *ebpf.Map `ebpf:"file_nest"`
 	FileScratch    *ebpf.Map `ebpf:"file_scratch"`
+	InTimerIrq     *ebpf.Map `ebpf:"in_timer_irq"`
 	Lost           *ebpf.Map `ebpf:"lost"`
 	Meta           *ebpf.Map `ebpf:"meta"`
 	OffcpuStart    *ebpf.Map `ebpf:"offcpu_start"`
@@ -740,6 +747,7 @@ func (m *whyslowMaps) Close() error {
 		m.Events,
 		m.FileNest,
 		m.FileScratch,
+		m.InTimerIrq,
 		m.Lost,
 		m.Meta,
 		m.OffcpuStart,
@@ -816,6 +824,7 @@ type whyslowPrograms struct {
 	BtfBlockRqInsert       *ebpf.Program `ebpf:"btf_block_rq_insert"`
 	BtfBlockRqIssue        *ebpf.Program `ebpf:"btf_block_rq_issue"`
 	BtfLocalTimerEntry     *ebpf.Program `ebpf:"btf_local_timer_entry"`
+	BtfLocalTimerExit      *ebpf.Program `ebpf:"btf_local_timer_exit"`
 	BtfSchedProcessExec    *ebpf.Program `ebpf:"btf_sched_process_exec"`
 	BtfSchedProcessExit    *ebpf.Program `ebpf:"btf_sched_process_exit"`
 	BtfSchedProcessFork    *ebpf.Program `ebpf:"btf_sched_process_fork"`
@@ -837,6 +846,7 @@ type whyslowPrograms struct {
 	RawBlockRqInsert       *ebpf.Program `ebpf:"raw_block_rq_insert"`
 	RawBlockRqIssue        *ebpf.Program `ebpf:"raw_block_rq_issue"`
 	RawLocalTimerEntry     *ebpf.Program `ebpf:"raw_local_timer_entry"`
+	RawLocalTimerExit      *ebpf.Program `ebpf:"raw_local_timer_exit"`
 	RawSchedProcessExec    *ebpf.Program `ebpf:"raw_sched_process_exec"`
 	RawSchedProcessExit    *ebpf.Program `ebpf:"raw_sched_process_exit"`
 	RawSchedProcessFork    *ebpf.Program `ebpf:"raw_sched_process_fork"`
@@ -862,6 +872,7 @@ func (p *whyslowPrograms) Close() error {
 		p.BtfBlockRqInsert,
 		p.BtfBlockRqIssue,
 		p.BtfLocalTimerEntry,
+		p.BtfLocalTimerExit,
 		p.BtfSchedProcessExec,
 		p.BtfSchedProcessExit,
 		p.BtfSchedProcessFork,
@@ -883,6 +894,7 @@ func (p *whyslowPrograms) Close() error {
 		p.RawBlockRqInsert,
 		p.RawBlockRqIssue,
 		p.RawLocalTimerEntry,
+		p.RawLocalTimerExit,
 		p.RawSchedProcessExec,
 		p.RawSchedProcessExit,
 		p.RawSchedProcessFork,
