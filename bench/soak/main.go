@@ -132,7 +132,7 @@ func run() error {
 
 	fmt.Printf("minute")
 	for _, m := range ms {
-		fmt.Printf(" | %s RSS MiB", m.name)
+		fmt.Printf(" | %s RSS (anon) MiB", m.name)
 		if m.metrics != "" {
 			fmt.Printf(" | %s Go heap MiB | %s lost", m.name, m.name)
 		}
@@ -147,7 +147,8 @@ func run() error {
 			if m.cmd.ProcessState != nil || syscall.Kill(m.cmd.Process.Pid, 0) != nil {
 				return fmt.Errorf("%s ended", m.name)
 			}
-			fmt.Printf(" | %.1f", float64(vmRSS(m.cmd.Process.Pid))/1024)
+			rss, anon := vmRSS(m.cmd.Process.Pid)
+			fmt.Printf(" | %.1f (%.1f)", float64(rss)/1024, float64(anon)/1024)
 			if m.metrics != "" {
 				heap, lost := scrape(m.metrics)
 				fmt.Printf(" | %.1f | %.0f", heap/(1<<20), lost)
@@ -327,18 +328,27 @@ func scrape(addr string) (heap, lost float64) {
 	return heap, lost
 }
 
-func vmRSS(pid int) int64 {
+// vmRSS is a process's resident set and its anonymous part, in KiB: the
+// anonymous part is the heap's, the rest the binary's pages and mappings.
+func vmRSS(pid int) (rss, anon int64) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
-			n, _ := strconv.ParseInt(f[1], 10, 64)
-			return n
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		n, _ := strconv.ParseInt(f[1], 10, 64)
+		switch f[0] {
+		case "VmRSS:":
+			rss = n
+		case "RssAnon:":
+			anon = n
 		}
 	}
-	return 0
+	return rss, anon
 }
 
 func tail(s string, n int) string {
