@@ -577,7 +577,11 @@ TWIN(io_uring_submit_req, uring_submit, struct io_kiocb *req, on_uring_submit(re
 TWIN(io_uring_complete, uring_complete,
      struct io_ring_ctx *ctx_ COMMA void *req COMMA struct io_uring_cqe *cqe, on_uring_complete(req, cqe))
 
-/* Keep every shared type in BTF so bpf2go -type can generate its Go twin. */
+/* Keep every shared type in BTF so bpf2go -type can generate its Go twin:
+ * the enums too, so Go's constants are C's (internal/capture/gen.go). */
+const enum event_kind *unused_event_kind __attribute__((unused));
+const enum lost_source *unused_lost_source __attribute__((unused));
+const enum file_kind *unused_file_kind __attribute__((unused));
 const struct hdr *unused_hdr __attribute__((unused));
 const struct file_ref *unused_file_ref __attribute__((unused));
 const struct syscall_event *unused_syscall_event __attribute__((unused));
