@@ -38,9 +38,9 @@ static __always_inline int on_dirty_folio(struct folio *folio, struct address_sp
 		long nr = regs->orig_ax;
 		__u64 count = regs->dx, span = pages;
 		if (nr == NR_pwrite64)   /* the offset is known: the pages it touches */
-			span = ((regs->r10 + count + 4095) >> 12) - (regs->r10 >> 12);
+			span = ((regs->r10 + count + PAGE_SIZE - 1) >> PAGE_SHIFT) - (regs->r10 >> PAGE_SHIFT);
 		else if (nr == NR_write)
-			span = (count + 4095) >> 12;
+			span = (count + PAGE_SIZE - 1) >> PAGE_SHIFT;
 		if (span && span < pages)
 			pages = span;
 	}

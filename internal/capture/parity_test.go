@@ -128,6 +128,12 @@ func TestParityFileKinds(t *testing.T) {
 	}
 }
 
+func TestParityPageSize(t *testing.T) {
+	if n := cDefine(t, header(t, "whyslow.h"), "PAGE_SHIFT"); 1<<n != event.PageSize {
+		t.Errorf("PAGE_SHIFT = %d, event.PageSize %d", n, event.PageSize)
+	}
+}
+
 func TestParityStackDepth(t *testing.T) {
 	if n := cDefine(t, header(t, "whyslow.h"), "STACK_DEPTH"); n != stackDepth {
 		t.Errorf("STACK_DEPTH = %d, stackDepth %d", n, stackDepth)
