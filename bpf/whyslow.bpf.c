@@ -357,6 +357,53 @@ static __always_inline void count_lost(__u32 source)
 		(*n)++;
 }
 
+/* Every record goes out through these: reserved in its ring, or counted
+ * lost under its source (NULL then, and the caller gives up), then
+ * submitted with the ring's wakeup policy. A record built elsewhere (a
+ * per-CPU scratch) is copied out with output_*, which count a loss the same
+ * way and return nonzero on it. */
+static __always_inline void *reserve_event(__u64 size, __u32 source)
+{
+	void *e = bpf_ringbuf_reserve(&events, size, 0);
+	if (!e)
+		count_lost(source);
+	return e;
+}
+
+static __always_inline void *reserve_meta(__u64 size, __u32 source)
+{
+	void *e = bpf_ringbuf_reserve(&meta, size, 0);
+	if (!e)
+		count_lost(source);
+	return e;
+}
+
+static __always_inline void submit_event(void *e)
+{
+	bpf_ringbuf_submit(e, wake_events());
+}
+
+static __always_inline void submit_meta(void *e)
+{
+	bpf_ringbuf_submit(e, wake_meta());
+}
+
+static __always_inline long output_event(void *data, __u64 size, __u32 source)
+{
+	long err = bpf_ringbuf_output(&events, data, size, wake_events());
+	if (err)
+		count_lost(source);
+	return err;
+}
+
+static __always_inline long output_meta(void *data, __u64 size, __u32 source)
+{
+	long err = bpf_ringbuf_output(&meta, data, size, wake_meta());
+	if (err)
+		count_lost(source);
+	return err;
+}
+
 /* What a process is to the capture, as the targets map holds it: one of
  * the targets, a peer (a process outside them that it waits on, followed
  * while it serves them: see peers.bpf.h), or nothing. */
@@ -501,6 +548,7 @@ static __always_inline __s32 stack_id_of(void *ctx)
 	return own_stack(sc);
 }
 
+#include "core_fixes.bpf.h"
 #include "file.bpf.h"
 #include "hist.bpf.h"
 #include "arrival.bpf.h"
