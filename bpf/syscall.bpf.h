@@ -304,7 +304,8 @@ static __always_inline int on_sys_exit(struct pt_regs *regs, long ret)
 		aggregate(in, pidtgid >> 32, tid, ret, now, dur);
 		return 0;
 	}
-	struct syscall_event *e = reserve_event(sizeof(*e), LOST_SYSCALL);
+	void *ring;
+	struct syscall_event *e = reserve_call(sizeof(*e), &ring);
 	if (!e)
 		return 0;
 	fill_hdr_at(&e->h, EV_SYSCALL, in->ts);
@@ -319,7 +320,7 @@ static __always_inline int on_sys_exit(struct pt_regs *regs, long ret)
 	e->_pad = 0;
 	e->f = in->f;
 	e->f2 = in->f2;
-	submit_event(e);
+	submit_call(e, ring);
 	return 0;
 }
 

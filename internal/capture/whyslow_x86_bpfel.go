@@ -463,6 +463,7 @@ type whyslowWritebackEvent struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	whyslowMapAgg                     = "agg"
+	whyslowMapCalls                   = "calls"
 	whyslowMapConnDir                 = "conn_dir"
 	whyslowMapCpu                     = "cpu"
 	whyslowMapDirty                   = "dirty"
@@ -533,6 +534,7 @@ const (
 	whyslowProgRawWritebackDirtyFolio = "raw_writeback_dirty_folio"
 	whyslowVarAllStacks               = "all_stacks"
 	whyslowVarByRequest               = "by_request"
+	whyslowVarCallsWakeAt             = "calls_wake_at"
 	whyslowVarCaptureStartNs          = "capture_start_ns"
 	whyslowVarDescribeHoldNs          = "describe_hold_ns"
 	whyslowVarEventsWakeAt            = "events_wake_at"
@@ -665,6 +667,7 @@ type whyslowProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type whyslowMapSpecs struct {
 	Agg            *ebpf.MapSpec `ebpf:"agg"`
+	Calls          *ebpf.MapSpec `ebpf:"calls"`
 	ConnDir        *ebpf.MapSpec `ebpf:"conn_dir"`
 	Cpu            *ebpf.MapSpec `ebpf:"cpu"`
 	Dirty          *ebpf.MapSpec `ebpf:"dirty"`
@@ -699,6 +702,7 @@ type whyslowMapSpecs struct {
 type whyslowVariableSpecs struct {
 	AllStacks            *ebpf.VariableSpec `ebpf:"all_stacks"`
 	ByRequest            *ebpf.VariableSpec `ebpf:"by_request"`
+	CallsWakeAt          *ebpf.VariableSpec `ebpf:"calls_wake_at"`
 	CaptureStartNs       *ebpf.VariableSpec `ebpf:"capture_start_ns"`
 	DescribeHoldNs       *ebpf.VariableSpec `ebpf:"describe_hold_ns"`
 	EventsWakeAt         *ebpf.VariableSpec `ebpf:"events_wake_at"`
@@ -761,6 +765,7 @@ func (o *whyslowObjects) Close() error {
 // It can be passed to loadWhyslowObjects or ebpf.CollectionSpec.LoadAndAssign.
 type whyslowMaps struct {
 	Agg            *ebpf.Map `ebpf:"agg"`
+	Calls          *ebpf.Map `ebpf:"calls"`
 	ConnDir        *ebpf.Map `ebpf:"conn_dir"`
 	Cpu            *ebpf.Map `ebpf:"cpu"`
 	Dirty          *ebpf.Map `ebpf:"dirty"`
@@ -792,6 +797,7 @@ type whyslowMaps struct {
 func (m *whyslowMaps) Close() error {
 	return _WhyslowClose(
 		m.Agg,
+		m.Calls,
 		m.ConnDir,
 		m.Cpu,
 		m.Dirty,
@@ -827,6 +833,7 @@ func (m *whyslowMaps) Close() error {
 type whyslowVariables struct {
 	AllStacks            *ebpf.Variable `ebpf:"all_stacks"`
 	ByRequest            *ebpf.Variable `ebpf:"by_request"`
+	CallsWakeAt          *ebpf.Variable `ebpf:"calls_wake_at"`
 	CaptureStartNs       *ebpf.Variable `ebpf:"capture_start_ns"`
 	DescribeHoldNs       *ebpf.Variable `ebpf:"describe_hold_ns"`
 	EventsWakeAt         *ebpf.Variable `ebpf:"events_wake_at"`
