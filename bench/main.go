@@ -28,10 +28,11 @@ var (
 	runtimeS = flag.Int("runtime", 3, "seconds per fio run")
 	bigS     = flag.Int("big", 30, "seconds of fio for the 10M-event recording")
 	sections = flag.String("sections", "overhead,realistic,loss,analysis,startup,peers,requests,watch,pipeline", "which sections to run, by name (a subset writes a partial file); explain-build runs only the parallel build's part of analysis")
-	baseline = flag.String("baseline", "", "peers, requests: an earlier whyslow binary to compare with, measured in the same rounds")
+	baseline = flag.String("baseline", "", "peers, requests, overhead (record --full): an earlier whyslow binary to compare with, measured in the same rounds")
 	pingSrv  = flag.String("pingpong-server", "", "internal: serve the ping-pong on this Unix socket path or TCP address")
 	pingCli  = flag.String("pingpong-client", "", "internal: the ping-pong client, of this Unix socket path or TCP address")
 	rounds   = flag.Int("rounds", 100000, "internal: the ping-pong client's round trips")
+	only     = flag.String("tools", "", "overhead: only the tools whose names contain one of these comma-separated words (all when empty)")
 	floorOf  = flag.String("floor", "", "internal: run the command after the flags with the floor of this level attached (default, syscalls, full, requests)")
 	work     string
 	built    string // the binary as the Go linker wrote it; *whyslow is an installed copy
@@ -189,9 +190,26 @@ func floorWrap(level string) func([]string) []string {
 
 // floors pairs each level of whyslow with its floor, for the ratio above it.
 var floors = map[string]string{
-	"whyslow run (default level)": "floor of the default level",
-	"whyslow run --syscalls":      "floor of --syscalls and --full",
-	"whyslow record --full":       "floor of --syscalls and --full",
+	"whyslow run (default level)":            "floor of the default level",
+	"whyslow run --syscalls":                 "floor of --syscalls and --full",
+	"whyslow record --full":                  "floor of --syscalls and --full",
+	"whyslow record --full, baseline binary": "floor of --syscalls and --full",
+}
+
+// chosenTool says whether -tools picks the tool named name.
+func chosenTool(name string) bool {
+	if name == "whyslow record --full, baseline binary" && *baseline == "" {
+		return false
+	}
+	if *only == "" {
+		return true
+	}
+	for _, w := range strings.Split(*only, ",") {
+		if w != "" && strings.Contains(name, w) {
+			return true
+		}
+	}
+	return false
 }
 
 func tools() []tool {
@@ -212,6 +230,14 @@ func tools() []tool {
 			os.Remove(rec)
 			os.Remove(rec + ".wal")
 			return append([]string{*whyslow, "record", "--full", "-o", rec, "--"}, f...)
+		}},
+		{"whyslow record --full, baseline binary", func(f []string) []string {
+			if *baseline == "" {
+				return nil
+			}
+			os.Remove(rec)
+			os.Remove(rec + ".wal")
+			return append([]string{*baseline, "record", "--full", "-o", rec, "--"}, f...)
 		}},
 		{"strace -f -o /dev/null", func(f []string) []string {
 			return append([]string{"strace", "-f", "-o", "/dev/null"}, f...)
@@ -290,6 +316,9 @@ func overhead(w io.Writer) {
 		ratioOf := map[string]float64{}
 		fmt.Fprintf(w, "### %s, %d job(s)\n\n| tool | untraced IOPS (median) | traced IOPS (median) | ratio | pairs' range |\n|---|---:|---:|---:|---:|\n", rw, v.jobs)
 		for _, t := range tools() {
+			if !chosenTool(t.name) {
+				continue
+			}
 			if v.jobs == 1 && !strings.HasPrefix(t.name, "whyslow run") && !strings.HasPrefix(t.name, "whyslow record") && !strings.HasPrefix(t.name, "floor") {
 				continue // one job: the levels of whyslow only
 			}

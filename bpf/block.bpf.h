@@ -126,9 +126,8 @@ static __always_inline int on_rq_complete(struct request *rq, int error, unsigne
 	struct rqinfo *info = bpf_map_lookup_elem(&requests, &key);
 	if (!info)
 		return 0;
-	struct block_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct block_event *e = reserve_event(sizeof(*e), LOST_BLOCK);
 	if (!e) {
-		count_lost(LOST_BLOCK);
 		bpf_map_delete_elem(&requests, &key);
 		return 0;
 	}
@@ -162,7 +161,7 @@ static __always_inline int on_rq_complete(struct request *rq, int error, unsigne
 		e->rflags |= BLKF_FUA;
 	e->error = error;
 	e->f = info->f;
-	bpf_ringbuf_submit(e, wake_events());
+	submit_event(e);
 	bpf_map_delete_elem(&requests, &key);
 	return 0;
 }

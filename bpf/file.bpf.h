@@ -269,10 +269,8 @@ static __always_inline void describe_inline(struct file *file, struct inode *ino
 	if (depth > PATH_DEPTH)
 		depth = PATH_DEPTH;
 	__u64 size = offsetof(struct file_event, names) + depth * NAME_LEN;
-	if (bpf_ringbuf_output(&meta, e, size, wake_meta())) {
-		count_lost(LOST_FILE);
+	if (output_meta(e, size, LOST_FILE))
 		bpf_map_delete_elem(&seen, &k);
-	}
 	*(volatile __u32 *)nest = slot;
 }
 

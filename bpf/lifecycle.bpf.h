@@ -23,15 +23,13 @@ static __always_inline int on_fork(struct task_struct *parent, struct task_struc
 	 * short-lived ones (sync, find) have a name and a parent. */
 	if (cpid != ctid && !is_target(ptgid))
 		return 0;
-	struct fork_event *e = bpf_ringbuf_reserve(&meta, sizeof(*e), 0);
-	if (!e) {
-		count_lost(LOST_META);
+	struct fork_event *e = reserve_meta(sizeof(*e), LOST_META);
+	if (!e)
 		return 0;
-	}
 	fill_hdr(&e->h, EV_FORK);
 	e->child_pid = cpid;
 	e->child_tid = ctid;
-	bpf_ringbuf_submit(e, wake_meta());
+	submit_meta(e);
 	return 0;
 }
 
@@ -39,11 +37,9 @@ static __always_inline int on_exec(struct task_struct *p, struct linux_binprm *b
 {
 	if (BPF_CORE_READ(p, tgid) == self_pid)
 		return 0;
-	struct exec_event *e = bpf_ringbuf_reserve(&meta, sizeof(*e), 0);
-	if (!e) {
-		count_lost(LOST_META);
+	struct exec_event *e = reserve_meta(sizeof(*e), LOST_META);
+	if (!e)
 		return 0;
-	}
 	fill_hdr(&e->h, EV_EXEC);
 	/* the thread keeps its on-CPU account under its new name */
 	struct cpu_val *c = bpf_map_lookup_elem(&cpu, &e->h.tid);
@@ -59,7 +55,7 @@ static __always_inline int on_exec(struct task_struct *p, struct linux_binprm *b
 	e->args_len = 0;
 	if (bpf_probe_read_user(e->args, len, (void *)start) == 0)
 		e->args_len = len;
-	bpf_ringbuf_submit(e, wake_meta());
+	submit_meta(e);
 	return 0;
 }
 
@@ -88,16 +84,14 @@ static __always_inline int on_exit(struct task_struct *p, bool group_dead)
 		return 0;
 	if (tgid != tid && !is_target(tgid))
 		return 0;
-	struct exit_event *e = bpf_ringbuf_reserve(&meta, sizeof(*e), 0);
-	if (!e) {
-		count_lost(LOST_META);
+	struct exit_event *e = reserve_meta(sizeof(*e), LOST_META);
+	if (!e)
 		return 0;
-	}
 	fill_hdr(&e->h, EV_EXIT);
 	e->code = BPF_CORE_READ(p, exit_code);
 	e->group_dead = group_dead;
 	task_io_of(p, &e->io);
-	bpf_ringbuf_submit(e, wake_meta());
+	submit_meta(e);
 	return 0;
 }
 

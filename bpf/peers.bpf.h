@@ -165,11 +165,9 @@ static __always_inline void send_sock_bytes(const struct sock *sk_p, bool fin)
 	struct inode *inode = (void *)sock - bpf_core_field_offset(struct socket_alloc, socket) +
 			      bpf_core_field_offset(struct socket_alloc, vfs_inode);
 	struct tcp_sock *tp = CAST(struct tcp_sock, sk_p);
-	struct sock_bytes_event *e = bpf_ringbuf_reserve(&meta, sizeof(*e), 0);
-	if (!e) {
-		count_lost(LOST_META);
+	struct sock_bytes_event *e = reserve_meta(sizeof(*e), LOST_META);
+	if (!e)
 		return;
-	}
 	fill_hdr(&e->h, EV_SOCK_BYTES);
 	struct inode *in = CAST(struct inode, inode);
 	e->f.dev = in->i_sb->s_dev;
@@ -184,7 +182,7 @@ static __always_inline void send_sock_bytes(const struct sock *sk_p, bool fin)
 		e->sent = BPF_CORE_READ(tp, bytes_sent);
 	else
 		e->sent = tp->bytes_acked;
-	bpf_ringbuf_submit(e, wake_meta());
+	submit_meta(e);
 }
 
 static __always_inline int on_sock_state(const struct sock *sk, int oldstate, int newstate)
@@ -320,11 +318,9 @@ extern void bpf_task_release(struct task_struct *p) __ksym;
  * its process's: the one hop of a holder that may be gone. */
 static __always_inline void send_waker_wait(struct recent_wait *w)
 {
-	struct offcpu_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count_lost(LOST_OFFCPU);
+	struct offcpu_event *e = reserve_event(sizeof(*e), LOST_OFFCPU);
+	if (!e)
 		return;
-	}
 	__builtin_memset(e, 0, sizeof(*e));
 	e->h.ts = w->by_end;
 	e->h.pid = w->waker_pid;
@@ -339,7 +335,7 @@ static __always_inline void send_waker_wait(struct recent_wait *w)
 	e->fd = -1;
 	e->outside = 1;
 	e->waker_sock.nr = -1;
-	bpf_ringbuf_submit(e, wake_events());
+	submit_event(e);
 }
 
 /* Sends the noted waits of task (pid, tid) that ended after since, as a
@@ -356,11 +352,9 @@ static __always_inline __u32 send_recent_of(struct task_struct *task, __u32 pid,
 		struct recent_wait *w = &r->w[i];
 		if (!w->end || w->end <= since || w->end > now || w->start >= w->end)
 			continue;
-		struct offcpu_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-		if (!e) {
-			count_lost(LOST_OFFCPU);
+		struct offcpu_event *e = reserve_event(sizeof(*e), LOST_OFFCPU);
+		if (!e)
 			return 0;
-		}
 		__builtin_memset(e, 0, sizeof(*e));
 		fill_hdr_of(&e->h, EV_OFFCPU, w->end, task, pid, tid);
 		e->off_ns = w->end - w->start;
@@ -380,7 +374,7 @@ static __always_inline __u32 send_recent_of(struct task_struct *task, __u32 pid,
 			file_ref_of(fd_file(task, w->fd), &e->f);
 			e->fkind = e->f.kind;
 		}
-		bpf_ringbuf_submit(e, wake_events());
+		submit_event(e);
 		if (w->waker_pid && w->waker_pid != pid && w->waker_pid != self_pid) {
 			further = w->waker_tid;
 			*waker_since = w->start;

@@ -113,8 +113,7 @@ static __always_inline int on_tick(void *ctx)
 				fd_ref_current(in.fd, &e->f);
 		}
 	}
-	if (bpf_ringbuf_output(&events, e, sizeof(*e), wake_events()))
-		count_lost(LOST_SAMPLE);
+	output_event(e, sizeof(*e), LOST_SAMPLE);
 	return 0;
 }
 

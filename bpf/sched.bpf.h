@@ -59,11 +59,9 @@ __noinline int wait_syscall(struct offstart *s)
 static __always_inline void emit_wait(struct task_struct *task, __u32 pid, __u32 tid,
 				      struct offstart *s, __u64 now)
 {
-	struct syscall_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count_lost(LOST_SYSCALL);
+	struct syscall_event *e = reserve_event(sizeof(*e), LOST_SYSCALL);
+	if (!e)
 		return;
-	}
 	fill_hdr_of(&e->h, EV_SYSCALL, s->ts, task, pid, tid);
 	e->dur = now - s->ts;
 	e->ret = 0;
@@ -76,7 +74,7 @@ static __always_inline void emit_wait(struct task_struct *task, __u32 pid, __u32
 	e->_pad = 0;
 	e->f = s->f;
 	__builtin_memset(&e->f2, 0, sizeof(e->f2));
-	bpf_ringbuf_submit(e, wake_events());
+	submit_event(e);
 }
 
 /* The kernel stack of a wait, or -1. Unwinding is most of a context
@@ -146,9 +144,8 @@ static __always_inline void close_wait(__u32 tid, struct offstart *o)
 static __always_inline void send_offcpu(struct task_struct *next, __u32 tgid, __u32 tid, struct offstart *s,
 					struct offstart *open, __u64 now)
 {
-	struct offcpu_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct offcpu_event *e = reserve_event(sizeof(*e), LOST_OFFCPU);
 	if (!e) {
-		count_lost(LOST_OFFCPU);
 		close_wait(tid, open);
 		return;
 	}
@@ -180,7 +177,7 @@ static __always_inline void send_offcpu(struct task_struct *next, __u32 tgid, __
 		__builtin_memcpy(e->waker_comm, w->comm, sizeof(e->waker_comm));
 		e->waker_sock = w->sock;
 	}
-	bpf_ringbuf_submit(e, wake_events());
+	submit_event(e);
 	close_wait(tid, open);
 }
 

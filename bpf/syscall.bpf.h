@@ -207,11 +207,9 @@ static __always_inline void aggregate(struct inflight *in, __u32 pid, __u32 tid,
 
 static __always_inline void emit_unlink(struct inflight *in, long ret, __u64 dur)
 {
-	struct unlink_event *e = bpf_ringbuf_reserve(&meta, sizeof(*e), 0);
-	if (!e) {
-		count_lost(LOST_META);
+	struct unlink_event *e = reserve_meta(sizeof(*e), LOST_META);
+	if (!e)
 		return;
-	}
 	fill_hdr_at(&e->h, EV_UNLINK, in->ts);
 	e->ret = ret;
 	e->dur = dur;
@@ -220,7 +218,7 @@ static __always_inline void emit_unlink(struct inflight *in, long ret, __u64 dur
 	e->dir = in->f;
 	if (bpf_probe_read_user_str(e->name, sizeof(e->name), (void *)in->req) < 0)
 		e->name[0] = 0;
-	bpf_ringbuf_submit(e, wake_meta());
+	submit_meta(e);
 }
 
 /* Per connection, what the target did last: 1 wrote, 2 read. A read after a
@@ -260,11 +258,9 @@ static __always_inline void note_request(struct inflight *in, __u32 pid, long re
 	__u64 arrived = in->f.kind == FK_SOCK_INET ? arrival_of(in->fd) : 0;
 	if (!arrived && (!payload || !in->buf))
 		return;
-	struct payload_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count_lost(LOST_PAYLOAD);
+	struct payload_event *e = reserve_event(sizeof(*e), LOST_PAYLOAD);
+	if (!e)
 		return;
-	}
 	fill_hdr_at(&e->h, EV_PAYLOAD, in->ts);
 	e->f = in->f;
 	__u32 n = ret > PAYLOAD_LEN ? PAYLOAD_LEN : ret;
@@ -273,7 +269,7 @@ static __always_inline void note_request(struct inflight *in, __u32 pid, long re
 	e->arrived = arrived;
 	if (payload && in->buf && n > 0 && n <= PAYLOAD_LEN && bpf_probe_read_user(e->data, n, (void *)in->buf) == 0)
 		e->len = n;
-	bpf_ringbuf_submit(e, wake_events());
+	submit_event(e);
 }
 
 static __always_inline int on_sys_exit(struct pt_regs *regs, long ret)
@@ -308,11 +304,10 @@ static __always_inline int on_sys_exit(struct pt_regs *regs, long ret)
 		aggregate(in, pidtgid >> 32, tid, ret, now, dur);
 		return 0;
 	}
-	struct syscall_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count_lost(LOST_SYSCALL);
+	void *ring;
+	struct syscall_event *e = reserve_call(sizeof(*e), &ring);
+	if (!e)
 		return 0;
-	}
 	fill_hdr_at(&e->h, EV_SYSCALL, in->ts);
 	e->dur = dur;
 	e->ret = ret;
@@ -325,7 +320,7 @@ static __always_inline int on_sys_exit(struct pt_regs *regs, long ret)
 	e->_pad = 0;
 	e->f = in->f;
 	e->f2 = in->f2;
-	bpf_ringbuf_submit(e, wake_events());
+	submit_call(e, ring);
 	return 0;
 }
 

@@ -9,24 +9,12 @@
 #define PF_IO_WORKER 0x00000010   /* an io_uring thread: io-wq worker or SQPOLL */
 #define IOSQE_FIXED_FILE 1        /* the sqe's fd is an index into the ring's registered files */
 
-/* PREEMPT_RT's mutex is an rt_mutex */
-struct mutex___rt {
-	struct rt_mutex_base rtmutex;
-};
-
 /* Whether task holds the ring's lock (the owner word of a mutex is its
- * owner task with flags in the low bits). */
+ * owner task with flags in the low bits: core_fixes.bpf.h). */
 static __always_inline bool ring_locked_by(struct io_ring_ctx *ctx_p, struct task_struct *task)
 {
-	struct io_ring_ctx *ctx = CAST(struct io_ring_ctx, ctx_p);
-	unsigned long owner;
-	if (bpf_core_field_exists(struct mutex, owner))
-		owner = ctx->uring_lock.owner.counter;
-	else if (bpf_core_field_exists(struct mutex___rt, rtmutex))
-		owner = (unsigned long)BPF_CORE_READ((struct mutex___rt *)&ctx->uring_lock, rtmutex.owner);
-	else
-		return false;
-	return (owner & ~7UL) == (unsigned long)task;
+	unsigned long owner = mutex_owner(&ctx_p->uring_lock);
+	return owner && (owner & ~7UL) == (unsigned long)task;
 }
 
 /* The io_uring operation the current thread is issuing, if any: the file of
@@ -202,9 +190,8 @@ static __always_inline int on_uring_complete(void *req, struct io_uring_cqe *cqe
 	struct uring_pending *p = bpf_map_lookup_elem(&uring_inflight, &key);
 	if (!p)
 		return 0;
-	struct uring_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct uring_event *e = reserve_event(sizeof(*e), LOST_URING);
 	if (!e) {
-		count_lost(LOST_URING);
 		bpf_map_delete_elem(&uring_inflight, &key);
 		return 0;
 	}
@@ -225,7 +212,7 @@ static __always_inline int on_uring_complete(void *req, struct io_uring_cqe *cqe
 	e->f = p->f;
 	if (!p->f.dev && !p->f.ino)
 		file_ref_of(BPF_CORE_READ((struct io_kiocb *)req, file), &e->f);
-	bpf_ringbuf_submit(e, wake_events());
+	submit_event(e);
 	bpf_map_delete_elem(&uring_inflight, &key);
 	return 0;
 }

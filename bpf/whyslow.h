@@ -19,6 +19,10 @@
  * space took its stack and syscall from /proc when capture began. */
 #define STACK_BEFORE_CAPTURE -2
 #define LAT_SLOTS 32    /* log2(ns) latency buckets */
+/* x86_64's page, the unit of pages dirtied and written back: event.PageSize
+ * in Go (TestParityPageSize). vmlinux.h carries no macros. */
+#define PAGE_SHIFT 12
+#define PAGE_SIZE (1 << PAGE_SHIFT)
 
 enum event_kind {
 	EV_SYSCALL = 1,

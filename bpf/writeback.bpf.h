@@ -38,9 +38,9 @@ static __always_inline int on_dirty_folio(struct folio *folio, struct address_sp
 		long nr = regs->orig_ax;
 		__u64 count = regs->dx, span = pages;
 		if (nr == NR_pwrite64)   /* the offset is known: the pages it touches */
-			span = ((regs->r10 + count + 4095) >> 12) - (regs->r10 >> 12);
+			span = ((regs->r10 + count + PAGE_SIZE - 1) >> PAGE_SHIFT) - (regs->r10 >> PAGE_SHIFT);
 		else if (nr == NR_write)
-			span = (count + 4095) >> 12;
+			span = (count + PAGE_SIZE - 1) >> PAGE_SHIFT;
 		if (span && span < pages)
 			pages = span;
 	}
@@ -70,18 +70,16 @@ static __always_inline int on_balance_dirty_pages(unsigned long dirtied, unsigne
 	__u64 id = bpf_get_current_pid_tgid();
 	if ((id >> 32) == self_pid)
 		return 0;
-	struct throttle_event *e = bpf_ringbuf_reserve(&meta, sizeof(*e), 0);
-	if (!e) {
-		count_lost(LOST_META);
+	struct throttle_event *e = reserve_meta(sizeof(*e), LOST_META);
+	if (!e)
 		return 0;
-	}
 	fill_hdr(&e->h, EV_THROTTLE);
 	__u64 hz = CONFIG_HZ ? CONFIG_HZ : 250;
 	e->pause_ns = (__u64)pause * 1000000000ull / hz;
 	e->period_ns = (__u64)period * 1000000000ull / hz;
 	e->dirtied = dirtied;
 	e->bdi_dev = BPF_CORE_READ(wb, bdi, dev, devt);
-	bpf_ringbuf_submit(e, wake_meta());
+	submit_meta(e);
 	return 0;
 }
 
@@ -102,17 +100,15 @@ static __always_inline int on_wb_inode(struct inode *inode, struct writeback_con
 	bpf_map_delete_elem(&wb_inflight, &key);
 	if ((long)nr_to_write - left <= 0)
 		return 0;
-	struct writeback_event *e = bpf_ringbuf_reserve(&meta, sizeof(*e), 0);
-	if (!e) {
-		count_lost(LOST_META);
+	struct writeback_event *e = reserve_meta(sizeof(*e), LOST_META);
+	if (!e)
 		return 0;
-	}
 	fill_hdr(&e->h, EV_WRITEBACK);
 	__builtin_memset(&e->f, 0, sizeof(e->f));
 	inode_only_ref(inode, &e->f);
 	e->pages = nr_to_write - left;
 	e->dur = start ? e->h.ts - start : 0;
-	bpf_ringbuf_submit(e, wake_meta());
+	submit_meta(e);
 	return 0;
 }
 

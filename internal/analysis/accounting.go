@@ -80,7 +80,7 @@ func (s *Source) storageFiles(u *Usage, f Filter) error {
 	dwhere, dargs := dirtied.where(cols{ts: "d.ts", end: "d.last_ts", pid: "d.pid", tid: "d.tid", comm: "d.comm", path: "f.path"})
 	bwhere, bargs := dirtied.where(cols{ts: "insert_ts", end: "ts", pid: "pid", tid: "tid", comm: "comm", path: "path"})
 	q := `WITH d AS (
-	        SELECT coalesce(f.path, 'inode:[' || d.ino || ']') AS path, sum(d.pages) * 4096 AS dirtied, 0 AS from_storage,
+	        SELECT coalesce(f.path, 'inode:[' || d.ino || ']') AS path, sum(d.pages) * ` + pageBytes + ` AS dirtied, 0 AS from_storage,
 	               list(DISTINCT d.comm || ' (' || d.pid || ')') AS users
 	        FROM dirtied d LEFT JOIN file_names f USING (dev, ino, gen) WHERE ` + dwhere + ` GROUP BY 1),
 	      r AS (

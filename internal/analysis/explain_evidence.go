@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/whyslow/whyslow/internal/event"
 )
 
 // files: per file the target touched, bytes, operations and time inside syscalls.
@@ -161,15 +163,15 @@ func (x *Explanation) devices(s *Source, pids []uint32, win window) error {
 	}
 	// The disk view's columns this needs, straight from block_raw: the view
 	// also joins every file's latest name (an aggregate over files), the
-	// comms and the op names, which cost most of this query's time. Op
-	// codes as in the block view: 0 read, 1 write, 3 discard, 9 write-zeroes.
+	// comms and the op names, which cost most of this query's time: the op
+	// codes are compared as numbers (event.BlockOp).
 	// A request never issued (an empty flush served by one in flight) has
 	// issue time 0 in recordings made before the kernel side gave it its
 	// insert time: it waited at the device, not in the queue.
 	in := s.inTargets("pid", pids)
 	q := `SELECT coalesce(device, 'dev ' || (dev >> 20) || ':' || (dev & 1048575)), dev,
-	        sum(CASE WHEN op = 0 THEN bytes ELSE 0 END), sum(CASE WHEN op = 1 THEN bytes ELSE 0 END),
-	        sum(CASE WHEN op = 3 THEN bytes ELSE 0 END), sum(CASE WHEN op = 9 THEN bytes ELSE 0 END),
+	        sum(CASE WHEN op = ` + opCode(event.BlockRead) + ` THEN bytes ELSE 0 END), sum(CASE WHEN op = ` + opCode(event.BlockWrite) + ` THEN bytes ELSE 0 END),
+	        sum(CASE WHEN op = ` + opCode(event.BlockDiscard) + ` THEN bytes ELSE 0 END), sum(CASE WHEN op = ` + opCode(event.BlockWriteZeroes) + ` THEN bytes ELSE 0 END),
 	        count(*), avg(total_ns) / 1e6, avg(queue_ns) / 1e6, avg(service_ns) / 1e6,
 	        sum(CASE WHEN lower THEN bytes ELSE 0 END),
 	        sum(CASE WHEN ` + in + ` OR (fdev, ino, gen) IN (SELECT dev, ino, gen FROM dirtied WHERE ` + in + `) THEN bytes ELSE 0 END)

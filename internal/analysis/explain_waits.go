@@ -171,7 +171,7 @@ func (s *Source) targetIO(pids []uint32) (targetIO, error) {
 		// the page cache (written) and read from disk (read), by file.
 		q += `
 	  UNION ALL
-	  SELECT d.tid, f.path, NULL, 'file', d.dev, d.ino, d.gen, 'dirtied', 0, d.pages * 4096, 0, 0
+	  SELECT d.tid, f.path, NULL, 'file', d.dev, d.ino, d.gen, 'dirtied', 0, d.pages * ` + pageBytes + `, 0, 0
 	  FROM dirtied d LEFT JOIN file_names f USING (dev, ino, gen) WHERE d.` + in + `
 	  UNION ALL
 	  SELECT tid, path, NULL, 'file', fdev, ino, gen, 'disk-read', bytes, 0, 0, 0

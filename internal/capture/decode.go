@@ -13,23 +13,23 @@ import (
 	"github.com/whyslow/whyslow/internal/event"
 )
 
-// Wire kinds, from enum event_kind in bpf/whyslow.h.
+// Wire kinds: enum event_kind of bpf/whyslow.h, as bpf2go generates it.
 const (
-	evSyscall   = 1
-	evFile      = 2
-	evOffCPU    = 3
-	evBlock     = 4
-	evThrottle  = 5
-	evWriteback = 6
-	evFork      = 7
-	evExec      = 8
-	evExit      = 9
-	evUring     = 10
-	evUnlink    = 11
-	evPayload   = 12
-	evSample    = 13
-	evStack     = 14
-	evSockBytes = 15
+	evSyscall   = uint8(whyslowEventKindEV_SYSCALL)
+	evFile      = uint8(whyslowEventKindEV_FILE)
+	evOffCPU    = uint8(whyslowEventKindEV_OFFCPU)
+	evBlock     = uint8(whyslowEventKindEV_BLOCK)
+	evThrottle  = uint8(whyslowEventKindEV_THROTTLE)
+	evWriteback = uint8(whyslowEventKindEV_WRITEBACK)
+	evFork      = uint8(whyslowEventKindEV_FORK)
+	evExec      = uint8(whyslowEventKindEV_EXEC)
+	evExit      = uint8(whyslowEventKindEV_EXIT)
+	evUring     = uint8(whyslowEventKindEV_URING)
+	evUnlink    = uint8(whyslowEventKindEV_UNLINK)
+	evPayload   = uint8(whyslowEventKindEV_PAYLOAD)
+	evSample    = uint8(whyslowEventKindEV_SAMPLE)
+	evStack     = uint8(whyslowEventKindEV_STACK)
+	evSockBytes = uint8(whyslowEventKindEV_SOCK_BYTES)
 
 	// PayloadLen is PAYLOAD_LEN: the most of a request's first bytes taken.
 	PayloadLen = len(whyslowPayloadEvent{}.Data)

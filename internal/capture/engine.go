@@ -113,6 +113,8 @@ type Engine struct {
 	links    []link.Link
 	events   *ring
 	meta     *ring
+	callMaps []*ebpf.Map // the rings of calls, one per CPU (per-call hooks only)
+	calls    []*ring
 	flavour  string
 	missing  []string // tracepoints that could not be attached
 	resolver *resolver
@@ -332,6 +334,18 @@ func open(opts Options, flavour string, kernel *kernelTypes) (*Engine, error) {
 	if err := vars.MetaWakeAt.Set(uint64(mapSpecs.Meta.MaxEntries / 4)); err != nil {
 		return nil, fmt.Errorf("setting meta_wake_at: %w", err)
 	}
+	// The per-call hooks' syscall records go to a ring per CPU (calls),
+	// together the size of the events ring.
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		return nil, fmt.Errorf("counting CPUs: %w", err)
+	}
+	callsRing := callsRingBytes(mapSpecs.Events.MaxEntries, cpus)
+	mapSpecs.Calls.MaxEntries = uint32(cpus)
+	mapSpecs.Calls.InnerMap.MaxEntries = callsRing
+	if err := vars.CallsWakeAt.Set(uint64(callsRing / 4)); err != nil {
+		return nil, fmt.Errorf("setting calls_wake_at: %w", err)
+	}
 	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: <-kernel.spec}, Cache: kernel.cache})
 	if err != nil {
 		var ve *ebpf.VerifierError
@@ -361,11 +375,47 @@ func open(opts Options, flavour string, kernel *kernelTypes) (*Engine, error) {
 		return nil, fmt.Errorf("assigning maps: %w", err)
 	}
 	e := &Engine{opts: opts, coll: coll, maps: maps, flavour: flavour, resolver: newResolver(sysinfo.Host)}
+	if opts.Hooks() {
+		// Without the hooks the slots stay empty: nothing writes there.
+		if err := e.makeCallRings(mapSpecs.Calls.InnerMap, cpus); err != nil {
+			e.Close()
+			return nil, err
+		}
+	}
 	if err := e.attach(prefix); err != nil {
 		e.Close()
 		return nil, err
 	}
 	return e, nil
+}
+
+// callsRingBytes sizes each CPU's ring of calls: the events ring's size
+// shared out, a power of two, at least 1 MiB (~7000 records, 7 ms of one
+// CPU's calls at full rate) unless the events ring is smaller (tests).
+func callsRingBytes(events uint32, cpus int) uint32 {
+	size := uint32(1 << 20)
+	if events < size {
+		return events
+	}
+	for size*2*uint32(cpus) <= events {
+		size *= 2
+	}
+	return size
+}
+
+// makeCallRings creates a ring of calls per CPU and puts each in its slot.
+func (e *Engine) makeCallRings(spec *ebpf.MapSpec, cpus int) error {
+	for cpu := range cpus {
+		m, err := ebpf.NewMap(spec)
+		if err != nil {
+			return fmt.Errorf("creating the ring of calls of CPU %d: %w", cpu, err)
+		}
+		e.callMaps = append(e.callMaps, m)
+		if err := e.maps.Calls.Put(uint32(cpu), m); err != nil {
+			return fmt.Errorf("setting the ring of calls of CPU %d: %w", cpu, err)
+		}
+	}
+	return nil
 }
 
 // mapRings maps both ring buffers into whyslow. The kernel maps every page
@@ -378,6 +428,13 @@ func (e *Engine) mapRings() error {
 	}
 	if e.meta, err = newRing(e.maps.Meta); err != nil {
 		return fmt.Errorf("opening meta ring buffer: %w", err)
+	}
+	for cpu, m := range e.callMaps {
+		r, err := newRing(m)
+		if err != nil {
+			return fmt.Errorf("opening the ring of calls of CPU %d: %w", cpu, err)
+		}
+		e.calls = append(e.calls, r)
 	}
 	return nil
 }
@@ -477,6 +534,14 @@ func (e *Engine) Close() error {
 		e.meta.close()
 		e.meta = nil
 	}
+	for _, r := range e.calls {
+		r.close()
+	}
+	e.calls = nil
+	for _, m := range e.callMaps {
+		m.Close()
+	}
+	e.callMaps = nil
 	if e.coll != nil {
 		e.coll.Close()
 		e.coll = nil

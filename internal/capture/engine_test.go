@@ -203,3 +203,18 @@ for p in sys.argv[1:]:
 			described[again], described[once])
 	}
 }
+
+func TestCallsRingBytes(t *testing.T) {
+	for _, c := range []struct {
+		events uint32
+		cpus   int
+		want   uint32
+	}{
+		{16 << 20, 2, 8 << 20}, {16 << 20, 1, 16 << 20}, {16 << 20, 3, 4 << 20},
+		{16 << 20, 64, 1 << 20}, {4096, 2, 4096}, {1 << 20, 8, 1 << 20},
+	} {
+		if got := callsRingBytes(c.events, c.cpus); got != c.want {
+			t.Errorf("callsRingBytes(%d, %d) = %d, want %d", c.events, c.cpus, got, c.want)
+		}
+	}
+}

@@ -27,8 +27,11 @@ func (e *Engine) Run(ctx context.Context, sink Sink) error {
 	out := make(chan []event.Event, 256) // about a million events of slack for bursts
 	st := newStacks(e.maps.Stacks, &e.ownStacks)
 	var wg sync.WaitGroup
-	errc := make(chan error, 3)
 	events, meta := e.events, e.meta
+	// fill and load (or a nil in their place), and a reader per other
+	// ring: each sends its error once.
+	errc := make(chan error, 3+len(e.calls))
+	sent := 2
 	rings := []*ring{events, meta}
 	if e.opts.SpoolDir != "" {
 		// The busy ring goes through a spool file; its backlog is on disk,
@@ -42,15 +45,18 @@ func (e *Engine) Run(ctx context.Context, sink Sink) error {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			errc <- e.fill(ctx, events, sp)
+			errc <- e.fill(ctx, append([]*ring{events}, e.calls...), sp)
 		}()
 		go func() {
 			defer wg.Done()
 			errc <- e.load(sp, out)
 		}()
 	} else {
+		rings = append(rings, e.calls...)
 		errc <- nil
+		sent = 1
 	}
+	sent += len(rings)
 	for _, r := range rings {
 		wg.Add(1)
 		go func() {
@@ -86,7 +92,7 @@ func (e *Engine) Run(ctx context.Context, sink Sink) error {
 	e.consume(out, st, sink)
 	<-done
 	var errs []error
-	for range 3 {
+	for range sent {
 		if err := <-errc; err != nil {
 			errs = append(errs, err)
 		}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"sync/atomic"
 
 	"github.com/whyslow/whyslow/internal/event"
@@ -29,6 +30,7 @@ const (
 )
 
 type spool struct {
+	mu      sync.Mutex // the fills of several rings: held by putBlock and flushShared
 	f       *os.File
 	w       *bufio.Writer
 	written atomic.Int64  // bytes flushed, readable by the loader
@@ -73,23 +75,79 @@ func (s *spool) flush() error {
 	return nil
 }
 
-// fill drains the ring into the spool until ctx ends, then what is left.
-// The spool is flushed for the loader when a chunk is full, and when the
-// ring has been quiet for batchWait.
-func (e *Engine) fill(ctx context.Context, r *ring, s *spool) error {
+// fill drains rings into the spool until ctx ends, then what is left.
+// Each ring's records gather in a block of its own that goes into the spool
+// whole, so a ring's records keep their order and the rings interleave by
+// block; the spool is flushed for the loader when a chunk is full, and when
+// a ring has been quiet for batchWait.
+func (e *Engine) fill(ctx context.Context, rings []*ring, s *spool) error {
 	defer close(s.ended)
-	return r.follow(ctx, func(rec []byte) error {
-		if err := s.put(rec); err != nil {
-			return fmt.Errorf("writing the spool: %w", err)
-		}
-		if e.opts.spoolCopy != nil {
-			writeRecord(e.opts.spoolCopy, rec)
-		}
-		if s.w.Buffered() >= spoolChunk-4096 {
-			return s.flush()
-		}
+	errc := make(chan error, len(rings))
+	for _, r := range rings {
+		go func() {
+			var block []byte
+			put := func() error {
+				err := s.putBlock(block, e.opts.spoolCopy)
+				block = block[:0]
+				return err
+			}
+			errc <- r.follow(ctx, func(rec []byte) error {
+				block = appendRecord(block, rec)
+				if len(block) >= spoolBlock {
+					return put()
+				}
+				return nil
+			}, func() error {
+				if err := put(); err != nil {
+					return err
+				}
+				return s.flushShared()
+			})
+		}()
+	}
+	var errs []error
+	for range rings {
+		errs = append(errs, <-errc)
+	}
+	return errors.Join(errs...)
+}
+
+// spoolBlock is how much of one ring's records fill gathers before it
+// writes them into the spool.
+const spoolBlock = 64 << 10
+
+func appendRecord(b, rec []byte) []byte {
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(rec)))
+	return append(b, rec...)
+}
+
+// putBlock writes records, as appendRecord frames them, into the spool
+// (and to cp, if any), and flushes it when a chunk is full. Safe for the
+// fill of each ring at once.
+func (s *spool) putBlock(block []byte, cp io.Writer) error {
+	if len(block) == 0 {
 		return nil
-	}, s.flush)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.w.Write(block); err != nil {
+		return fmt.Errorf("writing the spool: %w", err)
+	}
+	s.size += int64(len(block))
+	if cp != nil {
+		cp.Write(block)
+	}
+	if s.w.Buffered() >= spoolChunk-spoolBlock {
+		return s.flush()
+	}
+	return nil
+}
+
+// flushShared is flush for the fills of several rings.
+func (s *spool) flushShared() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.flush()
 }
 
 // load decodes the spool behind fill, in batches, until fill has ended and

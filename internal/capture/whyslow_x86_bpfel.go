@@ -85,6 +85,26 @@ type whyslowDirtyVal struct {
 	Comm    [16]int8
 }
 
+type whyslowEventKind uint32
+
+const (
+	whyslowEventKindEV_SYSCALL    whyslowEventKind = 1
+	whyslowEventKindEV_FILE       whyslowEventKind = 2
+	whyslowEventKindEV_OFFCPU     whyslowEventKind = 3
+	whyslowEventKindEV_BLOCK      whyslowEventKind = 4
+	whyslowEventKindEV_THROTTLE   whyslowEventKind = 5
+	whyslowEventKindEV_WRITEBACK  whyslowEventKind = 6
+	whyslowEventKindEV_FORK       whyslowEventKind = 7
+	whyslowEventKindEV_EXEC       whyslowEventKind = 8
+	whyslowEventKindEV_EXIT       whyslowEventKind = 9
+	whyslowEventKindEV_URING      whyslowEventKind = 10
+	whyslowEventKindEV_UNLINK     whyslowEventKind = 11
+	whyslowEventKindEV_PAYLOAD    whyslowEventKind = 12
+	whyslowEventKindEV_SAMPLE     whyslowEventKind = 13
+	whyslowEventKindEV_STACK      whyslowEventKind = 14
+	whyslowEventKindEV_SOCK_BYTES whyslowEventKind = 15
+)
+
 type whyslowExecEvent struct {
 	_        structs.HostLayout
 	H        whyslowHdr
@@ -122,6 +142,22 @@ type whyslowFileEvent struct {
 	_        [4]byte
 }
 
+type whyslowFileKind uint32
+
+const (
+	whyslowFileKindFK_UNKNOWN    whyslowFileKind = 0
+	whyslowFileKindFK_REG        whyslowFileKind = 1
+	whyslowFileKindFK_DIR        whyslowFileKind = 2
+	whyslowFileKindFK_CHR        whyslowFileKind = 3
+	whyslowFileKindFK_BLK        whyslowFileKind = 4
+	whyslowFileKindFK_FIFO       whyslowFileKind = 5
+	whyslowFileKindFK_SOCK_INET  whyslowFileKind = 6
+	whyslowFileKindFK_SOCK_UNIX  whyslowFileKind = 7
+	whyslowFileKindFK_SOCK_OTHER whyslowFileKind = 8
+	whyslowFileKindFK_LNK        whyslowFileKind = 9
+	whyslowFileKindFK_ANON       whyslowFileKind = 10
+)
+
 type whyslowFileRef struct {
 	_    structs.HostLayout
 	Dev  uint32
@@ -150,6 +186,22 @@ type whyslowHdr struct {
 	Comm   [16]int8
 	_      [4]byte
 }
+
+type whyslowLostSource uint32
+
+const (
+	whyslowLostSourceLOST_SYSCALL whyslowLostSource = 0
+	whyslowLostSourceLOST_FILE    whyslowLostSource = 1
+	whyslowLostSourceLOST_OFFCPU  whyslowLostSource = 2
+	whyslowLostSourceLOST_BLOCK   whyslowLostSource = 3
+	whyslowLostSourceLOST_META    whyslowLostSource = 4
+	whyslowLostSourceLOST_URING   whyslowLostSource = 5
+	whyslowLostSourceLOST_AGG     whyslowLostSource = 6
+	whyslowLostSourceLOST_STACK   whyslowLostSource = 7
+	whyslowLostSourceLOST_PAYLOAD whyslowLostSource = 8
+	whyslowLostSourceLOST_SAMPLE  whyslowLostSource = 9
+	whyslowLostSourceLOST_NR      whyslowLostSource = 10
+)
 
 type whyslowOffcpuEvent struct {
 	_         structs.HostLayout
@@ -411,6 +463,7 @@ type whyslowWritebackEvent struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	whyslowMapAgg                     = "agg"
+	whyslowMapCalls                   = "calls"
 	whyslowMapConnDir                 = "conn_dir"
 	whyslowMapCpu                     = "cpu"
 	whyslowMapDirty                   = "dirty"
@@ -484,6 +537,7 @@ const (
 	whyslowProgRawWritebackDirtyFolio = "raw_writeback_dirty_folio"
 	whyslowVarAllStacks               = "all_stacks"
 	whyslowVarByRequest               = "by_request"
+	whyslowVarCallsWakeAt             = "calls_wake_at"
 	whyslowVarCaptureStartNs          = "capture_start_ns"
 	whyslowVarDescribeHoldNs          = "describe_hold_ns"
 	whyslowVarEventsWakeAt            = "events_wake_at"
@@ -502,12 +556,15 @@ const (
 	whyslowVarUnusedCpuVal            = "unused_cpu_val"
 	whyslowVarUnusedDirtyKey          = "unused_dirty_key"
 	whyslowVarUnusedDirtyVal          = "unused_dirty_val"
+	whyslowVarUnusedEventKind         = "unused_event_kind"
 	whyslowVarUnusedExecEvent         = "unused_exec_event"
 	whyslowVarUnusedExitEvent         = "unused_exit_event"
 	whyslowVarUnusedFileEvent         = "unused_file_event"
+	whyslowVarUnusedFileKind          = "unused_file_kind"
 	whyslowVarUnusedFileRef           = "unused_file_ref"
 	whyslowVarUnusedForkEvent         = "unused_fork_event"
 	whyslowVarUnusedHdr               = "unused_hdr"
+	whyslowVarUnusedLostSource        = "unused_lost_source"
 	whyslowVarUnusedOffcpuEvent       = "unused_offcpu_event"
 	whyslowVarUnusedPayloadEvent      = "unused_payload_event"
 	whyslowVarUnusedSampleEvent       = "unused_sample_event"
@@ -615,6 +672,7 @@ type whyslowProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type whyslowMapSpecs struct {
 	Agg            *ebpf.MapSpec `ebpf:"agg"`
+	Calls          *ebpf.MapSpec `ebpf:"calls"`
 	ConnDir        *ebpf.MapSpec `ebpf:"conn_dir"`
 	Cpu            *ebpf.MapSpec `ebpf:"cpu"`
 	Dirty          *ebpf.MapSpec `ebpf:"dirty"`
@@ -650,6 +708,7 @@ type whyslowMapSpecs struct {
 type whyslowVariableSpecs struct {
 	AllStacks            *ebpf.VariableSpec `ebpf:"all_stacks"`
 	ByRequest            *ebpf.VariableSpec `ebpf:"by_request"`
+	CallsWakeAt          *ebpf.VariableSpec `ebpf:"calls_wake_at"`
 	CaptureStartNs       *ebpf.VariableSpec `ebpf:"capture_start_ns"`
 	DescribeHoldNs       *ebpf.VariableSpec `ebpf:"describe_hold_ns"`
 	EventsWakeAt         *ebpf.VariableSpec `ebpf:"events_wake_at"`
@@ -668,12 +727,15 @@ type whyslowVariableSpecs struct {
 	UnusedCpuVal         *ebpf.VariableSpec `ebpf:"unused_cpu_val"`
 	UnusedDirtyKey       *ebpf.VariableSpec `ebpf:"unused_dirty_key"`
 	UnusedDirtyVal       *ebpf.VariableSpec `ebpf:"unused_dirty_val"`
+	UnusedEventKind      *ebpf.VariableSpec `ebpf:"unused_event_kind"`
 	UnusedExecEvent      *ebpf.VariableSpec `ebpf:"unused_exec_event"`
 	UnusedExitEvent      *ebpf.VariableSpec `ebpf:"unused_exit_event"`
 	UnusedFileEvent      *ebpf.VariableSpec `ebpf:"unused_file_event"`
+	UnusedFileKind       *ebpf.VariableSpec `ebpf:"unused_file_kind"`
 	UnusedFileRef        *ebpf.VariableSpec `ebpf:"unused_file_ref"`
 	UnusedForkEvent      *ebpf.VariableSpec `ebpf:"unused_fork_event"`
 	UnusedHdr            *ebpf.VariableSpec `ebpf:"unused_hdr"`
+	UnusedLostSource     *ebpf.VariableSpec `ebpf:"unused_lost_source"`
 	UnusedOffcpuEvent    *ebpf.VariableSpec `ebpf:"unused_offcpu_event"`
 	UnusedPayloadEvent   *ebpf.VariableSpec `ebpf:"unused_payload_event"`
 	UnusedSampleEvent    *ebpf.VariableSpec `ebpf:"unused_sample_event"`
@@ -709,6 +771,7 @@ func (o *whyslowObjects) Close() error {
 // It can be passed to loadWhyslowObjects or ebpf.CollectionSpec.LoadAndAssign.
 type whyslowMaps struct {
 	Agg            *ebpf.Map `ebpf:"agg"`
+	Calls          *ebpf.Map `ebpf:"calls"`
 	ConnDir        *ebpf.Map `ebpf:"conn_dir"`
 	Cpu            *ebpf.Map `ebpf:"cpu"`
 	Dirty          *ebpf.Map `ebpf:"dirty"`
@@ -741,6 +804,7 @@ type whyslowMaps struct {
 func (m *whyslowMaps) Close() error {
 	return _WhyslowClose(
 		m.Agg,
+		m.Calls,
 		m.ConnDir,
 		m.Cpu,
 		m.Dirty,
@@ -777,6 +841,7 @@ func (m *whyslowMaps) Close() error {
 type whyslowVariables struct {
 	AllStacks            *ebpf.Variable `ebpf:"all_stacks"`
 	ByRequest            *ebpf.Variable `ebpf:"by_request"`
+	CallsWakeAt          *ebpf.Variable `ebpf:"calls_wake_at"`
 	CaptureStartNs       *ebpf.Variable `ebpf:"capture_start_ns"`
 	DescribeHoldNs       *ebpf.Variable `ebpf:"describe_hold_ns"`
 	EventsWakeAt         *ebpf.Variable `ebpf:"events_wake_at"`
@@ -795,12 +860,15 @@ type whyslowVariables struct {
 	UnusedCpuVal         *ebpf.Variable `ebpf:"unused_cpu_val"`
 	UnusedDirtyKey       *ebpf.Variable `ebpf:"unused_dirty_key"`
 	UnusedDirtyVal       *ebpf.Variable `ebpf:"unused_dirty_val"`
+	UnusedEventKind      *ebpf.Variable `ebpf:"unused_event_kind"`
 	UnusedExecEvent      *ebpf.Variable `ebpf:"unused_exec_event"`
 	UnusedExitEvent      *ebpf.Variable `ebpf:"unused_exit_event"`
 	UnusedFileEvent      *ebpf.Variable `ebpf:"unused_file_event"`
+	UnusedFileKind       *ebpf.Variable `ebpf:"unused_file_kind"`
 	UnusedFileRef        *ebpf.Variable `ebpf:"unused_file_ref"`
 	UnusedForkEvent      *ebpf.Variable `ebpf:"unused_fork_event"`
 	UnusedHdr            *ebpf.Variable `ebpf:"unused_hdr"`
+	UnusedLostSource     *ebpf.Variable `ebpf:"unused_lost_source"`
 	UnusedOffcpuEvent    *ebpf.Variable `ebpf:"unused_offcpu_event"`
 	UnusedPayloadEvent   *ebpf.Variable `ebpf:"unused_payload_event"`
 	UnusedSampleEvent    *ebpf.Variable `ebpf:"unused_sample_event"`

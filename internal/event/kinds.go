@@ -39,27 +39,6 @@ func (k FileKind) Traffic() string {
 	return "other"
 }
 
-// BlockOp is the REQ_OP_* of a block request.
-type BlockOp uint32
-
-func (o BlockOp) String() string {
-	switch o {
-	case 0:
-		return "read"
-	case 1:
-		return "write"
-	case 2:
-		return "flush"
-	case 3:
-		return "discard"
-	case 5:
-		return "secure-erase"
-	case 9:
-		return "write-zeroes"
-	}
-	return "other"
-}
-
 // Dev splits a kernel dev_t into major and minor.
 func Dev(d uint32) (major, minor uint32) { return d >> 20, d & 0xfffff }
 

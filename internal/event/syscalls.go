@@ -5,8 +5,8 @@ import (
 	"strings"
 )
 
-// Class groups syscalls the way the analyses report them. The numbers match
-// CLS_* in bpf/syscalls.h.
+// Class groups syscalls the way the analyses report them. CLS_* in
+// bpf/syscalls.h are generated from these (make generate).
 type Class uint8
 
 const (
@@ -85,7 +85,7 @@ type syscallInfo struct {
 	class Class
 }
 
-// x86_64 numbers; bpf/syscalls.h carries the same table (TestSyscallTableMatchesBPF).
+// x86_64 numbers; bpf/syscalls.h is generated from this table (make generate).
 var syscalls = map[uint32]syscallInfo{
 	0: {"read", ClassRead}, 17: {"pread64", ClassRead}, 19: {"readv", ClassRead},
 	295: {"preadv", ClassRead}, 327: {"preadv2", ClassRead},
@@ -103,6 +103,33 @@ var syscalls = map[uint32]syscallInfo{
 	426: {"io_uring_enter", ClassUring},
 	87:  {"unlink", ClassUnlink}, 263: {"unlinkat", ClassUnlink}, 84: {"rmdir", ClassUnlink},
 	40: {"sendfile", ClassXfer}, 275: {"splice", ClassXfer}, 326: {"copy_file_range", ClassXfer},
+}
+
+// TracedSyscall is a syscall the kernel side follows: its x86_64 number, name and class.
+type TracedSyscall struct {
+	Nr    uint32
+	Name  string
+	Class Class
+}
+
+// TracedSyscalls lists the syscalls the kernel side follows, by number: the
+// one definition bpf/syscalls.h is generated from (internal/capture/gensyscalls).
+func TracedSyscalls() []TracedSyscall {
+	out := make([]TracedSyscall, 0, len(syscalls))
+	for nr, s := range syscalls {
+		out = append(out, TracedSyscall{nr, s.name, s.class})
+	}
+	slices.SortFunc(out, func(a, b TracedSyscall) int { return int(a.Nr) - int(b.Nr) })
+	return out
+}
+
+// Classes lists every class, ClassNone first, in number order.
+func Classes() []Class {
+	out := make([]Class, len(classNames))
+	for i := range classNames {
+		out[i] = Class(i)
+	}
+	return out
 }
 
 // Other syscalls the classifier needs to recognise while a thread waits.

@@ -1,50 +1,12 @@
 package event
 
 import (
-	"os"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 )
 
-// The kernel side and Go must agree on every syscall number and class.
-func TestSyscallTableMatchesBPF(t *testing.T) {
-	src, err := os.ReadFile("../../bpf/syscalls.h")
-	if err != nil {
-		t.Fatal(err)
-	}
-	nums := map[string]uint32{}
-	for _, m := range regexp.MustCompile(`NR_(\w+) = (\d+)`).FindAllStringSubmatch(string(src), -1) {
-		n, _ := strconv.Atoi(m[2])
-		nums[m[1]] = uint32(n)
-	}
-	classes := map[string]Class{}
-	for _, m := range regexp.MustCompile(`CLS_(\w+) = (\d+)`).FindAllStringSubmatch(string(src), -1) {
-		n, _ := strconv.Atoi(m[2])
-		classes[m[1]] = Class(n)
-	}
-	if len(nums) != len(syscalls) {
-		t.Errorf("bpf/syscalls.h has %d syscalls, Go %d", len(nums), len(syscalls))
-	}
-	// each case block: "case NR_a: case NR_b: ... return CLS_X;"
-	block := regexp.MustCompile(`((?:case NR_\w+:\s*)+)\s*return CLS_(\w+);`)
-	one := regexp.MustCompile(`NR_(\w+)`)
-	for _, b := range block.FindAllStringSubmatch(string(src), -1) {
-		cls := classes[b[2]]
-		for _, n := range one.FindAllStringSubmatch(b[1], -1) {
-			nr, ok := nums[n[1]]
-			if !ok {
-				t.Errorf("NR_%s used but not defined", n[1])
-				continue
-			}
-			info, ok := syscalls[nr]
-			if !ok || info.name != n[1] || info.class != cls {
-				t.Errorf("%s (%d): Go has %+v, BPF class %s", n[1], nr, info, cls)
-			}
-		}
-	}
-}
+// bpf/syscalls.h is generated from this package's table; its test is
+// internal/capture/gensyscalls's.
 
 func TestClassNames(t *testing.T) {
 	for c := ClassRead; c <= ClassUnlink; c++ {

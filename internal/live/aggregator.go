@@ -115,7 +115,7 @@ func (a *Aggregator) add(ev event.Event) {
 	}
 }
 
-const pageSize = 4096
+const pageSize = event.PageSize
 
 // fileIO counts bytes read or written by syscalls on a file, filetop-like.
 func (a *Aggregator) fileIO(nr uint32, ref event.FileRef, bytes uint64) {

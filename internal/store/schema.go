@@ -73,7 +73,7 @@ var views = []string{
 	 SELECT r.ts, r.insert_ts, r.issue_ts, r.pid, r.tid, c.comm, r.dev, r.sector, r.bytes, coalesce(o.name, 'other') AS op,
 	        r.sync, r.meta, r.fua, r.error, r.fdev, r.ino, r.gen
 	 FROM block_raw r LEFT JOIN comms c USING (comm_id) LEFT JOIN (SELECT * FROM (VALUES
-	   (0, 'read'), (1, 'write'), (2, 'flush'), (3, 'discard'), (5, 'secure-erase'), (9, 'write-zeroes')) t(op, name)) o
+	   ` + event.BlockOpsSQL() + `) t(op, name)) o
 	   ON o.op = r.op`,
 	`CREATE OR REPLACE VIEW file_names AS
 	 SELECT dev, ino, gen, arg_max(path, ts) AS path, arg_max(kind, ts) AS kind, bool_or(deleted) AS deleted,
@@ -90,12 +90,11 @@ var views = []string{
 	        t.bytes, t.count, t.total_ns, t.dev, t.ino, t.gen, t.fkind, f.path, f.peer, false
 	 FROM syscall_totals t LEFT JOIN file_names f USING (dev, ino, gen)`,
 	// uring_io: io_uring operations with their class and bytes (opcodes are
-	// the kernel's enum io_uring_op, a stable ABI) and their file's name.
+	// the kernel's enum io_uring_op, a stable ABI; classed in internal/event)
+	// and their file's name.
 	`CREATE OR REPLACE VIEW uring_io AS
-	 SELECT u.*, CASE WHEN u.opcode IN (1, 4, 22) THEN 'read' WHEN u.opcode IN (2, 5, 23) THEN 'write'
-	                  WHEN u.opcode IN (9, 26) THEN 'send' WHEN u.opcode IN (10, 27) THEN 'recv'
-	                  WHEN u.opcode IN (3, 8) THEN 'sync' ELSE 'other' END AS class,
-	        CASE WHEN u.res > 0 AND u.opcode IN (1, 2, 4, 5, 9, 10, 22, 23, 26, 27) THEN u.res ELSE 0 END AS bytes,
+	 SELECT u.*, ` + event.UringClassSQL("u.opcode") + ` AS class,
+	        ` + event.UringBytesSQL("u.opcode", "u.res") + ` AS bytes,
 	        f.path, f.peer
 	 FROM uring u LEFT JOIN file_names f USING (dev, ino, gen)`,
 	// unlinks: removed names made absolute with the directory the kernel resolved.
