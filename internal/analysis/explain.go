@@ -182,6 +182,11 @@ type Blame struct {
 
 // Explain accounts for the time of pid and its descendants.
 func Explain(s *Source, pid uint32) (*Explanation, error) {
+	s, release, err := s.hold()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	pids, err := s.targetSet(pid)
 	if err != nil {
 		return nil, err
@@ -271,7 +276,7 @@ func (s *Source) lifeIn(pid uint32, win window) window {
 		return win
 	}
 	var born, died sql.NullInt64
-	s.DB.QueryRow(`SELECT (SELECT min(ts) FROM forks WHERE child_pid = $1 AND child_tid = $1),
+	s.queryRow(`SELECT (SELECT min(ts) FROM forks WHERE child_pid = $1 AND child_tid = $1),
 	    (SELECT max(ts) FROM exits WHERE pid = $1 AND group_dead)`, pid).Scan(&born, &died)
 	if born.Valid && uint64(born.Int64) > win.begin && uint64(born.Int64) < win.end {
 		win.begin = uint64(born.Int64)
@@ -284,7 +289,7 @@ func (s *Source) lifeIn(pid uint32, win window) window {
 
 func (s *Source) commOf(pid uint32) string {
 	var c sql.NullString
-	s.DB.QueryRow("SELECT comm FROM processes WHERE pid = ?", pid).Scan(&c)
+	s.queryRow("SELECT comm FROM processes WHERE pid = ?", pid).Scan(&c)
 	return c.String
 }
 
@@ -323,7 +328,7 @@ func (x *Explanation) threads(s *Source, pids []uint32, win window, io targetIO)
 	}
 
 	in := s.inTargets("pid", pids)
-	crow, err := s.DB.Query("SELECT pid, tid, arg_max(comm, ts), sum(oncpu_ns) FROM cputime WHERE " + in + " GROUP BY pid, tid")
+	crow, err := s.query("SELECT pid, tid, arg_max(comm, ts), sum(oncpu_ns) FROM cputime WHERE " + in + " GROUP BY pid, tid")
 	if err != nil {
 		return fmt.Errorf("accounting on-CPU time: %w", err)
 	}
@@ -345,7 +350,7 @@ func (x *Explanation) threads(s *Source, pids []uint32, win window, io targetIO)
 		}
 	}
 
-	names, err := s.DB.Query(`SELECT tid, comm FROM target_threads`)
+	names, err := s.query(`SELECT tid, comm FROM target_threads`)
 	if err != nil {
 		return fmt.Errorf("naming threads: %w", err)
 	}
@@ -403,7 +408,7 @@ func threadsOffCPU(s *Source, pids []uint32, win window, get func(pid, tid uint3
 	      SELECT o.pid, o.tid, arg_max(o.comm, o.ts), o.reason, o.state,
 	        sum(o.off_c - least(o.runq_c, o.off_c)), sum(least(o.runq_c, o.off_c)), coalesce(` + idleSQL(s.inTargets("waker_pid", pids)) + `, false) AS idle
 	      FROM clipped o GROUP BY o.pid, o.tid, o.reason, o.state, idle`
-	rows, err := s.DB.Query(q, sql.Named("b", win.begin), sql.Named("e", win.end))
+	rows, err := s.query(q, sql.Named("b", win.begin), sql.Named("e", win.end))
 	if err != nil {
 		return fmt.Errorf("accounting off-CPU time: %w", err)
 	}
@@ -434,7 +439,7 @@ func threadsOffCPU(s *Source, pids []uint32, win window, get func(pid, tid uint3
 
 // threadsIO fills each thread's bytes read and written.
 func threadsIO(s *Source, byTID map[uint32]*ThreadTime) error {
-	io, err := s.DB.Query(`SELECT tid, sum(rbytes), sum(wbytes) FROM target_io GROUP BY tid`)
+	io, err := s.query(`SELECT tid, sum(rbytes), sum(wbytes) FROM target_io GROUP BY tid`)
 	if err != nil {
 		return fmt.Errorf("summing thread I/O: %w", err)
 	}
@@ -454,7 +459,7 @@ func threadsIO(s *Source, byTID map[uint32]*ThreadTime) error {
 
 // threadsTopFile names the file each thread spent most time on in syscalls.
 func threadsTopFile(s *Source, byTID map[uint32]*ThreadTime) error {
-	top, err := s.DB.Query(`SELECT tid, arg_max(path, w), arg_max(r, w), arg_max(wr, w) FROM (
+	top, err := s.query(`SELECT tid, arg_max(path, w), arg_max(r, w), arg_max(wr, w) FROM (
 	    SELECT tid, path, sum(wait_ns) AS w, sum(rbytes) AS r, sum(wbytes) AS wr
 	    FROM target_io WHERE fkind = 'file' AND path IS NOT NULL GROUP BY tid, path)
 	  GROUP BY tid`)

@@ -22,7 +22,7 @@ func (x *Explanation) blame(s *Source, pids, tids []uint32, win window) error {
 	// storage waits): most targets had none on storage. A request's path
 	// (tids) may have its storage waits in an upstream outside the target.
 	var storage bool
-	if err := s.DB.QueryRow(`SELECT $1 OR EXISTS (SELECT 1 FROM target_offcpu WHERE reason IN (`+storageReasonsSQL+`))`,
+	if err := s.queryRow(`SELECT $1 OR EXISTS (SELECT 1 FROM target_offcpu WHERE reason IN (`+storageReasonsSQL+`))`,
 		s.everyStep).Scan(&storage); err != nil {
 		return fmt.Errorf("collecting the target's storage waits: %w", err)
 	}
@@ -37,7 +37,7 @@ func (x *Explanation) blame(s *Source, pids, tids []uint32, win window) error {
 	  SELECT greatest(start_ts, $b) AS b, least(ts, $e) AS e, least(ts, $e) - greatest(start_ts, $b) - least(runq_ns, least(ts, $e) - greatest(start_ts, $b)) AS ns
 	  FROM offcpu
 	  WHERE ` + in + ` AND reason IN (` + storageReasonsSQL + `) AND ts > $b AND start_ts < $e`
-	if _, err := s.DB.Exec(waits, sql.Named("b", win.begin), sql.Named("e", win.end)); err != nil {
+	if _, err := s.exec(waits, sql.Named("b", win.begin), sql.Named("e", win.end)); err != nil {
 		return fmt.Errorf("collecting the target's storage waits: %w", err)
 	}
 	// The waits as disjoint spans (threads' waits overlap): a block request
@@ -47,11 +47,11 @@ func (x *Explanation) blame(s *Source, pids, tids []uint32, win window) error {
 	  WITH o AS (SELECT b, e, max(e) OVER (ORDER BY b, e ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_e FROM target_waits),
 	       g AS (SELECT b, e, sum(CASE WHEN prev_e IS NULL OR b > prev_e THEN 1 ELSE 0 END) OVER (ORDER BY b, e) AS island FROM o)
 	  SELECT min(b) AS b, max(e) AS e FROM g GROUP BY island`
-	if _, err := s.DB.Exec(spans); err != nil {
+	if _, err := s.exec(spans); err != nil {
 		return fmt.Errorf("merging the target's storage waits: %w", err)
 	}
 	var total sql.NullFloat64
-	s.DB.QueryRow("SELECT sum(ns) FROM target_waits").Scan(&total)
+	s.queryRow("SELECT sum(ns) FROM target_waits").Scan(&total)
 	if total.Float64 <= 0 {
 		return nil
 	}
@@ -65,7 +65,7 @@ func (x *Explanation) blame(s *Source, pids, tids []uint32, win window) error {
 	      SELECT s.pid, any_value(s.comm), any_value(s.name), sum(least(s.ts + s.dur, w.e) - greatest(s.ts, w.b)), max(s.dur),
 	             count(DISTINCT s.ts)
 	      FROM s JOIN target_waits w ON s.ts < w.e AND s.ts + s.dur > w.b GROUP BY s.pid`
-	rows, err := s.DB.Query(q)
+	rows, err := s.query(q)
 	if err != nil {
 		return fmt.Errorf("finding syncs by others: %w", err)
 	}
@@ -96,7 +96,7 @@ func (x *Explanation) blame(s *Source, pids, tids []uint32, win window) error {
 	     WHERE b.op IN ('read', 'write') AND b.bytes > 0
 	       AND coalesce(b.fkind, '') <> 'blockdev' -- metadata and journal: everyone's, no one's fault
 	     GROUP BY ALL`
-	rows, err = s.DB.Query(q)
+	rows, err = s.query(q)
 	if err != nil {
 		return fmt.Errorf("charging disk traffic: %w", err)
 	}

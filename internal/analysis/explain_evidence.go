@@ -31,7 +31,7 @@ func (x *Explanation) files(s *Source, pids []uint32, io targetIO) error {
 	        LEFT JOIN (SELECT DISTINCT path FROM unlinks WHERE ret = 0) u ON u.path = i.path
 	      WHERE i.fkind = 'file'
 	      GROUP BY 1`
-	rows, err := s.DB.Query(q)
+	rows, err := s.query(q)
 	if err != nil {
 		return fmt.Errorf("summing file use: %w", err)
 	}
@@ -152,7 +152,7 @@ func (x *Explanation) devices(s *Source, pids []uint32, win window) error {
 	// Most short commands saw no request: the query below takes ~10 ms to plan.
 	requests := s.everyStep
 	if !requests && s.hasRows("block_raw") {
-		if err := s.DB.QueryRow("SELECT EXISTS (SELECT 1 FROM block_raw WHERE ts BETWEEN ? AND ?)", win.begin, win.end).Scan(&requests); err != nil {
+		if err := s.queryRow("SELECT EXISTS (SELECT 1 FROM block_raw WHERE ts BETWEEN ? AND ?)", win.begin, win.end).Scan(&requests); err != nil {
 			return fmt.Errorf("summing devices: %w", err)
 		}
 	}
@@ -179,7 +179,7 @@ func (x *Explanation) devices(s *Source, pids []uint32, win window) error {
 	            FROM (SELECT *, coalesce(nullif(issue_ts, 0), insert_ts) AS issued FROM block_raw) b
 	            LEFT JOIN devices d USING (dev) WHERE b.ts BETWEEN ? AND ?)
 	      GROUP BY 1, 2 ORDER BY sum(bytes) DESC, 1`
-	rows, err := s.DB.Query(q, win.begin, win.end)
+	rows, err := s.query(q, win.begin, win.end)
 	if err != nil {
 		return fmt.Errorf("summing devices: %w", err)
 	}
@@ -215,7 +215,7 @@ func (x *Explanation) devices(s *Source, pids []uint32, win window) error {
 // device. (No tracepoint fires when a bio enters the throttle.)
 func (d *DeviceUse) throttle(s *Source, dev uint32, pids []uint32, win window) error {
 	var rbps, wbps sql.NullInt64
-	s.DB.QueryRow("SELECT max(throttle_read_bps), max(throttle_write_bps) FROM devices WHERE dev = ?", dev).Scan(&rbps, &wbps)
+	s.queryRow("SELECT max(throttle_read_bps), max(throttle_write_bps) FROM devices WHERE dev = ?", dev).Scan(&rbps, &wbps)
 	d.ThrottleReadBPS, d.ThrottleWriteBPS = uint64(rbps.Int64), uint64(wbps.Int64)
 	if d.ThrottleReadBPS == 0 && d.ThrottleWriteBPS == 0 || d.TargetBytes == 0 {
 		return nil
@@ -230,7 +230,7 @@ func (d *DeviceUse) throttle(s *Source, dev uint32, pids []uint32, win window) e
 	        GROUP BY w.b, w.e)
 	      SELECT sum(greatest((e - b) - coalesce(at_device, 0), 0)) FROM busy`
 	var held sql.NullFloat64
-	if err := s.DB.QueryRow(q, win.begin, win.end, dev).Scan(&held); err != nil {
+	if err := s.queryRow(q, win.begin, win.end, dev).Scan(&held); err != nil {
 		return fmt.Errorf("estimating throttle waits: %w", err)
 	}
 	d.ThrottledS = held.Float64 / 1e9
@@ -247,7 +247,7 @@ func (x *Explanation) network(s *Source, io targetIO) error {
 	}
 	q := `SELECT peer, sum(rbytes), sum(wbytes), sum(wait_ns)
 	      FROM target_io WHERE fkind IN ('socket', 'socket-other') AND peer IS NOT NULL GROUP BY 1 ORDER BY 4 DESC, 1`
-	rows, err := s.DB.Query(q)
+	rows, err := s.query(q)
 	if err != nil {
 		return fmt.Errorf("summing network: %w", err)
 	}
@@ -276,10 +276,10 @@ func (x *Explanation) network(s *Source, io targetIO) error {
 // it closed), where no socket call was hooked to count them.
 func (x *Explanation) closedConnections(s *Source) error {
 	var n int
-	if s.DB.QueryRow("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'tcp_bytes'").Scan(&n); n == 0 || len(x.Network) == 0 {
+	if s.queryRow("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'tcp_bytes'").Scan(&n); n == 0 || len(x.Network) == 0 {
 		return nil
 	}
-	rows, err := s.DB.Query(`WITH socks AS (SELECT DISTINCT peer, dev, ino, gen FROM target_io WHERE fkind IN ('socket', 'socket-other') AND peer IS NOT NULL),
+	rows, err := s.query(`WITH socks AS (SELECT DISTINCT peer, dev, ino, gen FROM target_io WHERE fkind IN ('socket', 'socket-other') AND peer IS NOT NULL),
 	       tb AS (SELECT dev, ino, max(received) AS r, max(sent) AS w FROM tcp_bytes GROUP BY ALL)
 	     SELECT s.peer, sum(tb.r), sum(tb.w), count(tb.r) FROM socks s JOIN tb USING (dev, ino) GROUP BY s.peer`)
 	if err != nil {
@@ -322,7 +322,7 @@ func (x *Explanation) afterExit(s *Source, pids []uint32) error {
 	      WHERE b.ts > ? AND b.op = 'write'`
 	var bytes, span sql.NullFloat64
 	var paths string
-	row := s.DB.QueryRow(q, end, end)
+	row := s.queryRow(q, end, end)
 	if err := row.Scan(&bytes, &span, &paths); err != nil && err != sql.ErrNoRows {
 		return fmt.Errorf("finding writeback after exit: %w", err)
 	}

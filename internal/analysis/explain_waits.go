@@ -65,11 +65,11 @@ func (s *Source) targetWaits(pids []uint32, win window) error {
 	if !offCPU {
 		q, args = emptyTargetOffCPU, nil
 	}
-	if _, err := s.DB.Exec(q, args...); err != nil {
+	if _, err := s.exec(q, args...); err != nil {
 		return fmt.Errorf("collecting the target's waits: %w", err)
 	}
 	if offCPU {
-		if _, err := s.DB.Exec(pollRunsSQL("target_offcpu")); err != nil {
+		if _, err := s.exec(pollRunsSQL("target_offcpu")); err != nil {
 			return fmt.Errorf("joining a client's polls: %w", err)
 		}
 	}
@@ -80,7 +80,7 @@ func (s *Source) targetWaits(pids []uint32, win window) error {
 	    SELECT pid, tid, comm, ts FROM target_offcpu UNION ALL SELECT pid, tid, comm, ts FROM cputime WHERE ` + in + `
 	    UNION ALL SELECT pid, tid, comm, ts FROM execs WHERE ` + in + ` UNION ALL SELECT pid, tid, comm, ts FROM existing WHERE ` + in + `)
 	  WHERE comm IS NOT NULL AND comm <> '' GROUP BY pid, tid`
-	if _, err := s.DB.Exec(q); err != nil {
+	if _, err := s.exec(q); err != nil {
 		return fmt.Errorf("naming the target's threads: %w", err)
 	}
 	if !offCPU || !s.hasRows("uring") {
@@ -98,7 +98,7 @@ func (s *Source) targetWaits(pids []uint32, win window) error {
 	       WHERE t.syscall = 'io_uring_enter' AND t.reason = 'other'
 	       GROUP BY t.tid, t.start_ts) r
 	     WHERE t.tid = r.tid AND t.start_ts = r.start_ts`
-	if _, err := s.DB.Exec(q); err != nil {
+	if _, err := s.exec(q); err != nil {
 		return fmt.Errorf("resolving io_uring waits: %w", err)
 	}
 	return nil
@@ -127,7 +127,7 @@ func (s *Source) targetIO(pids []uint32) (targetIO, error) {
 	  SELECT tid, dev, ino, gen, fkind, nr, sum(CASE WHEN ret > 0 THEN ret ELSE 0 END) AS ret_bytes,
 	         count(*) AS ops, sum(dur) AS wait_ns
 	  FROM syscall_raw WHERE ` + in + ` GROUP BY ALL`
-	if _, err := s.DB.Exec(q); err != nil {
+	if _, err := s.exec(q); err != nil {
 		return targetIO{}, fmt.Errorf("summing the target's calls: %w", err)
 	}
 	if inputs, err := s.ioInputs(in); err != nil || !inputs {
@@ -183,11 +183,11 @@ func (s *Source) targetIO(pids []uint32) (targetIO, error) {
 	    LEFT JOIN file_names f USING (dev, ino, gen)
 	  WHERE s.` + in + ` AND ` + sampleOnFile
 	}
-	if _, err := s.DB.Exec(q); err != nil {
+	if _, err := s.exec(q); err != nil {
 		return targetIO{}, fmt.Errorf("collecting the target's I/O: %w", err)
 	}
 	io := targetIO{rows: s.everyStep}
-	if err := s.DB.QueryRow("SELECT $1 OR EXISTS (SELECT 1 FROM target_io)", io.rows).Scan(&io.rows); err != nil {
+	if err := s.queryRow("SELECT $1 OR EXISTS (SELECT 1 FROM target_io)", io.rows).Scan(&io.rows); err != nil {
 		return targetIO{}, fmt.Errorf("collecting the target's I/O: %w", err)
 	}
 	return io, nil
@@ -212,7 +212,7 @@ func (s *Source) ioInputs(in string) (bool, error) {
 		return true, nil
 	}
 	var inputs bool
-	err := s.DB.QueryRow(`SELECT EXISTS (SELECT 1 FROM block_raw WHERE ` + in + `)
+	err := s.queryRow(`SELECT EXISTS (SELECT 1 FROM block_raw WHERE ` + in + `)
 	  OR EXISTS (SELECT 1 FROM samples s WHERE s.` + in + ` AND ` + sampleOnFile + `)`).Scan(&inputs)
 	if err != nil {
 		return false, fmt.Errorf("collecting the target's I/O: %w", err)
@@ -242,7 +242,7 @@ func (x *Explanation) kernelCPU(s *Source, pids []uint32) error {
 
 // kernelCPUFrom fills kernel_cpu_s from a query of (class, ns) rows.
 func (x *Explanation) kernelCPUFrom(s *Source, q string) error {
-	rows, err := s.DB.Query(q)
+	rows, err := s.query(q)
 	if err != nil {
 		return fmt.Errorf("splitting kernel time: %w", err)
 	}

@@ -45,12 +45,17 @@ type Stats struct {
 
 // RunStats computes latency statistics per class and per disk.
 func RunStats(s *Source, f Filter) (*Stats, error) {
+	s, release, err := s.hold()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	where, args := f.where(rawCols)
 	out := &Stats{}
 	// Streamed calls, on the numeric table.
 	q := `SELECT n.class, count(*), min(dur), avg(dur), max(dur), coalesce(stddev_pop(dur), 0)
 	      FROM syscall_raw r LEFT JOIN syscall_names n USING (nr) WHERE ` + where + ` GROUP BY n.class ORDER BY n.class`
-	rows, err := s.DB.Query(q, args...)
+	rows, err := s.query(q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("computing latency stats: %w", err)
 	}
@@ -85,7 +90,7 @@ func RunStats(s *Source, f Filter) (*Stats, error) {
 	q = `SELECT coalesce(device, (dev >> 20) || ':' || (dev & 1048575)), count(*), avg(queue_ns), max(queue_ns),
 	       avg(service_ns), quantile_disc(service_ns, 0.99), max(service_ns)
 	     FROM disk WHERE ` + dwhere + ` GROUP BY 1 ORDER BY 2 DESC`
-	rows, err = s.DB.Query(q, dargs...)
+	rows, err = s.query(q, dargs...)
 	if err != nil {
 		return nil, fmt.Errorf("computing disk stats: %w", err)
 	}
@@ -109,7 +114,7 @@ func (s *Source) streamedDurations(f Filter) error {
 	q := `CREATE OR REPLACE TEMP TABLE stream_durs AS
 	  WITH h AS (SELECT nr, dur, count(*) AS c FROM syscall_raw WHERE ` + where + ` GROUP BY nr, dur)
 	  SELECT n.class, h.dur, sum(h.c)::UBIGINT AS c FROM h LEFT JOIN syscall_names n USING (nr) GROUP BY n.class, h.dur`
-	if _, err := s.DB.Exec(q, args...); err != nil {
+	if _, err := s.exec(q, args...); err != nil {
 		return fmt.Errorf("counting call durations: %w", err)
 	}
 	return nil
@@ -119,7 +124,7 @@ func (s *Source) streamedDurations(f Filter) error {
 // DuckDB's quantile_disc picks them: the value at index
 // max(1, n - floor(n - n*q)) - 1 of the sorted durations.
 func (s *Source) quantiles(byClass map[string]*ClassStats) error {
-	rows, err := s.DB.Query(`WITH cum AS (
+	rows, err := s.query(`WITH cum AS (
 	    SELECT class, dur, sum(c) OVER (PARTITION BY class ORDER BY dur ROWS UNBOUNDED PRECEDING) AS upto,
 	           sum(c) OVER (PARTITION BY class)::DOUBLE AS n
 	    FROM stream_durs),
@@ -161,7 +166,7 @@ func totalsWhere(f Filter) (string, []any) {
 // counts, means and maxima exactly, percentiles from log2 buckets.
 func mergeTotals(s *Source, f Filter, byClass map[string]*ClassStats) error {
 	where, args := totalsWhere(f)
-	rows, err := s.DB.Query(`SELECT class, sum(count), sum(total_ns), max(max_ns) FROM syscall_totals WHERE `+where+` GROUP BY class`, args...)
+	rows, err := s.query(`SELECT class, sum(count), sum(total_ns), max(max_ns) FROM syscall_totals WHERE `+where+` GROUP BY class`, args...)
 	if err != nil {
 		return fmt.Errorf("reading aggregates: %w", err)
 	}
@@ -246,13 +251,18 @@ type Freq struct {
 // RunFreq builds latency histograms per class with n linear buckets between
 // f.Min and f.Max (the observed range when unset).
 func RunFreq(s *Source, f Filter, n int) ([]Freq, error) {
+	s, release, err := s.hold()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	if n <= 0 || n > 1000 {
 		return nil, fmt.Errorf("--freq-resolution must be 1..1000")
 	}
 	if err := s.streamedDurations(f); err != nil {
 		return nil, err
 	}
-	rows, err := s.DB.Query(`SELECT class, min(dur), max(dur) FROM stream_durs GROUP BY class ORDER BY class`)
+	rows, err := s.query(`SELECT class, min(dur), max(dur) FROM stream_durs GROUP BY class ORDER BY class`)
 	if err != nil {
 		return nil, fmt.Errorf("finding latency ranges: %w", err)
 	}
@@ -283,7 +293,7 @@ func RunFreq(s *Source, f Filter, n int) ([]Freq, error) {
 		counts := make([]uint64, n)
 		q := `SELECT least(((dur - ?) // ?)::BIGINT, ?) AS b, sum(c)::UBIGINT FROM stream_durs
 		      WHERE class = ? AND dur >= ? AND dur <= ? GROUP BY b`
-		brows, err := s.DB.Query(q, r.lo, width, n-1, r.class, r.lo, r.hi)
+		brows, err := s.query(q, r.lo, width, n-1, r.class, r.lo, r.hi)
 		if err != nil {
 			return nil, fmt.Errorf("building histogram: %w", err)
 		}
@@ -309,7 +319,7 @@ func RunFreq(s *Source, f Filter, n int) ([]Freq, error) {
 // them, the kernel's aggregates.
 func histogram(s *Source, f Filter, class string) [64]uint64 {
 	var slots [64]uint64
-	rows, err := s.DB.Query(`SELECT floor(log2(greatest(dur, 1)))::INTEGER, sum(c)::UBIGINT FROM stream_durs WHERE class = ? GROUP BY 1`, class)
+	rows, err := s.query(`SELECT floor(log2(greatest(dur, 1)))::INTEGER, sum(c)::UBIGINT FROM stream_durs WHERE class = ? GROUP BY 1`, class)
 	if err == nil {
 		for rows.Next() {
 			var b int
@@ -324,7 +334,7 @@ func histogram(s *Source, f Filter, class string) [64]uint64 {
 		return slots
 	}
 	twhere, targs := totalsWhere(f)
-	trows, err := s.DB.Query(`SELECT slots FROM syscall_totals WHERE class = ? AND `+twhere, append([]any{class}, targs...)...)
+	trows, err := s.query(`SELECT slots FROM syscall_totals WHERE class = ? AND `+twhere, append([]any{class}, targs...)...)
 	if err != nil {
 		return slots
 	}
@@ -384,6 +394,11 @@ const named = `SELECT r.ts, r.ts + r.dur, r.dur, n.class, n.name, r.ret, c.comm,
 
 // RunTop lists the slowest streamed operations per class.
 func RunTop(s *Source, f Filter) (map[string][]Op, error) {
+	s, release, err := s.hold()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	where, args := f.where(rawCols)
 	// The slowest per class in one pass, each class keeping the top rows of
 	// its own: arg_max with a count, by duration, then the earlier call, then
@@ -423,7 +438,7 @@ func RunLog(s *Source, f Filter, limit int) ([]Op, error) {
 }
 
 func queryOps(s *Source, f Filter, q string, args []any) ([]Op, error) {
-	rows, err := s.DB.Query(q, args...)
+	rows, err := s.query(q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("listing operations: %w", err)
 	}

@@ -82,7 +82,7 @@ func (w *pathWalker) loadOutside(pid uint32) error {
 	if !s.hasRows("offcpu_raw") {
 		return nil
 	}
-	rows, err := s.DB.Query(`WITH o AS (SELECT * FROM offcpu WHERE pid = $p AND ts > $b AND start_ts < $e)
+	rows, err := s.query(`WITH o AS (SELECT * FROM offcpu WHERE pid = $p AND ts > $b AND start_ts < $e)
 	  SELECT o.tid, coalesce(o.comm, ''), o.start_ts, o.ts, o.runq_ns,
 	         CASE WHEN o.syscall IN (`+pollSyscalls+`) AND o.waker_side IS NULL AND o.waker_pid = 0 THEN 'sleep'
 	              ELSE o.reason END,

@@ -33,6 +33,11 @@ type StackOptions struct {
 // Stacks folds the recording's off-CPU intervals by thread, reason and
 // kernel stack, and its on-CPU time by thread, largest first.
 func Stacks(s *Source, o StackOptions) ([]Stack, error) {
+	s, release, err := s.hold()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	where := "true"
 	if len(o.PIDs) > 0 {
 		where = inList("pid", o.PIDs)
@@ -47,7 +52,7 @@ func Stacks(s *Source, o StackOptions) ([]Stack, error) {
 		if err != nil {
 			return nil, err
 		}
-		rows, err := s.DB.Query(`SELECT pid, tid, coalesce(reason, 'other'), coalesce(stack_id, -1), sum(off_ns)::UBIGINT
+		rows, err := s.query(`SELECT pid, tid, coalesce(reason, 'other'), coalesce(stack_id, -1), sum(off_ns)::UBIGINT
 		    FROM offcpu WHERE ` + where + ` GROUP BY ALL`)
 		if err != nil {
 			return nil, fmt.Errorf("folding off-CPU stacks: %w", err)
@@ -73,7 +78,7 @@ func Stacks(s *Source, o StackOptions) ([]Stack, error) {
 		}
 		out = append(out, sampled...)
 		// Threads with no CPU sample: their on-CPU time, with no stack.
-		rows, err := s.DB.Query(`SELECT pid, tid, sum(oncpu_ns)::UBIGINT FROM cputime WHERE ` + where + `
+		rows, err := s.query(`SELECT pid, tid, sum(oncpu_ns)::UBIGINT FROM cputime WHERE ` + where + `
 		    AND tid NOT IN (SELECT tid FROM samples) GROUP BY ALL`)
 		if err != nil {
 			return nil, fmt.Errorf("summing on-CPU time: %w", err)
@@ -110,7 +115,7 @@ func (s *Source) sampledStacks(where string) ([]Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.DB.Query(`WITH w AS (
+	rows, err := s.query(`WITH w AS (
 	      SELECT s.tid, any_value(c.ns) / count(*) AS ns FROM samples s
 	      JOIN (SELECT tid, sum(oncpu_ns) AS ns FROM cputime GROUP BY tid) c USING (tid) GROUP BY s.tid)
 	    SELECT s.pid, s.tid, s.user, s.stack_id, (count(*) * any_value(w.ns))::UBIGINT
@@ -150,7 +155,7 @@ func underInterrupt(frames []string) []string {
 
 // stackFrames reads every kernel stack, outermost frame first.
 func (s *Source) stackFrames() (map[int64][]string, error) {
-	rows, err := s.DB.Query(`SELECT stack_id, array_to_string(list_reverse(frames), chr(1)) FROM stacks`)
+	rows, err := s.query(`SELECT stack_id, array_to_string(list_reverse(frames), chr(1)) FROM stacks`)
 	if err != nil {
 		return nil, fmt.Errorf("reading kernel stacks: %w", err)
 	}
@@ -178,7 +183,7 @@ func (s *Source) threadNames() (names, error) {
 		sql string
 		to  map[uint32]string
 	}{{"SELECT pid, comm FROM processes WHERE comm IS NOT NULL", n.process}, {"SELECT tid, comm FROM threads", n.thread}} {
-		rows, err := s.DB.Query(q.sql)
+		rows, err := s.query(q.sql)
 		if err != nil {
 			return n, fmt.Errorf("naming threads: %w", err)
 		}

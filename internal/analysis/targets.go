@@ -13,7 +13,7 @@ func (s *Source) targetSet(pid uint32) ([]uint32, error) {
 	if !s.hasRows("forks") && !s.hasRows("existing") {
 		return []uint32{pid}, nil
 	}
-	rows, err := s.DB.Query(`SELECT pid, child_pid FROM forks WHERE child_pid <> pid
+	rows, err := s.query(`SELECT pid, child_pid FROM forks WHERE child_pid <> pid
 	  UNION SELECT DISTINCT ppid, pid FROM existing WHERE ppid <> pid`)
 	if err != nil {
 		return nil, fmt.Errorf("reading forks: %w", err)
@@ -40,24 +40,14 @@ func (s *Source) targetSet(pid uint32) ([]uint32, error) {
 	return out, nil
 }
 
-// literalPIDs is how many of the target's pids a query names as literals;
-// beyond it, queries join target_pids (inTargets). DuckDB takes ~2 ms to plan
-// an IN list of a build's 425 pids, and an explanation names them in some
-// twenty queries: ~70 ms. A join to a table of them plans in a fraction of
-// that and runs as fast (DuckDB turns a long IN list into that join anyway);
-// a few literals stay literals, a filter the scan of a big table applies.
-// A variable so that tests can send every target through the join.
-var literalPIDs = 16
-
-// useTargets makes target_pids, the target's processes as a table, when
-// they are too many to name as literals: inTargets then names them by it.
+// useTargets makes target_pids, the target's processes as a table, which
+// queries join (inTargets). An IN list of literals took DuckDB ~2 ms to plan
+// for a build's 425 pids, in some twenty queries; the join plans in a
+// fraction of that and runs as fast: DuckDB pushes the pids it finds into
+// the scan of the big table (dynamic join filters), as it would literals.
 func (s *Source) useTargets(pids []uint32) error {
 	s.targets = nil
-	if len(pids) <= literalPIDs {
-		return nil
-	}
-	q := `CREATE OR REPLACE TEMP TABLE target_pids AS SELECT unnest([` + idList(pids) + `]::UINTEGER[]) AS pid`
-	if _, err := s.DB.Exec(q); err != nil {
+	if _, err := s.exec(`CREATE OR REPLACE TEMP TABLE target_pids AS SELECT unnest($1::UINTEGER[]) AS pid`, pids); err != nil {
 		return fmt.Errorf("listing the target's processes: %w", err)
 	}
 	s.targets = slices.Clone(pids)
