@@ -209,7 +209,7 @@ func Explain(s *Source, pid uint32) (*Explanation, error) {
 	if err := s.targetWaits(pids, win); err != nil {
 		return nil, err
 	}
-	io, err := s.targetIO(pids)
+	io, err := s.targetIO()
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +223,7 @@ func Explain(s *Source, pid uint32) (*Explanation, error) {
 		}
 		x.Time.UserS, x.Time.SystemS = &us, &ss
 	}
-	if err := x.kernelCPU(s, pids); err != nil {
+	if err := x.kernelCPU(s); err != nil {
 		return nil, err
 	}
 	if err := x.files(s, pids, io); err != nil {

@@ -84,12 +84,12 @@ func (w *pathWalker) loadOutside(pid uint32) error {
 	}
 	rows, err := s.query(`WITH o AS (SELECT * FROM offcpu WHERE pid = $p AND ts > $b AND start_ts < $e)
 	  SELECT o.tid, coalesce(o.comm, ''), o.start_ts, o.ts, o.runq_ns,
-	         CASE WHEN o.syscall IN (`+pollSyscalls+`) AND o.waker_side IS NULL AND o.waker_pid = 0 THEN 'sleep'
+	         CASE WHEN is_poll(o.syscall) AND o.waker_side IS NULL AND o.waker_pid = 0 THEN 'sleep'
 	              ELSE o.reason END,
 	         o.waker_pid, o.waker_tid, coalesce(o.waker_comm, ''),
 	         coalesce(f.path, CASE WHEN o.waker_side = 'server' THEN coalesce(wf.local, wf.path) END, ''),
-	         `+forWorkSQL("o", "")+`,
-	         coalesce(o.syscall IN (`+pollSyscalls+`), false),
+	         for_work(o.syscall, o.waker_side, o.reason, false),
+	         coalesce(is_poll(o.syscall), false),
 	         coalesce(o.waker_side = 'server' OR o.reason = 'lock' AND o.waker_pid <> 0, false)
 	  FROM o LEFT JOIN syscall_raw c ON c.tid = o.tid AND c.ts = o.start_ts AND c.blocked
 	    LEFT JOIN file_names f ON f.dev = c.dev AND f.ino = c.ino AND f.gen = c.gen

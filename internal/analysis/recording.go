@@ -116,6 +116,12 @@ func (s *Source) hold() (held *Source, done func(), err error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("connecting to the recording: %w", err)
 	}
+	// The macros (sql/macros.sql) name target_pids: it is made first, empty
+	// until the analysis names its target (useTargets).
+	if _, err := conn.ExecContext(ctx, "CREATE OR REPLACE TEMP TABLE target_pids (pid UINTEGER);\n"+macros); err != nil {
+		conn.Close()
+		return nil, nil, fmt.Errorf("making the analyses' macros: %w", err)
+	}
 	h := *s
 	h.conn, h.ctx, h.targets = conn, ctx, nil
 	if h.filled == nil {

@@ -91,11 +91,11 @@ func TestEmptyTargetOffCPUShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := shape()
-	if _, err := s.exec(emptyTargetOffCPU); err != nil {
+	if _, err := s.exec(sqlOf("target_offcpu_empty")); err != nil {
 		t.Fatal(err)
 	}
 	if got := shape(); got != want {
-		t.Errorf("emptyTargetOffCPU makes\n%s\nthe query makes\n%s", got, want)
+		t.Errorf("target_offcpu_empty makes\n%s\nthe query makes\n%s", got, want)
 	}
 }
 

@@ -14,7 +14,8 @@ func (s *Source) targetSet(pid uint32) ([]uint32, error) {
 		return []uint32{pid}, nil
 	}
 	rows, err := s.query(`SELECT pid, child_pid FROM forks WHERE child_pid <> pid
-	  UNION SELECT DISTINCT ppid, pid FROM existing WHERE ppid <> pid`)
+	  UNION SELECT DISTINCT ppid, pid FROM existing WHERE ppid <> pid
+	  ORDER BY 1, 2`) // children in pid order, not in the order a hash table held them
 	if err != nil {
 		return nil, fmt.Errorf("reading forks: %w", err)
 	}
@@ -47,7 +48,7 @@ func (s *Source) targetSet(pid uint32) ([]uint32, error) {
 // the scan of the big table (dynamic join filters), as it would literals.
 func (s *Source) useTargets(pids []uint32) error {
 	s.targets = nil
-	if _, err := s.exec(`CREATE OR REPLACE TEMP TABLE target_pids AS SELECT unnest($1::UINTEGER[]) AS pid`, pids); err != nil {
+	if err := s.run("target_pids", pids); err != nil {
 		return fmt.Errorf("listing the target's processes: %w", err)
 	}
 	s.targets = slices.Clone(pids)
