@@ -213,7 +213,7 @@ func Explain(s *Source, pid uint32) (*Explanation, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := x.threads(s, pids, win, io); err != nil {
+	if err := x.threads(s, win, io); err != nil {
 		return nil, err
 	}
 	if u, err := strconv.ParseInt(s.Meta["target_user_ns"], 10, 64); err == nil {
@@ -226,16 +226,16 @@ func Explain(s *Source, pid uint32) (*Explanation, error) {
 	if err := x.kernelCPU(s); err != nil {
 		return nil, err
 	}
-	if err := x.files(s, pids, io); err != nil {
+	if err := x.files(s, io); err != nil {
 		return nil, err
 	}
-	if err := x.devices(s, pids, win); err != nil {
+	if err := x.devices(s, win); err != nil {
 		return nil, err
 	}
 	if err := x.network(s, io); err != nil {
 		return nil, err
 	}
-	if err := x.afterExit(s, pids); err != nil {
+	if err := x.afterExit(s); err != nil {
 		return nil, err
 	}
 	if err := x.criticalPath(s, pid, win); err != nil {
@@ -293,22 +293,7 @@ func (s *Source) commOf(pid uint32) string {
 	return c.String
 }
 
-// idleSQL marks, for the per-thread account, waits that are no slowness of
-// their own: waiting for work (target_offcpu.for_work), or a hand-off to a
-// traced child or thread whose end it waited for (a wait4, a join: woken by
-// its exit; or a wait for children that had not ended when capture did).
-// The critical path follows those into the work. Waits that traced threads
-// end while they go on (a lock a sibling held, a pipe it fed) stay under
-// their reason: contention between threads is slowness, and stays visible.
-func idleSQL(targets string) string {
-	return `
-  (o.for_work
-   OR (o.waker_tid <> o.tid AND o.` + targets + ` AND (o.reason = 'child' OR EXISTS (
-       SELECT 1 FROM exits e WHERE e.tid = o.waker_tid AND e.ts BETWEEN o.ts - o.runq_ns - 5000000 AND o.ts)))
-   OR (o.reason = 'child' AND o.waker_pid = 0 AND o.pid IN (SELECT ppid FROM existing UNION SELECT pid FROM forks)))`
-}
-
-func (x *Explanation) threads(s *Source, pids []uint32, win window, io targetIO) error {
+func (x *Explanation) threads(s *Source, win window, io targetIO) error {
 	byTID := map[uint32]*ThreadTime{}
 	get := func(pid, tid uint32, comm string) *ThreadTime {
 		t := byTID[tid]
@@ -322,13 +307,12 @@ func (x *Explanation) threads(s *Source, pids []uint32, win window, io targetIO)
 		return t
 	}
 	if s.hasRows("offcpu_raw") {
-		if err := threadsOffCPU(s, pids, win, get); err != nil {
+		if err := threadsOffCPU(s, win, get); err != nil {
 			return err
 		}
 	}
 
-	in := s.inTargets("pid", pids)
-	crow, err := s.query("SELECT pid, tid, arg_max(comm, ts), sum(oncpu_ns) FROM cputime WHERE " + in + " GROUP BY pid, tid")
+	crow, err := s.query(sqlOf("thread_oncpu"))
 	if err != nil {
 		return fmt.Errorf("accounting on-CPU time: %w", err)
 	}
@@ -398,17 +382,10 @@ func (x *Explanation) threads(s *Source, pids []uint32, win window, io targetIO)
 	return nil
 }
 
-// threadsOffCPU sums each thread's off-CPU time by reason, and its idle time.
-func threadsOffCPU(s *Source, pids []uint32, win window, get func(pid, tid uint32, comm string) *ThreadTime) error {
-	// Intervals are clipped to the window; the run-queue part is the interval's tail.
-	q := `WITH clipped AS (
-	        SELECT o.*, greatest(least(o.ts, $e) - greatest(o.start_ts, $b), 0) AS off_c,
-	               greatest(least(o.ts, $e) - greatest(o.ts - o.runq_ns, $b), 0) AS runq_c
-	        FROM target_offcpu o)
-	      SELECT o.pid, o.tid, arg_max(o.comm, o.ts), o.reason, o.state,
-	        sum(o.off_c - least(o.runq_c, o.off_c)), sum(least(o.runq_c, o.off_c)), coalesce(` + idleSQL(s.inTargets("waker_pid", pids)) + `, false) AS idle
-	      FROM clipped o GROUP BY o.pid, o.tid, o.reason, o.state, idle`
-	rows, err := s.query(q, sql.Named("b", win.begin), sql.Named("e", win.end))
+// threadsOffCPU sums each thread's off-CPU time by reason, and its idle time
+// (thread_offcpu, sql/explain.sql, says which waits are idle).
+func threadsOffCPU(s *Source, win window, get func(pid, tid uint32, comm string) *ThreadTime) error {
+	rows, err := s.query(sqlOf("thread_offcpu"), sql.Named("b", win.begin), sql.Named("e", win.end))
 	if err != nil {
 		return fmt.Errorf("accounting off-CPU time: %w", err)
 	}
@@ -439,7 +416,7 @@ func threadsOffCPU(s *Source, pids []uint32, win window, get func(pid, tid uint3
 
 // threadsIO fills each thread's bytes read and written.
 func threadsIO(s *Source, byTID map[uint32]*ThreadTime) error {
-	io, err := s.query(`SELECT tid, sum(rbytes), sum(wbytes) FROM target_io GROUP BY tid`)
+	io, err := s.query(sqlOf("thread_io"))
 	if err != nil {
 		return fmt.Errorf("summing thread I/O: %w", err)
 	}
@@ -459,10 +436,7 @@ func threadsIO(s *Source, byTID map[uint32]*ThreadTime) error {
 
 // threadsTopFile names the file each thread spent most time on in syscalls.
 func threadsTopFile(s *Source, byTID map[uint32]*ThreadTime) error {
-	top, err := s.query(`SELECT tid, arg_max(path, w), arg_max(r, w), arg_max(wr, w) FROM (
-	    SELECT tid, path, sum(wait_ns) AS w, sum(rbytes) AS r, sum(wbytes) AS wr
-	    FROM target_io WHERE fkind = 'file' AND path IS NOT NULL GROUP BY tid, path)
-	  GROUP BY tid`)
+	top, err := s.query(sqlOf("thread_top_file"))
 	if err != nil {
 		return fmt.Errorf("finding threads' files: %w", err)
 	}

@@ -42,7 +42,7 @@ func (s *Source) targetSet(pid uint32) ([]uint32, error) {
 }
 
 // useTargets makes target_pids, the target's processes as a table, which
-// queries join (inTargets). An IN list of literals took DuckDB ~2 ms to plan
+// queries join (is_target, sql/macros.sql). An IN list of literals took DuckDB ~2 ms to plan
 // for a build's 425 pids, in some twenty queries; the join plans in a
 // fraction of that and runs as fast: DuckDB pushes the pids it finds into
 // the scan of the big table (dynamic join filters), as it would literals.
@@ -53,15 +53,6 @@ func (s *Source) useTargets(pids []uint32) error {
 	}
 	s.targets = slices.Clone(pids)
 	return nil
-}
-
-// inTargets renders "col IN ..." for pids: a join to target_pids when they
-// are the set useTargets made it of, else literals (inList).
-func (s *Source) inTargets(col string, pids []uint32) string {
-	if s.targets != nil && slices.Equal(pids, s.targets) {
-		return col + " IN (SELECT pid FROM target_pids)"
-	}
-	return inList(col, pids)
 }
 
 // inList renders "col IN (1, 2)". Pids are integers, so they are written as
