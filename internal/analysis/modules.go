@@ -15,8 +15,8 @@ import (
 //	-- name: target_offcpu
 //
 // followed by comment lines that say what it makes, its parameters (bound
-// by name, $b, or as lists, $pids: never written into the text) and its
-// columns. The DuckDB macros among them (CREATE OR REPLACE TEMP MACRO) are
+// by name, $b, or as lists, $pids: never written into the text), its slots
+// for a filter's conditions ({{where}}, sqlWhere) and its columns. The DuckDB macros among them (CREATE OR REPLACE TEMP MACRO) are
 // made on every connection an analysis holds (hold), macros.sql's first;
 // the other statements are run by name (run, sqlOf) on that connection.
 
@@ -88,6 +88,24 @@ func sqlOf(name string) string {
 		panic("analysis: no SQL statement " + name)
 	}
 	return st.sql
+}
+
+// slot is a place in a statement for a condition Go builds: {{where}}.
+var slot = regexp.MustCompile(`\{\{([a-z_]+)\}\}`)
+
+// sqlWhere is the named statement with its slots filled, in order, by
+// conditions a Filter built (Filter.where): optional conditions whose values
+// are bound (?), never written in. A slot left unfilled is an error DuckDB
+// reports at once ({{ is no SQL).
+func sqlWhere(name string, conds ...string) string {
+	i := 0
+	return slot.ReplaceAllStringFunc(sqlOf(name), func(m string) string {
+		if i == len(conds) {
+			return m
+		}
+		i++
+		return "(" + conds[i-1] + ")"
+	})
 }
 
 // run executes the named statement on the held connection.

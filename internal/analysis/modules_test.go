@@ -11,16 +11,16 @@ import (
 )
 
 // TestModulesDocumented: every statement of sql/*.sql says what it is, and
-// names each parameter it binds in its header.
+// names each parameter it binds and each slot Go fills in its header.
 func TestModulesDocumented(t *testing.T) {
 	param := regexp.MustCompile(`\$([a-z_0-9]+)`)
 	for name, st := range modules {
 		if st.doc == "" {
 			t.Errorf("%s (%s): no header comment", name, st.file)
 		}
-		for _, m := range param.FindAllStringSubmatch(st.sql, -1) {
+		for _, m := range append(param.FindAllStringSubmatch(st.sql, -1), slot.FindAllStringSubmatch(st.sql, -1)...) {
 			if !strings.Contains(st.doc, m[0]) {
-				t.Errorf("%s (%s): parameter %s not in its header", name, st.file, m[0])
+				t.Errorf("%s (%s): %s not in its header", name, st.file, m[0])
 			}
 		}
 	}

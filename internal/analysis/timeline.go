@@ -69,8 +69,7 @@ func ThreadTimeline(s *Source, x *Explanation, maxThreads int) (*Timeline, error
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.query(`SELECT tid, greatest(start_ts, $b), least(ts, $e), runq_ns, coalesce(reason, 'other') FROM offcpu
-	    WHERE `+inList("tid", tids)+` AND ts > $b AND start_ts < $e ORDER BY tid, start_ts, ts`,
+	rows, err := s.query(sqlOf("timeline_waits"), sql.Named("tids", tids),
 		sql.Named("b", win.begin), sql.Named("e", win.end))
 	if err != nil {
 		return nil, fmt.Errorf("reading waits for the timeline: %w", err)
@@ -127,9 +126,7 @@ func (s *Source) lifetimes(tids []uint32, win window) (map[uint32][2]uint64, err
 	for _, tid := range tids {
 		out[tid] = [2]uint64{win.begin, win.end}
 	}
-	rows, err := s.query(`SELECT coalesce(f.tid, e.tid), f.ts, e.ts
-	    FROM (SELECT child_tid AS tid, min(ts) AS ts FROM forks WHERE ` + inList("child_tid", tids) + ` GROUP BY 1) f
-	    FULL JOIN (SELECT tid, max(ts) AS ts FROM exits WHERE ` + inList("tid", tids) + ` GROUP BY 1) e USING (tid)`)
+	rows, err := s.query(sqlOf("thread_lifetimes"), sql.Named("tids", tids))
 	if err != nil {
 		return nil, fmt.Errorf("reading thread lifetimes: %w", err)
 	}
