@@ -34,7 +34,7 @@ var accountingCols = cols{pid: "pid", tid: "tid", comm: "comm"}
 // born during the recording, whose accounting began at 0).
 func (s *Source) accounting(f Filter) ([]ProcessAccount, error) {
 	var n int
-	if s.DB.QueryRow("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'task_io'").Scan(&n); n == 0 {
+	if s.queryRow("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'task_io'").Scan(&n); n == 0 {
 		return nil, nil // a recording made before the accounting was kept
 	}
 	nf := Filter{PIDs: f.PIDs, TIDs: f.TIDs, Comms: f.Comms}
@@ -50,7 +50,7 @@ func (s *Source) accounting(f Filter) ([]ProcessAccount, error) {
 	             sum(read_bytes), greatest(sum(write_bytes) - sum(cancelled_write_bytes), 0)
 	      FROM t GROUP BY pid HAVING sum(rchar) + sum(wchar) + sum(read_bytes) + sum(write_bytes) > 0
 	      ORDER BY sum(rchar) + sum(wchar) DESC, pid LIMIT ?`
-	rows, err := s.DB.Query(q, append(args, f.Limit)...)
+	rows, err := s.query(q, append(args, f.Limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("summing the kernel's I/O accounting: %w", err)
 	}
@@ -80,7 +80,7 @@ func (s *Source) storageFiles(u *Usage, f Filter) error {
 	dwhere, dargs := dirtied.where(cols{ts: "d.ts", end: "d.last_ts", pid: "d.pid", tid: "d.tid", comm: "d.comm", path: "f.path"})
 	bwhere, bargs := dirtied.where(cols{ts: "insert_ts", end: "ts", pid: "pid", tid: "tid", comm: "comm", path: "path"})
 	q := `WITH d AS (
-	        SELECT coalesce(f.path, 'inode:[' || d.ino || ']') AS path, sum(d.pages) * ` + pageBytes + ` AS dirtied, 0 AS from_storage,
+	        SELECT coalesce(f.path, 'inode:[' || d.ino || ']') AS path, sum(d.pages) * page_size() AS dirtied, 0 AS from_storage,
 	               list(DISTINCT d.comm || ' (' || d.pid || ')') AS users
 	        FROM dirtied d LEFT JOIN file_names f USING (dev, ino, gen) WHERE ` + dwhere + ` GROUP BY 1),
 	      r AS (
@@ -88,7 +88,7 @@ func (s *Source) storageFiles(u *Usage, f Filter) error {
 	        FROM disk WHERE op = 'read' AND NOT lower AND fkind = 'file' AND path IS NOT NULL AND ` + bwhere + ` GROUP BY path)
 	      SELECT path, sum(dirtied), sum(from_storage), flatten(list(users)) FROM (SELECT * FROM d UNION ALL SELECT * FROM r)
 	      GROUP BY path`
-	rows, err := s.DB.Query(q, append(dargs, bargs...)...)
+	rows, err := s.query(q, append(dargs, bargs...)...)
 	if err != nil {
 		return fmt.Errorf("summing files' storage I/O: %w", err)
 	}

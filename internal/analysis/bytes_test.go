@@ -17,7 +17,7 @@ func TestBytesAgreeWithTheIOView(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rec.Close()
-	s := NewSource(rec)
+	s := heldSource(t, rec)
 	if err := s.usageCalls(NoFilter()); err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestBytesAgreeWithTheIOView(t *testing.T) {
 		"SELECT n.name, sum(" + rawCols.size + ") FROM syscall_raw JOIN syscall_names n USING (nr) WHERE " + where + " GROUP BY n.name",
 	} {
 		want := map[string]int64{"accept": 0, "accept4": 0, "connect": 0, "recvfrom": 100, "sendto": 50, "read": 4096}
-		rows, err := s.DB.Query(q, args...)
+		rows, err := s.query(q, args...)
 		if err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}

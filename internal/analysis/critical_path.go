@@ -173,11 +173,10 @@ func (w *pathWalker) load(s *Source, win window) error {
 // name never had one here either.
 func (w *pathWalker) loadWaits(s *Source, win window) error {
 	var count int
-	if err := s.DB.QueryRow(`SELECT count(*) FROM target_offcpu`).Scan(&count); err != nil {
+	if err := s.queryRow(`SELECT count(*) FROM target_offcpu`).Scan(&count); err != nil {
 		return fmt.Errorf("reading waits for the critical path: %w", err)
 	}
-	rows, err := s.DB.Query(`SELECT pid, tid, start_ts, ts, runq_ns, reason, waker_pid, waker_tid,
-	    coalesce(waker_comm, ''), coalesce(object, ''), for_work FROM target_offcpu ORDER BY tid, start_ts`)
+	rows, err := s.query(sqlOf("path_waits"))
 	if err != nil {
 		return fmt.Errorf("reading waits for the critical path: %w", err)
 	}
@@ -216,9 +215,7 @@ func (w *pathWalker) loadWaits(s *Source, win window) error {
 // loadThreads reads the target's threads, those that never went off CPU
 // too: births and deaths, names.
 func (w *pathWalker) loadThreads(s *Source, win window) error {
-	rows, err := s.DB.Query(`SELECT t.pid, t.tid, t.comm, f.ts, f.tid, e.ts FROM target_threads t
-	    LEFT JOIN (SELECT child_tid, min(ts) AS ts, arg_min(tid, ts) AS tid FROM forks GROUP BY child_tid) f ON f.child_tid = t.tid
-	    LEFT JOIN (SELECT tid, max(ts) AS ts FROM exits GROUP BY tid) e ON e.tid = t.tid`)
+	rows, err := s.query(sqlOf("path_threads"))
 	if err != nil {
 		return fmt.Errorf("reading threads for the critical path: %w", err)
 	}

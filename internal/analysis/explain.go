@@ -182,6 +182,11 @@ type Blame struct {
 
 // Explain accounts for the time of pid and its descendants.
 func Explain(s *Source, pid uint32) (*Explanation, error) {
+	s, release, err := s.hold()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	pids, err := s.targetSet(pid)
 	if err != nil {
 		return nil, err
@@ -204,11 +209,11 @@ func Explain(s *Source, pid uint32) (*Explanation, error) {
 	if err := s.targetWaits(pids, win); err != nil {
 		return nil, err
 	}
-	io, err := s.targetIO(pids)
+	io, err := s.targetIO()
 	if err != nil {
 		return nil, err
 	}
-	if err := x.threads(s, pids, win, io); err != nil {
+	if err := x.threads(s, win, io); err != nil {
 		return nil, err
 	}
 	if u, err := strconv.ParseInt(s.Meta["target_user_ns"], 10, 64); err == nil {
@@ -218,19 +223,19 @@ func Explain(s *Source, pid uint32) (*Explanation, error) {
 		}
 		x.Time.UserS, x.Time.SystemS = &us, &ss
 	}
-	if err := x.kernelCPU(s, pids); err != nil {
+	if err := x.kernelCPU(s); err != nil {
 		return nil, err
 	}
-	if err := x.files(s, pids, io); err != nil {
+	if err := x.files(s, io); err != nil {
 		return nil, err
 	}
-	if err := x.devices(s, pids, win); err != nil {
+	if err := x.devices(s, win); err != nil {
 		return nil, err
 	}
 	if err := x.network(s, io); err != nil {
 		return nil, err
 	}
-	if err := x.afterExit(s, pids); err != nil {
+	if err := x.afterExit(s); err != nil {
 		return nil, err
 	}
 	if err := x.criticalPath(s, pid, win); err != nil {
@@ -271,7 +276,7 @@ func (s *Source) lifeIn(pid uint32, win window) window {
 		return win
 	}
 	var born, died sql.NullInt64
-	s.DB.QueryRow(`SELECT (SELECT min(ts) FROM forks WHERE child_pid = $1 AND child_tid = $1),
+	s.queryRow(`SELECT (SELECT min(ts) FROM forks WHERE child_pid = $1 AND child_tid = $1),
 	    (SELECT max(ts) FROM exits WHERE pid = $1 AND group_dead)`, pid).Scan(&born, &died)
 	if born.Valid && uint64(born.Int64) > win.begin && uint64(born.Int64) < win.end {
 		win.begin = uint64(born.Int64)
@@ -284,26 +289,11 @@ func (s *Source) lifeIn(pid uint32, win window) window {
 
 func (s *Source) commOf(pid uint32) string {
 	var c sql.NullString
-	s.DB.QueryRow("SELECT comm FROM processes WHERE pid = ?", pid).Scan(&c)
+	s.queryRow("SELECT comm FROM processes WHERE pid = ?", pid).Scan(&c)
 	return c.String
 }
 
-// idleSQL marks, for the per-thread account, waits that are no slowness of
-// their own: waiting for work (target_offcpu.for_work), or a hand-off to a
-// traced child or thread whose end it waited for (a wait4, a join: woken by
-// its exit; or a wait for children that had not ended when capture did).
-// The critical path follows those into the work. Waits that traced threads
-// end while they go on (a lock a sibling held, a pipe it fed) stay under
-// their reason: contention between threads is slowness, and stays visible.
-func idleSQL(targets string) string {
-	return `
-  (o.for_work
-   OR (o.waker_tid <> o.tid AND o.` + targets + ` AND (o.reason = 'child' OR EXISTS (
-       SELECT 1 FROM exits e WHERE e.tid = o.waker_tid AND e.ts BETWEEN o.ts - o.runq_ns - 5000000 AND o.ts)))
-   OR (o.reason = 'child' AND o.waker_pid = 0 AND o.pid IN (SELECT ppid FROM existing UNION SELECT pid FROM forks)))`
-}
-
-func (x *Explanation) threads(s *Source, pids []uint32, win window, io targetIO) error {
+func (x *Explanation) threads(s *Source, win window, io targetIO) error {
 	byTID := map[uint32]*ThreadTime{}
 	get := func(pid, tid uint32, comm string) *ThreadTime {
 		t := byTID[tid]
@@ -317,13 +307,12 @@ func (x *Explanation) threads(s *Source, pids []uint32, win window, io targetIO)
 		return t
 	}
 	if s.hasRows("offcpu_raw") {
-		if err := threadsOffCPU(s, pids, win, get); err != nil {
+		if err := threadsOffCPU(s, win, get); err != nil {
 			return err
 		}
 	}
 
-	in := s.inTargets("pid", pids)
-	crow, err := s.DB.Query("SELECT pid, tid, arg_max(comm, ts), sum(oncpu_ns) FROM cputime WHERE " + in + " GROUP BY pid, tid")
+	crow, err := s.query(sqlOf("thread_oncpu"))
 	if err != nil {
 		return fmt.Errorf("accounting on-CPU time: %w", err)
 	}
@@ -345,7 +334,7 @@ func (x *Explanation) threads(s *Source, pids []uint32, win window, io targetIO)
 		}
 	}
 
-	names, err := s.DB.Query(`SELECT tid, comm FROM target_threads`)
+	names, err := s.query(`SELECT tid, comm FROM target_threads`)
 	if err != nil {
 		return fmt.Errorf("naming threads: %w", err)
 	}
@@ -393,17 +382,10 @@ func (x *Explanation) threads(s *Source, pids []uint32, win window, io targetIO)
 	return nil
 }
 
-// threadsOffCPU sums each thread's off-CPU time by reason, and its idle time.
-func threadsOffCPU(s *Source, pids []uint32, win window, get func(pid, tid uint32, comm string) *ThreadTime) error {
-	// Intervals are clipped to the window; the run-queue part is the interval's tail.
-	q := `WITH clipped AS (
-	        SELECT o.*, greatest(least(o.ts, $e) - greatest(o.start_ts, $b), 0) AS off_c,
-	               greatest(least(o.ts, $e) - greatest(o.ts - o.runq_ns, $b), 0) AS runq_c
-	        FROM target_offcpu o)
-	      SELECT o.pid, o.tid, arg_max(o.comm, o.ts), o.reason, o.state,
-	        sum(o.off_c - least(o.runq_c, o.off_c)), sum(least(o.runq_c, o.off_c)), coalesce(` + idleSQL(s.inTargets("waker_pid", pids)) + `, false) AS idle
-	      FROM clipped o GROUP BY o.pid, o.tid, o.reason, o.state, idle`
-	rows, err := s.DB.Query(q, sql.Named("b", win.begin), sql.Named("e", win.end))
+// threadsOffCPU sums each thread's off-CPU time by reason, and its idle time
+// (thread_offcpu, sql/explain.sql, says which waits are idle).
+func threadsOffCPU(s *Source, win window, get func(pid, tid uint32, comm string) *ThreadTime) error {
+	rows, err := s.query(sqlOf("thread_offcpu"), sql.Named("b", win.begin), sql.Named("e", win.end))
 	if err != nil {
 		return fmt.Errorf("accounting off-CPU time: %w", err)
 	}
@@ -434,7 +416,7 @@ func threadsOffCPU(s *Source, pids []uint32, win window, get func(pid, tid uint3
 
 // threadsIO fills each thread's bytes read and written.
 func threadsIO(s *Source, byTID map[uint32]*ThreadTime) error {
-	io, err := s.DB.Query(`SELECT tid, sum(rbytes), sum(wbytes) FROM target_io GROUP BY tid`)
+	io, err := s.query(sqlOf("thread_io"))
 	if err != nil {
 		return fmt.Errorf("summing thread I/O: %w", err)
 	}
@@ -454,10 +436,7 @@ func threadsIO(s *Source, byTID map[uint32]*ThreadTime) error {
 
 // threadsTopFile names the file each thread spent most time on in syscalls.
 func threadsTopFile(s *Source, byTID map[uint32]*ThreadTime) error {
-	top, err := s.DB.Query(`SELECT tid, arg_max(path, w), arg_max(r, w), arg_max(wr, w) FROM (
-	    SELECT tid, path, sum(wait_ns) AS w, sum(rbytes) AS r, sum(wbytes) AS wr
-	    FROM target_io WHERE fkind = 'file' AND path IS NOT NULL GROUP BY tid, path)
-	  GROUP BY tid`)
+	top, err := s.query(sqlOf("thread_top_file"))
 	if err != nil {
 		return fmt.Errorf("finding threads' files: %w", err)
 	}

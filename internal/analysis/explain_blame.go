@@ -22,50 +22,30 @@ func (x *Explanation) blame(s *Source, pids, tids []uint32, win window) error {
 	// storage waits): most targets had none on storage. A request's path
 	// (tids) may have its storage waits in an upstream outside the target.
 	var storage bool
-	if err := s.DB.QueryRow(`SELECT $1 OR EXISTS (SELECT 1 FROM target_offcpu WHERE reason IN (`+storageReasonsSQL+`))`,
-		s.everyStep).Scan(&storage); err != nil {
+	if err := s.queryRow(sqlOf("blame_has_storage_waits"), s.everyStep).Scan(&storage); err != nil {
 		return fmt.Errorf("collecting the target's storage waits: %w", err)
 	}
 	if !storage && len(tids) == 0 {
 		return nil
 	}
-	in := s.inTargets("pid", pids)
+	var only any // NULL: every thread of the target
 	if len(tids) > 0 {
-		in += " AND " + inList("tid", tids)
+		only = tids
 	}
-	waits := `CREATE OR REPLACE TEMP TABLE target_waits AS
-	  SELECT greatest(start_ts, $b) AS b, least(ts, $e) AS e, least(ts, $e) - greatest(start_ts, $b) - least(runq_ns, least(ts, $e) - greatest(start_ts, $b)) AS ns
-	  FROM offcpu
-	  WHERE ` + in + ` AND reason IN (` + storageReasonsSQL + `) AND ts > $b AND start_ts < $e`
-	if _, err := s.DB.Exec(waits, sql.Named("b", win.begin), sql.Named("e", win.end)); err != nil {
+	if err := s.run("target_waits", sql.Named("b", win.begin), sql.Named("e", win.end), sql.Named("pids", pids), sql.Named("tids", only)); err != nil {
 		return fmt.Errorf("collecting the target's storage waits: %w", err)
 	}
-	// The waits as disjoint spans (threads' waits overlap): a block request
-	// then falls in at most one, found by an ASOF join. A range join of
-	// requests against waits was quadratic: 4 s for 30k of each.
-	spans := `CREATE OR REPLACE TEMP TABLE target_spans AS
-	  WITH o AS (SELECT b, e, max(e) OVER (ORDER BY b, e ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_e FROM target_waits),
-	       g AS (SELECT b, e, sum(CASE WHEN prev_e IS NULL OR b > prev_e THEN 1 ELSE 0 END) OVER (ORDER BY b, e) AS island FROM o)
-	  SELECT min(b) AS b, max(e) AS e FROM g GROUP BY island`
-	if _, err := s.DB.Exec(spans); err != nil {
+	if err := s.run("target_spans"); err != nil {
 		return fmt.Errorf("merging the target's storage waits: %w", err)
 	}
 	var total sql.NullFloat64
-	s.DB.QueryRow("SELECT sum(ns) FROM target_waits").Scan(&total)
+	s.queryRow("SELECT sum(ns) FROM target_waits").Scan(&total)
 	if total.Float64 <= 0 {
 		return nil
 	}
 
 	// Syncs run by others, by overlap with the waits.
-	notIn := s.inTargets("r.pid", pids)
-	// The sync calls first, on the numeric table: there are few.
-	q := `WITH s AS (
-	        SELECT r.ts, r.dur, r.pid, c.comm, n.name FROM syscall_raw r JOIN syscall_names n USING (nr) LEFT JOIN comms c USING (comm_id)
-	        WHERE r.nr IN (SELECT nr FROM syscall_names WHERE class = 'sync') AND NOT (` + notIn + `))
-	      SELECT s.pid, any_value(s.comm), any_value(s.name), sum(least(s.ts + s.dur, w.e) - greatest(s.ts, w.b)), max(s.dur),
-	             count(DISTINCT s.ts)
-	      FROM s JOIN target_waits w ON s.ts < w.e AND s.ts + s.dur > w.b GROUP BY s.pid`
-	rows, err := s.DB.Query(q)
+	rows, err := s.query(sqlOf("blame_syncs"), sql.Named("pids", pids))
 	if err != nil {
 		return fmt.Errorf("finding syncs by others: %w", err)
 	}
@@ -84,19 +64,9 @@ func (x *Explanation) blame(s *Source, pids, tids []uint32, win window) error {
 	rows.Close()
 
 	// Disk traffic during the waits, each request charged to whoever made it
-	// necessary: a write to the process that dirtied the data (not the flusher
-	// thread that wrote it out), a read to the process that read. The target's
-	// own requests are its own; a stacked device's lower half (a loop device's
-	// backing file) is counted once, on the device above.
-	q = `WITH during AS (
-	       SELECT b.* FROM disk b ASOF JOIN target_spans w ON b.ts >= w.b WHERE b.ts <= w.e AND NOT b.lower),
-	     dirtier AS (` + dirtierSQL + `)
-	     SELECT b.op, b.pid, coalesce(b.comm, ''), d.pid, coalesce(d.comm, ''), b.path, sum(b.bytes)
-	     FROM during b LEFT JOIN dirtier d ON d.dev = b.fdev AND d.ino = b.ino AND d.gen = b.gen
-	     WHERE b.op IN ('read', 'write') AND b.bytes > 0
-	       AND coalesce(b.fkind, '') <> 'blockdev' -- metadata and journal: everyone's, no one's fault
-	     GROUP BY ALL`
-	rows, err = s.DB.Query(q)
+	// necessary: a write to the process that dirtied the data, a read to the
+	// process that read. The target's own requests are its own.
+	rows, err = s.query(sqlOf("blame_disk"))
 	if err != nil {
 		return fmt.Errorf("charging disk traffic: %w", err)
 	}

@@ -5,35 +5,21 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-
-	"github.com/whyslow/whyslow/internal/event"
 )
 
 // files: per file the target touched, bytes, operations and time inside syscalls.
-func (x *Explanation) files(s *Source, pids []uint32, io targetIO) error {
+func (x *Explanation) files(s *Source, io targetIO) error {
 	if !io.rows {
 		return nil
 	}
-	in := s.inTargets("i.pid", pids)
-	created := `SELECT DISTINCT dev, ino, gen FROM syscall_raw i
-	        WHERE ` + in + ` AND nr IN (SELECT nr FROM syscall_names WHERE class = 'open') AND (flags & 64) <> 0 AND ret >= 0
-	          AND (dev, ino, gen) IN (SELECT dev, ino, gen FROM files GROUP BY dev, ino, gen HAVING arg_min(size, ts) = 0)`
+	created := "target_created"
 	if s.WaitsOnly() {
-		// No open was hooked: a file first seen empty when the target
-		// dirtied it was created (or truncated) by the target.
-		created = `SELECT DISTINCT dev, ino, gen FROM dirtied i
-	        WHERE ` + in + ` AND (dev, ino, gen) IN (SELECT dev, ino, gen FROM files GROUP BY dev, ino, gen HAVING arg_min(size, ts) = 0)`
+		created = "target_created_waits"
 	}
-	q := `WITH created AS (` + created + `)
-	      SELECT coalesce(i.path, 'inode:[' || i.ino || ']'),
-	        sum(i.rbytes), sum(i.wbytes), sum(i.ops), sum(i.wait_ns),
-	        coalesce(bool_or((i.dev, i.ino, i.gen) IN (SELECT * FROM created)), false),
-	        coalesce(bool_or(f.deleted), false) OR coalesce(bool_or(u.path IS NOT NULL), false)
-	      FROM target_io i LEFT JOIN file_names f USING (dev, ino, gen)
-	        LEFT JOIN (SELECT DISTINCT path FROM unlinks WHERE ret = 0) u ON u.path = i.path
-	      WHERE i.fkind = 'file'
-	      GROUP BY 1`
-	rows, err := s.DB.Query(q)
+	if err := s.run(created); err != nil {
+		return fmt.Errorf("finding the files the target created: %w", err)
+	}
+	rows, err := s.query(sqlOf("file_use"))
 	if err != nil {
 		return fmt.Errorf("summing file use: %w", err)
 	}
@@ -150,38 +136,18 @@ func generated(s string) bool {
 // own part, and where requests waited: in the queue (inserted, not yet
 // issued), at the device (issued to complete), and before either, in a blkio
 // throttle that holds bios before they become requests, which await misses.
-func (x *Explanation) devices(s *Source, pids []uint32, win window) error {
+func (x *Explanation) devices(s *Source, win window) error {
 	// Most short commands saw no request: the query below takes ~10 ms to plan.
 	requests := s.everyStep
 	if !requests && s.hasRows("block_raw") {
-		if err := s.DB.QueryRow("SELECT EXISTS (SELECT 1 FROM block_raw WHERE ts BETWEEN ? AND ?)", win.begin, win.end).Scan(&requests); err != nil {
+		if err := s.queryRow("SELECT EXISTS (SELECT 1 FROM block_raw WHERE ts BETWEEN ? AND ?)", win.begin, win.end).Scan(&requests); err != nil {
 			return fmt.Errorf("summing devices: %w", err)
 		}
 	}
 	if !requests {
 		return nil
 	}
-	// The disk view's columns this needs, straight from block_raw: the view
-	// also joins every file's latest name (an aggregate over files), the
-	// comms and the op names, which cost most of this query's time: the op
-	// codes are compared as numbers (event.BlockOp).
-	// A request never issued (an empty flush served by one in flight) has
-	// issue time 0 in recordings made before the kernel side gave it its
-	// insert time: it waited at the device, not in the queue.
-	in := s.inTargets("pid", pids)
-	q := `SELECT coalesce(device, 'dev ' || (dev >> 20) || ':' || (dev & 1048575)), dev,
-	        sum(CASE WHEN op = ` + opCode(event.BlockRead) + ` THEN bytes ELSE 0 END), sum(CASE WHEN op = ` + opCode(event.BlockWrite) + ` THEN bytes ELSE 0 END),
-	        sum(CASE WHEN op = ` + opCode(event.BlockDiscard) + ` THEN bytes ELSE 0 END), sum(CASE WHEN op = ` + opCode(event.BlockWriteZeroes) + ` THEN bytes ELSE 0 END),
-	        count(*), avg(total_ns) / 1e6, avg(queue_ns) / 1e6, avg(service_ns) / 1e6,
-	        sum(CASE WHEN lower THEN bytes ELSE 0 END),
-	        sum(CASE WHEN ` + in + ` OR (fdev, ino, gen) IN (SELECT dev, ino, gen FROM dirtied WHERE ` + in + `) THEN bytes ELSE 0 END)
-	      FROM (SELECT b.pid, b.dev, b.bytes, b.op, b.fdev, b.ino, b.gen, d.name AS device,
-	              (b.ts - b.issued) AS service_ns, (b.issued - b.insert_ts) AS queue_ns, (b.ts - b.insert_ts) AS total_ns,
-	              coalesce(d.lower, false) OR (b.fdev, b.ino) IN (SELECT backing_dev, backing_ino FROM devices WHERE backing_ino > 0) AS lower
-	            FROM (SELECT *, coalesce(nullif(issue_ts, 0), insert_ts) AS issued FROM block_raw) b
-	            LEFT JOIN devices d USING (dev) WHERE b.ts BETWEEN ? AND ?)
-	      GROUP BY 1, 2 ORDER BY sum(bytes) DESC, 1`
-	rows, err := s.DB.Query(q, win.begin, win.end)
+	rows, err := s.query(sqlOf("device_use"), sql.Named("b", win.begin), sql.Named("e", win.end))
 	if err != nil {
 		return fmt.Errorf("summing devices: %w", err)
 	}
@@ -204,7 +170,7 @@ func (x *Explanation) devices(s *Source, pids []uint32, win window) error {
 	}
 	rows.Close()
 	for i := range x.Devices {
-		if err := x.Devices[i].throttle(s, devs[i], pids, win); err != nil {
+		if err := x.Devices[i].throttle(s, devs[i], win); err != nil {
 			return err
 		}
 	}
@@ -215,24 +181,15 @@ func (x *Explanation) devices(s *Source, pids []uint32, win window) error {
 // target's data went to it, estimates the time the target's storage waits
 // spent held by the throttle: waited, with none of its requests at the
 // device. (No tracepoint fires when a bio enters the throttle.)
-func (d *DeviceUse) throttle(s *Source, dev uint32, pids []uint32, win window) error {
+func (d *DeviceUse) throttle(s *Source, dev uint32, win window) error {
 	var rbps, wbps sql.NullInt64
-	s.DB.QueryRow("SELECT max(throttle_read_bps), max(throttle_write_bps) FROM devices WHERE dev = ?", dev).Scan(&rbps, &wbps)
+	s.queryRow("SELECT max(throttle_read_bps), max(throttle_write_bps) FROM devices WHERE dev = ?", dev).Scan(&rbps, &wbps)
 	d.ThrottleReadBPS, d.ThrottleWriteBPS = uint64(rbps.Int64), uint64(wbps.Int64)
 	if d.ThrottleReadBPS == 0 && d.ThrottleWriteBPS == 0 || d.TargetBytes == 0 {
 		return nil
 	}
-	in := s.inTargets("o.pid", pids)
-	q := `WITH waits AS (
-	        SELECT o.start_ts AS b, o.ts - o.runq_ns AS e FROM offcpu o
-	        WHERE ` + in + ` AND o.reason IN (` + storageReasonsSQL + `) AND o.ts > ? AND o.start_ts < ?),
-	      busy AS (
-	        SELECT w.b, w.e, sum(greatest(least(r.ts, w.e) - greatest(r.insert_ts, w.b), 0)) AS at_device
-	        FROM waits w LEFT JOIN disk r ON r.dev = ? AND r.insert_ts < w.e AND r.ts > w.b
-	        GROUP BY w.b, w.e)
-	      SELECT sum(greatest((e - b) - coalesce(at_device, 0), 0)) FROM busy`
 	var held sql.NullFloat64
-	if err := s.DB.QueryRow(q, win.begin, win.end, dev).Scan(&held); err != nil {
+	if err := s.queryRow(sqlOf("device_throttled"), sql.Named("b", win.begin), sql.Named("e", win.end), sql.Named("dev", dev)).Scan(&held); err != nil {
 		return fmt.Errorf("estimating throttle waits: %w", err)
 	}
 	d.ThrottledS = held.Float64 / 1e9
@@ -247,9 +204,7 @@ func (x *Explanation) network(s *Source, io targetIO) error {
 	if !io.rows {
 		return nil
 	}
-	q := `SELECT peer, sum(rbytes), sum(wbytes), sum(wait_ns)
-	      FROM target_io WHERE fkind IN ('socket', 'socket-other') AND peer IS NOT NULL GROUP BY 1 ORDER BY 4 DESC, 1`
-	rows, err := s.DB.Query(q)
+	rows, err := s.query(sqlOf("peer_use"))
 	if err != nil {
 		return fmt.Errorf("summing network: %w", err)
 	}
@@ -278,12 +233,10 @@ func (x *Explanation) network(s *Source, io targetIO) error {
 // it closed), where no socket call was hooked to count them.
 func (x *Explanation) closedConnections(s *Source) error {
 	var n int
-	if s.DB.QueryRow("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'tcp_bytes'").Scan(&n); n == 0 || len(x.Network) == 0 {
+	if s.queryRow("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'tcp_bytes'").Scan(&n); n == 0 || len(x.Network) == 0 {
 		return nil
 	}
-	rows, err := s.DB.Query(`WITH socks AS (SELECT DISTINCT peer, dev, ino, gen FROM target_io WHERE fkind IN ('socket', 'socket-other') AND peer IS NOT NULL),
-	       tb AS (SELECT dev, ino, max(received) AS r, max(sent) AS w FROM tcp_bytes GROUP BY ALL)
-	     SELECT s.peer, sum(tb.r), sum(tb.w), count(tb.r) FROM socks s JOIN tb USING (dev, ino) GROUP BY s.peer`)
+	rows, err := s.query(sqlOf("peer_closed_bytes"))
 	if err != nil {
 		return fmt.Errorf("reading connections' byte totals: %w", err)
 	}
@@ -308,23 +261,15 @@ func (x *Explanation) closedConnections(s *Source) error {
 }
 
 // afterExit: writeback of inodes the target dirtied, after it exited.
-func (x *Explanation) afterExit(s *Source, pids []uint32) error {
+func (x *Explanation) afterExit(s *Source) error {
 	fmt.Sscan(s.Meta["dirty_at_exit"], &x.AfterExit.DirtyAtExitBytes)
 	if !s.hasRows("dirtied") || !s.hasRows("block_raw") {
 		return nil
 	}
 	end := s.window().end
-	in := s.inTargets("d.pid", pids)
-	// Block writes of data the target dirtied, after it exited: the kernel
-	// still flushing its pages (what dstat showed in the article).
-	q := `SELECT sum(b.bytes), max(b.ts) - ?, coalesce(string_agg(DISTINCT f.path, chr(10)), '')
-	      FROM block b JOIN (SELECT DISTINCT dev, ino, gen FROM dirtied d WHERE ` + in + `) t
-	        ON t.dev = b.fdev AND t.ino = b.ino AND t.gen = b.gen
-	      LEFT JOIN file_names f ON f.dev = b.fdev AND f.ino = b.ino AND f.gen = b.gen
-	      WHERE b.ts > ? AND b.op = 'write'`
 	var bytes, span sql.NullFloat64
 	var paths string
-	row := s.DB.QueryRow(q, end, end)
+	row := s.queryRow(sqlOf("after_exit"), sql.Named("end", end))
 	if err := row.Scan(&bytes, &span, &paths); err != nil && err != sql.ErrNoRows {
 		return fmt.Errorf("finding writeback after exit: %w", err)
 	}

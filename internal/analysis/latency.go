@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/whyslow/whyslow/internal/event"
@@ -45,12 +44,15 @@ type Stats struct {
 
 // RunStats computes latency statistics per class and per disk.
 func RunStats(s *Source, f Filter) (*Stats, error) {
+	s, release, err := s.hold()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	where, args := f.where(rawCols)
 	out := &Stats{}
 	// Streamed calls, on the numeric table.
-	q := `SELECT n.class, count(*), min(dur), avg(dur), max(dur), coalesce(stddev_pop(dur), 0)
-	      FROM syscall_raw r LEFT JOIN syscall_names n USING (nr) WHERE ` + where + ` GROUP BY n.class ORDER BY n.class`
-	rows, err := s.DB.Query(q, args...)
+	rows, err := s.query(sqlWhere("stats_calls", where), args...)
 	if err != nil {
 		return nil, fmt.Errorf("computing latency stats: %w", err)
 	}
@@ -82,10 +84,7 @@ func RunStats(s *Source, f Filter) (*Stats, error) {
 	})
 
 	dwhere, dargs := f.where(diskCols)
-	q = `SELECT coalesce(device, (dev >> 20) || ':' || (dev & 1048575)), count(*), avg(queue_ns), max(queue_ns),
-	       avg(service_ns), quantile_disc(service_ns, 0.99), max(service_ns)
-	     FROM disk WHERE ` + dwhere + ` GROUP BY 1 ORDER BY 2 DESC`
-	rows, err = s.DB.Query(q, dargs...)
+	rows, err = s.query(sqlWhere("stats_disks", dwhere), dargs...)
 	if err != nil {
 		return nil, fmt.Errorf("computing disk stats: %w", err)
 	}
@@ -106,10 +105,7 @@ func RunStats(s *Source, f Filter) (*Stats, error) {
 // read it instead of sorting or scanning every call again.
 func (s *Source) streamedDurations(f Filter) error {
 	where, args := f.where(rawCols)
-	q := `CREATE OR REPLACE TEMP TABLE stream_durs AS
-	  WITH h AS (SELECT nr, dur, count(*) AS c FROM syscall_raw WHERE ` + where + ` GROUP BY nr, dur)
-	  SELECT n.class, h.dur, sum(h.c)::UBIGINT AS c FROM h LEFT JOIN syscall_names n USING (nr) GROUP BY n.class, h.dur`
-	if _, err := s.DB.Exec(q, args...); err != nil {
+	if _, err := s.exec(sqlWhere("stream_durs", where), args...); err != nil {
 		return fmt.Errorf("counting call durations: %w", err)
 	}
 	return nil
@@ -119,14 +115,7 @@ func (s *Source) streamedDurations(f Filter) error {
 // DuckDB's quantile_disc picks them: the value at index
 // max(1, n - floor(n - n*q)) - 1 of the sorted durations.
 func (s *Source) quantiles(byClass map[string]*ClassStats) error {
-	rows, err := s.DB.Query(`WITH cum AS (
-	    SELECT class, dur, sum(c) OVER (PARTITION BY class ORDER BY dur ROWS UNBOUNDED PRECEDING) AS upto,
-	           sum(c) OVER (PARTITION BY class)::DOUBLE AS n
-	    FROM stream_durs),
-	  k AS (SELECT *, greatest(1, n - floor(n - n * 0.5)) - 1 AS k50, greatest(1, n - floor(n - n * 0.9)) - 1 AS k90,
-	               greatest(1, n - floor(n - n * 0.99)) - 1 AS k99 FROM cum)
-	  SELECT class, min(dur) FILTER (WHERE upto > k50), min(dur) FILTER (WHERE upto > k90), min(dur) FILTER (WHERE upto > k99)
-	  FROM k GROUP BY class`)
+	rows, err := s.query(sqlOf("stream_quantiles"))
 	if err != nil {
 		return fmt.Errorf("computing latency quantiles: %w", err)
 	}
@@ -161,7 +150,7 @@ func totalsWhere(f Filter) (string, []any) {
 // counts, means and maxima exactly, percentiles from log2 buckets.
 func mergeTotals(s *Source, f Filter, byClass map[string]*ClassStats) error {
 	where, args := totalsWhere(f)
-	rows, err := s.DB.Query(`SELECT class, sum(count), sum(total_ns), max(max_ns) FROM syscall_totals WHERE `+where+` GROUP BY class`, args...)
+	rows, err := s.query(sqlWhere("totals_by_class", where), args...)
 	if err != nil {
 		return fmt.Errorf("reading aggregates: %w", err)
 	}
@@ -246,13 +235,18 @@ type Freq struct {
 // RunFreq builds latency histograms per class with n linear buckets between
 // f.Min and f.Max (the observed range when unset).
 func RunFreq(s *Source, f Filter, n int) ([]Freq, error) {
+	s, release, err := s.hold()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	if n <= 0 || n > 1000 {
 		return nil, fmt.Errorf("--freq-resolution must be 1..1000")
 	}
 	if err := s.streamedDurations(f); err != nil {
 		return nil, err
 	}
-	rows, err := s.DB.Query(`SELECT class, min(dur), max(dur) FROM stream_durs GROUP BY class ORDER BY class`)
+	rows, err := s.query(sqlOf("stream_ranges"))
 	if err != nil {
 		return nil, fmt.Errorf("finding latency ranges: %w", err)
 	}
@@ -281,9 +275,7 @@ func RunFreq(s *Source, f Filter, n int) ([]Freq, error) {
 		fr := Freq{Class: r.class}
 		width := max((r.hi-r.lo+uint64(n)-1)/uint64(n), 1)
 		counts := make([]uint64, n)
-		q := `SELECT least(((dur - ?) // ?)::BIGINT, ?) AS b, sum(c)::UBIGINT FROM stream_durs
-		      WHERE class = ? AND dur >= ? AND dur <= ? GROUP BY b`
-		brows, err := s.DB.Query(q, r.lo, width, n-1, r.class, r.lo, r.hi)
+		brows, err := s.query(sqlOf("stream_linear"), r.lo, width, n-1, r.class, r.lo, r.hi)
 		if err != nil {
 			return nil, fmt.Errorf("building histogram: %w", err)
 		}
@@ -309,7 +301,7 @@ func RunFreq(s *Source, f Filter, n int) ([]Freq, error) {
 // them, the kernel's aggregates.
 func histogram(s *Source, f Filter, class string) [64]uint64 {
 	var slots [64]uint64
-	rows, err := s.DB.Query(`SELECT floor(log2(greatest(dur, 1)))::INTEGER, sum(c)::UBIGINT FROM stream_durs WHERE class = ? GROUP BY 1`, class)
+	rows, err := s.query(sqlOf("stream_log2"), class)
 	if err == nil {
 		for rows.Next() {
 			var b int
@@ -324,7 +316,7 @@ func histogram(s *Source, f Filter, class string) [64]uint64 {
 		return slots
 	}
 	twhere, targs := totalsWhere(f)
-	trows, err := s.DB.Query(`SELECT slots FROM syscall_totals WHERE class = ? AND `+twhere, append([]any{class}, targs...)...)
+	trows, err := s.query(sqlWhere("totals_slots", twhere), append([]any{class}, targs...)...)
 	if err != nil {
 		return slots
 	}
@@ -376,27 +368,15 @@ type Op struct {
 	Outside bool      `json:"outside_range"` // began or ended outside the selected range (* in text)
 }
 
-// named turns kept syscall_raw rows (the CTE r) into operations with names.
-const named = `SELECT r.ts, r.ts + r.dur, r.dur, n.class, n.name, r.ret, c.comm, r.pid, r.tid, r.fd,
-	         coalesce(f.path, f.peer, ''), 0
-	       FROM r LEFT JOIN file_names f USING (dev, ino, gen) LEFT JOIN comms c USING (comm_id)
-	         LEFT JOIN syscall_names n USING (nr)`
-
 // RunTop lists the slowest streamed operations per class.
 func RunTop(s *Source, f Filter) (map[string][]Op, error) {
+	s, release, err := s.hold()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	where, args := f.where(rawCols)
-	// The slowest per class in one pass, each class keeping the top rows of
-	// its own: arg_max with a count, by duration, then the earlier call, then
-	// the lower tid, so that equal durations come out the same every time.
-	// (A window over every call sorts them all: seconds, with a tie-breaker.)
-	q := `WITH top AS (
-	        SELECT unnest(arg_max({'ts': raw.ts, 'dur': raw.dur, 'pid': raw.pid, 'tid': raw.tid, 'comm_id': raw.comm_id, 'nr': raw.nr,
-	                               'fd': raw.fd, 'ret': raw.ret, 'dev': raw.dev, 'ino': raw.ino, 'gen': raw.gen},
-	                              {'d': raw.dur, 't': -(raw.ts::BIGINT), 'i': -(raw.tid::BIGINT)}, ` + strconv.Itoa(f.Limit) + `)) AS row
-	        FROM syscall_raw raw JOIN syscall_names names USING (nr) WHERE ` + where + ` GROUP BY names.class),
-	      r AS (SELECT unnest(row) FROM top)
-	      ` + named + ` ORDER BY n.class, r.dur DESC, r.ts, r.tid`
-	ops, err := queryOps(s, f, q, args)
+	ops, err := queryOps(s, f, sqlWhere("top_calls", where), append([]any{f.Limit}, args...))
 	if err != nil {
 		return nil, err
 	}
@@ -423,7 +403,7 @@ func RunLog(s *Source, f Filter, limit int) ([]Op, error) {
 }
 
 func queryOps(s *Source, f Filter, q string, args []any) ([]Op, error) {
-	rows, err := s.DB.Query(q, args...)
+	rows, err := s.query(q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("listing operations: %w", err)
 	}

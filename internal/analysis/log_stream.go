@@ -16,6 +16,11 @@ import (
 // DuckDB's numeric columns (millions of rows a second), for the whole
 // recording printed to a pipe as babeltrace2 and perf script users do.
 func StreamLog(s *Source, f Filter, limit int, each func(*Op) error) error {
+	s, release, err := s.hold()
+	if err != nil {
+		return err
+	}
+	defer release()
 	names, err := s.logNames()
 	if err != nil {
 		return err
@@ -125,7 +130,7 @@ const logRowsPerSlice = 1 << 20
 // slice, so the slices together cost about one sort of the whole.
 func (s *Source) logSlices(where string, args []any) ([]logSlice, error) {
 	var lo, hi, n sql.NullInt64
-	if err := s.DB.QueryRow(`SELECT min(ts)::BIGINT, max(ts)::BIGINT, count(*) FROM syscall_raw WHERE `+where, args...).Scan(&lo, &hi, &n); err != nil {
+	if err := s.queryRow(`SELECT min(ts)::BIGINT, max(ts)::BIGINT, count(*) FROM syscall_raw WHERE `+where, args...).Scan(&lo, &hi, &n); err != nil {
 		return nil, fmt.Errorf("listing operations: %w", err)
 	}
 	if !lo.Valid || n.Int64 == 0 {
@@ -170,7 +175,7 @@ type logNames struct {
 
 func (s *Source) logNames() (*logNames, error) {
 	n := &logNames{comms: map[int64]string{}, syscalls: map[uint16]syscallName{}, files: map[fileKey]string{}}
-	rows, err := s.DB.Query("SELECT comm_id, comm FROM comms")
+	rows, err := s.query("SELECT comm_id, comm FROM comms")
 	if err != nil {
 		return nil, fmt.Errorf("reading names: %w", err)
 	}
@@ -182,7 +187,7 @@ func (s *Source) logNames() (*logNames, error) {
 		}
 	}
 	rows.Close()
-	if rows, err = s.DB.Query("SELECT nr, name, class FROM syscall_names"); err != nil {
+	if rows, err = s.query("SELECT nr, name, class FROM syscall_names"); err != nil {
 		return nil, fmt.Errorf("reading names: %w", err)
 	}
 	for rows.Next() {
@@ -193,7 +198,7 @@ func (s *Source) logNames() (*logNames, error) {
 		}
 	}
 	rows.Close()
-	if rows, err = s.DB.Query("SELECT dev, ino, gen, coalesce(path, peer, '') FROM file_names"); err != nil {
+	if rows, err = s.query("SELECT dev, ino, gen, coalesce(path, peer, '') FROM file_names"); err != nil {
 		return nil, fmt.Errorf("reading names: %w", err)
 	}
 	defer rows.Close()

@@ -82,20 +82,7 @@ func (w *pathWalker) loadOutside(pid uint32) error {
 	if !s.hasRows("offcpu_raw") {
 		return nil
 	}
-	rows, err := s.DB.Query(`WITH o AS (SELECT * FROM offcpu WHERE pid = $p AND ts > $b AND start_ts < $e)
-	  SELECT o.tid, coalesce(o.comm, ''), o.start_ts, o.ts, o.runq_ns,
-	         CASE WHEN o.syscall IN (`+pollSyscalls+`) AND o.waker_side IS NULL AND o.waker_pid = 0 THEN 'sleep'
-	              ELSE o.reason END,
-	         o.waker_pid, o.waker_tid, coalesce(o.waker_comm, ''),
-	         coalesce(f.path, CASE WHEN o.waker_side = 'server' THEN coalesce(wf.local, wf.path) END, ''),
-	         `+forWorkSQL("o", "")+`,
-	         coalesce(o.syscall IN (`+pollSyscalls+`), false),
-	         coalesce(o.waker_side = 'server' OR o.reason = 'lock' AND o.waker_pid <> 0, false)
-	  FROM o LEFT JOIN syscall_raw c ON c.tid = o.tid AND c.ts = o.start_ts AND c.blocked
-	    LEFT JOIN file_names f ON f.dev = c.dev AND f.ino = c.ino AND f.gen = c.gen
-	    LEFT JOIN file_names wf ON wf.dev = o.waker_dev AND wf.ino = o.waker_ino AND wf.gen = o.waker_gen
-	         AND o.waker_side IS NOT NULL
-	  ORDER BY o.tid, o.start_ts`,
+	rows, err := s.query(sqlOf("path_outside_waits"),
 		sql.Named("p", pid), sql.Named("b", w.win.begin), sql.Named("e", w.win.end))
 	if err != nil {
 		return fmt.Errorf("reading the waits of process %d: %w", pid, err)

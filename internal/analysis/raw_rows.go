@@ -1,7 +1,6 @@
 package analysis
 
 import (
-	"context"
 	"database/sql/driver"
 	"errors"
 	"io"
@@ -13,13 +12,8 @@ import (
 // reflection, was most of the time of printing a whole recording's log.
 // vals is reused between rows.
 func (s *Source) rawRows(q string, args []any, each func(vals []driver.Value) error) error {
-	ctx := context.Background()
-	conn, err := s.DB.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	return conn.Raw(func(dc any) error {
+	ctx := s.ctx
+	return s.held().Raw(func(dc any) error {
 		qc, ok := dc.(driver.QueryerContext)
 		if !ok {
 			return errors.New("the database driver cannot query directly")

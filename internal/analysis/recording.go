@@ -1,22 +1,35 @@
 package analysis
 
 import (
+	"context"
 	"database/sql"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/whyslow/whyslow/internal/store"
 )
 
-// Source is a recording with its clock, as analyses need it.
+// Source is a recording with its clock, as analyses need it. It may be
+// shared by analyses running at once: each runs on a connection of its own
+// (hold).
 type Source struct {
+	// DB is the recording's pool of connections, for callers' own queries;
+	// an analysis queries only the connection it holds.
 	DB    *sql.DB
 	Meta  map[string]string
 	Clock Clock
 	Lost  map[string]uint64
-	// filled says which of skippable's tables hold rows (hasRows).
-	filled map[string]bool
+	// filled says which of skippable's tables hold rows (hasRows): one for
+	// the Source and every analysis run on it.
+	filled *filled
+	// conn is the connection the running analysis holds (hold), with ctx:
+	// DuckDB's temporary tables and macros are a connection's own, so every
+	// query of an analysis goes through it.
+	conn *sql.Conn
+	ctx  context.Context
 	// targets is the pid set target_pids holds, if any (useTargets).
 	targets []uint32
 	// everyStep runs the steps that would be skipped on empty input (tests
@@ -29,7 +42,8 @@ func NewSource(r *store.Recording) *Source {
 	off, _ := strconv.ParseInt(r.Meta["clock_offset_ns"], 10, 64)
 	start, _ := strconv.ParseUint(r.Meta["start_mono"], 10, 64)
 	dur, _ := strconv.ParseUint(r.Meta["duration_ns"], 10, 64)
-	s := &Source{DB: r.DB, Meta: r.Meta, Clock: Clock{OffsetNS: off, StartMono: start, EndMono: start + dur}, Lost: r.Lost()}
+	s := &Source{DB: r.DB, Meta: r.Meta, Clock: Clock{OffsetNS: off, StartMono: start, EndMono: start + dur}, Lost: r.Lost(),
+		filled: &filled{}}
 	if dur == 0 {
 		// cut short (SIGKILL): the end is the last event
 		var last sql.NullInt64
@@ -54,31 +68,111 @@ func (s *Source) hasRows(table string) bool {
 	if s.everyStep {
 		return true
 	}
-	if s.filled == nil {
-		s.filled = map[string]bool{}
+	s.filled.once.Do(func() {
+		s.filled.tables = map[string]bool{}
 		parts := make([]string, len(skippable))
 		for i, t := range skippable {
 			parts[i] = "SELECT '" + t + "' FROM (SELECT 1 FROM " + t + " LIMIT 1)"
 		}
-		rows, err := s.DB.Query(strings.Join(parts, " UNION ALL "))
+		rows, err := s.query(strings.Join(parts, " UNION ALL "))
 		if err == nil {
 			defer rows.Close()
 			for rows.Next() {
 				var t string
 				if rows.Scan(&t) == nil {
-					s.filled[t] = true
+					s.filled.tables[t] = true
 				}
 			}
 			err = rows.Err()
 		}
 		if err != nil { // unknown: every step runs
 			for _, t := range skippable {
-				s.filled[t] = true
+				s.filled.tables[t] = true
 			}
 		}
-	}
-	filled, known := s.filled[table]
+	})
+	filled, known := s.filled.tables[table]
 	return filled || !known && !slices.Contains(skippable, table)
+}
+
+// filled is hasRows' answer, found once.
+type filled struct {
+	once   sync.Once
+	tables map[string]bool
+}
+
+// hold gives an analysis run a connection of its own, held until done is
+// called: the temporary tables it builds (target_offcpu, usage_io, ...) are
+// that connection's, and every query of the run reads them through it. A
+// Source already held (an analysis run inside another: requests explain)
+// is returned as it is, with a done that does nothing. done drops the run's
+// temporary tables and gives the connection back to the pool.
+func (s *Source) hold() (held *Source, done func(), err error) {
+	if s.conn != nil {
+		return s, func() {}, nil
+	}
+	ctx := context.Background()
+	conn, err := s.DB.Conn(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connecting to the recording: %w", err)
+	}
+	// The macros (sql/macros.sql) name target_pids: it is made first, empty
+	// until the analysis names its target (useTargets).
+	if _, err := conn.ExecContext(ctx, "CREATE OR REPLACE TEMP TABLE target_pids (pid UINTEGER);\n"+kernelMacros()+macros); err != nil {
+		conn.Close()
+		return nil, nil, fmt.Errorf("making the analyses' macros: %w", err)
+	}
+	h := *s
+	h.conn, h.ctx, h.targets = conn, ctx, nil
+	if h.filled == nil {
+		h.filled = &filled{}
+	}
+	return &h, func() {
+		dropTemporary(ctx, conn)
+		conn.Close()
+	}, nil
+}
+
+// dropTemporary drops the temporary tables of a run, so that the pooled
+// connection keeps no memory of it, and no later run reads them.
+func dropTemporary(ctx context.Context, conn *sql.Conn) {
+	rows, err := conn.QueryContext(ctx, "SELECT table_name FROM duckdb_tables() WHERE temporary")
+	if err != nil {
+		return
+	}
+	var names []string
+	for rows.Next() {
+		var n string
+		if rows.Scan(&n) == nil {
+			names = append(names, n)
+		}
+	}
+	rows.Close()
+	for _, n := range names {
+		conn.ExecContext(ctx, `DROP TABLE IF EXISTS temp.main."`+strings.ReplaceAll(n, `"`, `""`)+`"`)
+	}
+}
+
+// query, queryRow and exec run q on the connection the analysis holds.
+// Outside one (a step called without hold) they panic: another connection
+// would not have the run's temporary tables, or worse, another run's.
+func (s *Source) query(q string, args ...any) (*sql.Rows, error) {
+	return s.held().QueryContext(s.ctx, q, args...)
+}
+
+func (s *Source) queryRow(q string, args ...any) *sql.Row {
+	return s.held().QueryRowContext(s.ctx, q, args...)
+}
+
+func (s *Source) exec(q string, args ...any) (sql.Result, error) {
+	return s.held().ExecContext(s.ctx, q, args...)
+}
+
+func (s *Source) held() *sql.Conn {
+	if s.conn == nil {
+		panic("analysis: a query outside the connection of an analysis (Source.hold)")
+	}
+	return s.conn
 }
 
 // Full reports whether the recording streamed every I/O syscall.

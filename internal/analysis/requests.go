@@ -135,6 +135,11 @@ var ErrNoSocketCalls = errors.New("this recording has no socket calls to cut req
 // before reading the next one or closing. Any request/response protocol cuts
 // this way: HTTP/1.x with keep-alive, Redis, PostgreSQL's simple queries.
 func FindRequests(s *Source, opts RequestOptions) (*Requests, error) {
+	s, release, err := s.hold()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	out := &Requests{Schema: "whyslow.requests/v1", Lost: s.Lost, Payload: s.Meta["payload_bytes"] != "" && s.Meta["payload_bytes"] != "0"}
 	for _, n := range s.Lost {
 		out.LostEvents += n

@@ -22,7 +22,7 @@ func (s *Source) requestPIDs(f Filter) ([]uint32, error) {
 			return nil, err
 		}
 	} else {
-		rows, err := s.DB.Query("SELECT DISTINCT pid FROM syscalls WHERE fkind IN ('socket','unix') ORDER BY pid")
+		rows, err := s.query("SELECT DISTINCT pid FROM syscalls WHERE fkind IN ('socket','unix') ORDER BY pid")
 		if err != nil {
 			return nil, fmt.Errorf("finding servers: %w", err)
 		}
@@ -54,7 +54,7 @@ func (s *Source) socketCalls(pids []uint32) ([]socketCall, error) {
 	      FROM syscalls s LEFT JOIN file_names f USING (dev, ino, gen)
 	      WHERE ` + inList("s.pid", pids) + ` AND s.fkind IN ('socket','unix')
 	      ORDER BY s.pid, s.dev, s.ino, s.gen, s.ts`
-	rows, err := s.DB.Query(q)
+	rows, err := s.query(q)
 	if err != nil {
 		return nil, fmt.Errorf("reading socket calls: %w", err)
 	}
@@ -88,14 +88,14 @@ type firstBytes struct {
 func (s *Source) requestStarts(pids []uint32, keepQuery bool) (map[labelKey]firstBytes, error) {
 	out := map[labelKey]firstBytes{}
 	var n int
-	if s.DB.QueryRow("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'payloads'").Scan(&n); n == 0 {
+	if s.queryRow("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'payloads'").Scan(&n); n == 0 {
 		return out, nil // an older recording: no first bytes
 	}
 	arrived := "0"
-	if s.DB.QueryRow("SELECT count(*) FROM duckdb_columns() WHERE table_name = 'payloads' AND column_name = 'arrived'").Scan(&n); n > 0 {
+	if s.queryRow("SELECT count(*) FROM duckdb_columns() WHERE table_name = 'payloads' AND column_name = 'arrived'").Scan(&n); n > 0 {
 		arrived = "coalesce(arrived, 0)"
 	}
-	rows, err := s.DB.Query(`SELECT pid, dev, ino, gen, ts, data, ` + arrived + ` FROM payloads WHERE ` + inList("pid", pids))
+	rows, err := s.query(`SELECT pid, dev, ino, gen, ts, data, ` + arrived + ` FROM payloads WHERE ` + inList("pid", pids))
 	if err != nil {
 		return nil, fmt.Errorf("reading request labels: %w", err)
 	}
@@ -269,7 +269,7 @@ func (r *request) explain(s *Source, pids []uint32) error {
 	        UNION ALL
 	        SELECT path, NULL, 0, 0, 1, dur FROM unlinks WHERE ` + in + ` AND ts < $e AND ts + dur > $b)
 	      GROUP BY 1 ORDER BY 5 DESC, 1`
-	rows, err := s.DB.Query(q, sql.Named("b", r.begin), sql.Named("e", r.end))
+	rows, err := s.query(q, sql.Named("b", r.begin), sql.Named("e", r.end))
 	if err != nil {
 		return fmt.Errorf("finding a request's files: %w", err)
 	}

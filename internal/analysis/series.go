@@ -1,7 +1,6 @@
 package analysis
 
 import (
-	"database/sql"
 	"fmt"
 )
 
@@ -30,6 +29,11 @@ type DeviceSeries struct {
 // evenly over the span it took (a block request from issue to completion,
 // pages dirtied between two drains, an inode's writeback).
 func TimeSeries(s *Source, buckets int) (*Series, error) {
+	s, release, err := s.hold()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	begin, end := s.Clock.StartMono, s.Clock.EndMono
 	if buckets < 1 {
 		buckets = 1
@@ -58,7 +62,7 @@ func TimeSeries(s *Source, buckets int) (*Series, error) {
 			xs[i] += rate * float64(min(b, hi)-max(a, lo)) / out.BucketS
 		}
 	}
-	rows, err := s.DB.Query(`SELECT coalesce(d.name, 'dev ' || (b.dev >> 20) || ':' || (b.dev & 1048575)), b.op, b.issue_ts, b.ts, b.bytes
+	rows, err := s.query(`SELECT coalesce(d.name, 'dev ' || (b.dev >> 20) || ':' || (b.dev & 1048575)), b.op, b.issue_ts, b.ts, b.bytes
 	    FROM block b LEFT JOIN devices d USING (dev) WHERE b.op IN ('read', 'write') AND b.bytes > 0 ORDER BY 1`)
 	if err != nil {
 		return nil, fmt.Errorf("reading block requests: %w", err)
@@ -95,15 +99,15 @@ func TimeSeries(s *Source, buckets int) (*Series, error) {
 		{"SELECT ts, last_ts, pages FROM dirtied", out.DirtiedPagesPerS},
 		{"SELECT ts - least(dur, ts), ts, pages FROM writeback", out.WrittenBackPerS},
 	} {
-		if err := spreadRows(s.DB, q.sql, func(a, b uint64, n float64) { spread(q.to, a, b, n) }); err != nil {
+		if err := spreadRows(s, q.sql, func(a, b uint64, n float64) { spread(q.to, a, b, n) }); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-func spreadRows(db *sql.DB, q string, add func(a, b uint64, n float64)) error {
-	rows, err := db.Query(q)
+func spreadRows(s *Source, q string, add func(a, b uint64, n float64)) error {
+	rows, err := s.query(q)
 	if err != nil {
 		return fmt.Errorf("reading pages: %w", err)
 	}

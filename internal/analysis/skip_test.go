@@ -70,10 +70,9 @@ func TestEmptyTargetOffCPUShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rec.Close()
-	rec.DB.SetMaxOpenConns(1) // temporary tables are the connection's
-	s := NewSource(rec)
+	s := heldSource(t, rec)
 	shape := func() string {
-		rows, err := s.DB.Query("SELECT column_name, column_type FROM (DESCRIBE target_offcpu)")
+		rows, err := s.query("SELECT column_name, column_type FROM (DESCRIBE target_offcpu)")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,11 +91,11 @@ func TestEmptyTargetOffCPUShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := shape()
-	if _, err := s.DB.Exec(emptyTargetOffCPU); err != nil {
+	if _, err := s.exec(sqlOf("target_offcpu_empty")); err != nil {
 		t.Fatal(err)
 	}
 	if got := shape(); got != want {
-		t.Errorf("emptyTargetOffCPU makes\n%s\nthe query makes\n%s", got, want)
+		t.Errorf("target_offcpu_empty makes\n%s\nthe query makes\n%s", got, want)
 	}
 }
 
@@ -121,42 +120,5 @@ func TestNeverIssuedRequest(t *testing.T) {
 	x := explainRecorded(t, r.Close(), 100)
 	if len(x.Devices) != 1 || x.Devices[0].QueueMS != 0 || x.Devices[0].ServiceMS < 1.9 || x.Devices[0].ServiceMS > 2.1 {
 		t.Errorf("devices: %+v, want one with 0 ms queued and 2 ms at the device", x.Devices)
-	}
-}
-
-// TestTargetsJoinedAsListed: naming the target's processes by a join to
-// target_pids, as a target of many is, explains every story as naming them
-// in IN lists does.
-func TestTargetsJoinedAsListed(t *testing.T) {
-	paths := map[string]string{"short-command": shortCommand(t)}
-	for _, st := range storetest.Stories {
-		paths[st.Name] = st.Record(t)
-	}
-	defer func(n int) { literalPIDs = n }(literalPIDs)
-	for name, path := range paths {
-		var got [2]string
-		for i, literals := range []int{literalPIDs, 0} {
-			literalPIDs = literals
-			rec, err := store.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s := NewSource(rec)
-			s.everyStep = true // every query that names the target runs
-			pid, _ := strconv.Atoi(s.Meta["target_pid"])
-			x, err := Explain(s, uint32(pid))
-			if err != nil {
-				t.Fatalf("%s (%d literals): %v", name, literals, err)
-			}
-			if joined := s.targets != nil; joined != (literals == 0) {
-				t.Fatalf("%s: target_pids used %v with %d literals", name, joined, literals)
-			}
-			b, _ := json.Marshal(x)
-			got[i] = storetest.RoundFloats(string(b))
-			rec.Close()
-		}
-		if got[0] != got[1] {
-			t.Errorf("%s: joined to target_pids, the explanation changed:\n%s\nlisted:\n%s", name, got[1], got[0])
-		}
 	}
 }

@@ -33,9 +33,14 @@ type StackOptions struct {
 // Stacks folds the recording's off-CPU intervals by thread, reason and
 // kernel stack, and its on-CPU time by thread, largest first.
 func Stacks(s *Source, o StackOptions) ([]Stack, error) {
-	where := "true"
+	s, release, err := s.hold()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	var pids any // NULL: every process
 	if len(o.PIDs) > 0 {
-		where = inList("pid", o.PIDs)
+		pids = o.PIDs
 	}
 	names, err := s.threadNames()
 	if err != nil {
@@ -47,8 +52,7 @@ func Stacks(s *Source, o StackOptions) ([]Stack, error) {
 		if err != nil {
 			return nil, err
 		}
-		rows, err := s.DB.Query(`SELECT pid, tid, coalesce(reason, 'other'), coalesce(stack_id, -1), sum(off_ns)::UBIGINT
-		    FROM offcpu WHERE ` + where + ` GROUP BY ALL`)
+		rows, err := s.query(sqlOf("stacks_offcpu"), sql.Named("pids", pids))
 		if err != nil {
 			return nil, fmt.Errorf("folding off-CPU stacks: %w", err)
 		}
@@ -67,14 +71,13 @@ func Stacks(s *Source, o StackOptions) ([]Stack, error) {
 		}
 	}
 	if o.OnCPU {
-		sampled, err := s.sampledStacks(where)
+		sampled, err := s.sampledStacks(pids)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, sampled...)
 		// Threads with no CPU sample: their on-CPU time, with no stack.
-		rows, err := s.DB.Query(`SELECT pid, tid, sum(oncpu_ns)::UBIGINT FROM cputime WHERE ` + where + `
-		    AND tid NOT IN (SELECT tid FROM samples) GROUP BY ALL`)
+		rows, err := s.query(sqlOf("stacks_unsampled"), sql.Named("pids", pids))
 		if err != nil {
 			return nil, fmt.Errorf("summing on-CPU time: %w", err)
 		}
@@ -105,16 +108,12 @@ func Stacks(s *Source, o StackOptions) ([]Stack, error) {
 // sampledStacks folds the CPU samples (default level): each stands for its
 // thread's on-CPU time divided by its samples. A sample in the kernel keeps
 // the frames under the timer interrupt; one in user space is "[user]".
-func (s *Source) sampledStacks(where string) ([]Stack, error) {
+func (s *Source) sampledStacks(pids any) ([]Stack, error) {
 	frames, err := s.stackFrames()
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.DB.Query(`WITH w AS (
-	      SELECT s.tid, any_value(c.ns) / count(*) AS ns FROM samples s
-	      JOIN (SELECT tid, sum(oncpu_ns) AS ns FROM cputime GROUP BY tid) c USING (tid) GROUP BY s.tid)
-	    SELECT s.pid, s.tid, s.user, s.stack_id, (count(*) * any_value(w.ns))::UBIGINT
-	    FROM samples s JOIN w USING (tid) WHERE ` + where + ` GROUP BY ALL`)
+	rows, err := s.query(sqlOf("stacks_sampled"), sql.Named("pids", pids))
 	if err != nil {
 		return nil, fmt.Errorf("folding CPU samples: %w", err)
 	}
@@ -150,7 +149,7 @@ func underInterrupt(frames []string) []string {
 
 // stackFrames reads every kernel stack, outermost frame first.
 func (s *Source) stackFrames() (map[int64][]string, error) {
-	rows, err := s.DB.Query(`SELECT stack_id, array_to_string(list_reverse(frames), chr(1)) FROM stacks`)
+	rows, err := s.query(sqlOf("stack_frames"))
 	if err != nil {
 		return nil, fmt.Errorf("reading kernel stacks: %w", err)
 	}
@@ -177,8 +176,8 @@ func (s *Source) threadNames() (names, error) {
 	for _, q := range []struct {
 		sql string
 		to  map[uint32]string
-	}{{"SELECT pid, comm FROM processes WHERE comm IS NOT NULL", n.process}, {"SELECT tid, comm FROM threads", n.thread}} {
-		rows, err := s.DB.Query(q.sql)
+	}{{sqlOf("process_names"), n.process}, {sqlOf("thread_names"), n.thread}} {
+		rows, err := s.query(q.sql)
 		if err != nil {
 			return n, fmt.Errorf("naming threads: %w", err)
 		}

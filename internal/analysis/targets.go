@@ -13,8 +13,9 @@ func (s *Source) targetSet(pid uint32) ([]uint32, error) {
 	if !s.hasRows("forks") && !s.hasRows("existing") {
 		return []uint32{pid}, nil
 	}
-	rows, err := s.DB.Query(`SELECT pid, child_pid FROM forks WHERE child_pid <> pid
-	  UNION SELECT DISTINCT ppid, pid FROM existing WHERE ppid <> pid`)
+	rows, err := s.query(`SELECT pid, child_pid FROM forks WHERE child_pid <> pid
+	  UNION SELECT DISTINCT ppid, pid FROM existing WHERE ppid <> pid
+	  ORDER BY 1, 2`) // children in pid order, not in the order a hash table held them
 	if err != nil {
 		return nil, fmt.Errorf("reading forks: %w", err)
 	}
@@ -40,37 +41,18 @@ func (s *Source) targetSet(pid uint32) ([]uint32, error) {
 	return out, nil
 }
 
-// literalPIDs is how many of the target's pids a query names as literals;
-// beyond it, queries join target_pids (inTargets). DuckDB takes ~2 ms to plan
-// an IN list of a build's 425 pids, and an explanation names them in some
-// twenty queries: ~70 ms. A join to a table of them plans in a fraction of
-// that and runs as fast (DuckDB turns a long IN list into that join anyway);
-// a few literals stay literals, a filter the scan of a big table applies.
-// A variable so that tests can send every target through the join.
-var literalPIDs = 16
-
-// useTargets makes target_pids, the target's processes as a table, when
-// they are too many to name as literals: inTargets then names them by it.
+// useTargets makes target_pids, the target's processes as a table, which
+// queries join (is_target, sql/macros.sql). An IN list of literals took DuckDB ~2 ms to plan
+// for a build's 425 pids, in some twenty queries; the join plans in a
+// fraction of that and runs as fast: DuckDB pushes the pids it finds into
+// the scan of the big table (dynamic join filters), as it would literals.
 func (s *Source) useTargets(pids []uint32) error {
 	s.targets = nil
-	if len(pids) <= literalPIDs {
-		return nil
-	}
-	q := `CREATE OR REPLACE TEMP TABLE target_pids AS SELECT unnest([` + idList(pids) + `]::UINTEGER[]) AS pid`
-	if _, err := s.DB.Exec(q); err != nil {
+	if err := s.run("target_pids", pids); err != nil {
 		return fmt.Errorf("listing the target's processes: %w", err)
 	}
 	s.targets = slices.Clone(pids)
 	return nil
-}
-
-// inTargets renders "col IN ..." for pids: a join to target_pids when they
-// are the set useTargets made it of, else literals (inList).
-func (s *Source) inTargets(col string, pids []uint32) string {
-	if s.targets != nil && slices.Equal(pids, s.targets) {
-		return col + " IN (SELECT pid FROM target_pids)"
-	}
-	return inList(col, pids)
 }
 
 // inList renders "col IN (1, 2)". Pids are integers, so they are written as

@@ -42,6 +42,11 @@ const maxSpans, timelineBuckets = 1500, 1000
 // ThreadTimeline draws the timeline of the threads x accounted for, the
 // busiest first, at most maxThreads of them.
 func ThreadTimeline(s *Source, x *Explanation, maxThreads int) (*Timeline, error) {
+	s, release, err := s.hold()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	win := s.window()
 	t := &Timeline{StartMono: win.begin, WallS: float64(win.end-win.begin) / 1e9}
 	byTID := map[uint32]int{}
@@ -64,8 +69,7 @@ func ThreadTimeline(s *Source, x *Explanation, maxThreads int) (*Timeline, error
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.DB.Query(`SELECT tid, greatest(start_ts, $b), least(ts, $e), runq_ns, coalesce(reason, 'other') FROM offcpu
-	    WHERE `+inList("tid", tids)+` AND ts > $b AND start_ts < $e ORDER BY tid, start_ts, ts`,
+	rows, err := s.query(sqlOf("timeline_waits"), sql.Named("tids", tids),
 		sql.Named("b", win.begin), sql.Named("e", win.end))
 	if err != nil {
 		return nil, fmt.Errorf("reading waits for the timeline: %w", err)
@@ -122,9 +126,7 @@ func (s *Source) lifetimes(tids []uint32, win window) (map[uint32][2]uint64, err
 	for _, tid := range tids {
 		out[tid] = [2]uint64{win.begin, win.end}
 	}
-	rows, err := s.DB.Query(`SELECT coalesce(f.tid, e.tid), f.ts, e.ts
-	    FROM (SELECT child_tid AS tid, min(ts) AS ts FROM forks WHERE ` + inList("child_tid", tids) + ` GROUP BY 1) f
-	    FULL JOIN (SELECT tid, max(ts) AS ts FROM exits WHERE ` + inList("tid", tids) + ` GROUP BY 1) e USING (tid)`)
+	rows, err := s.query(sqlOf("thread_lifetimes"), sql.Named("tids", tids))
 	if err != nil {
 		return nil, fmt.Errorf("reading thread lifetimes: %w", err)
 	}

@@ -68,8 +68,12 @@ type IfaceIO struct {
 
 // RunUsage computes usage under a filter.
 func RunUsage(s *Source, f Filter) (*Usage, error) {
+	s, release, err := s.hold()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	u := &Usage{Exact: s.Full(), Calls: s.Meta["level"] != "waits" || s.Meta["requests"] == "true"}
-	var err error
 	if u.Accounting, err = s.accounting(f); err != nil {
 		return nil, err
 	}
@@ -78,7 +82,7 @@ func RunUsage(s *Source, f Filter) (*Usage, error) {
 	}
 	q := `SELECT pid, arg_max(comm, ts),` + sums() + ` FROM usage_io GROUP BY pid
 	      ORDER BY sum(bytes) DESC, pid LIMIT ?`
-	rows, err := s.DB.Query(q, f.Limit)
+	rows, err := s.query(q, f.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("summing process I/O: %w", err)
 	}
@@ -105,7 +109,7 @@ func RunUsage(s *Source, f Filter) (*Usage, error) {
 	       list(DISTINCT user ORDER BY user)
 	     FROM (SELECT *, CASE WHEN fd IS NOT NULL THEN 'fd ' || fd || ' in ' || comm || ' (' || pid || ')'
 	                          ELSE comm || ' (' || pid || ')' END AS user FROM g) GROUP BY path HAVING sum(b) > 0 ORDER BY sum(b) DESC, path LIMIT ?`
-	rows, err = s.DB.Query(q, f.Limit)
+	rows, err = s.query(q, f.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("summing file I/O: %w", err)
 	}
@@ -141,7 +145,7 @@ func RunUsage(s *Source, f Filter) (*Usage, error) {
 	     SELECT coalesce(i.pid, c.pid), coalesce(i.comm, c.comm), coalesce(i.r, 0), coalesce(i.w, 0), coalesce(c.c, 0)
 	     FROM issued i FULL OUTER JOIN charged c ON i.pid = c.pid
 	     ORDER BY coalesce(i.r, 0) + greatest(coalesce(i.w, 0), coalesce(c.c, 0)) DESC LIMIT ?`
-	rows, err = s.DB.Query(q, append(bargs, f.Limit)...)
+	rows, err = s.query(q, append(bargs, f.Limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("summing block I/O: %w", err)
 	}
@@ -162,7 +166,7 @@ func RunUsage(s *Source, f Filter) (*Usage, error) {
 	     FROM (SELECT io.*, f.local AS local FROM usage_io io LEFT JOIN file_names f USING (dev, ino, gen) WHERE fkind = 'socket') io
 	     LEFT JOIN (SELECT name AS ifname, addr FROM interfaces) n ON n.addr = regexp_replace(io.local, ':[0-9]+$', '')
 	     GROUP BY 1 ORDER BY 2 DESC, 3 DESC, 1`
-	rows, err = s.DB.Query(q)
+	rows, err = s.query(q)
 	if err != nil {
 		return nil, fmt.Errorf("summing network I/O: %w", err)
 	}
@@ -205,7 +209,7 @@ func (s *Source) usageCalls(f Filter) error {
 	    UNION ALL
 	    SELECT pid, ts, comm, name, class, NULL, dev, ino, gen, fkind, bytes FROM syscall_totals WHERE ` + twhere + `)
 	  SELECT io.*, f.path FROM named io LEFT JOIN file_names f USING (dev, ino, gen)`
-	if _, err := s.DB.Exec(q, append(args, targs...)...); err != nil {
+	if _, err := s.exec(q, append(args, targs...)...); err != nil {
 		return fmt.Errorf("summing calls: %w", err)
 	}
 	return nil

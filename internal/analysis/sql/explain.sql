@@ -1,0 +1,175 @@
+-- Explain's sums over the target's tables (sql/target.sql), each a query
+-- whose rows the explanation reads.
+
+-- name: kernel_cpu
+-- The target's time inside syscalls less the time it was off CPU there, by
+-- syscall class: the kernel's part of its CPU time. Numeric tables only:
+-- the io view names every row's file, which costs seconds on a recording of
+-- millions of calls.
+-- Columns: class VARCHAR, ns.
+WITH inside AS (
+    SELECT n.class, sum(c.wait_ns) AS ns FROM target_calls c JOIN syscall_names n USING (nr) GROUP BY n.class
+    UNION ALL SELECT class, sum(total_ns) FROM syscall_totals WHERE is_target(pid) GROUP BY class
+    UNION ALL SELECT 'unlink', sum(dur) FROM unlink_raw WHERE is_target(pid)),
+  off AS (
+    SELECT n.class, sum(o.off_ns) AS ns FROM target_offcpu o JOIN syscall_names n ON n.name = o.syscall GROUP BY 1)
+SELECT i.class, greatest(sum(i.ns) - coalesce(any_value(off.ns), 0), 0)
+FROM inside i LEFT JOIN off USING (class) WHERE i.class IS NOT NULL GROUP BY i.class;
+
+-- name: kernel_cpu_sampled
+-- kernel_cpu with no syscall hooked (the default level): from the timer
+-- samples, each sample inside a syscall counting its thread's CPU time per
+-- sample (sample_weights).
+-- Columns: class VARCHAR, ns.
+SELECT n.class, sum(w.ns) FROM samples s JOIN sample_weights() w USING (tid)
+  JOIN syscall_names n ON n.nr = s.syscall_nr
+WHERE is_target(s.pid) AND NOT s.user AND n.class IS NOT NULL AND n.class <> 'none' GROUP BY n.class;
+
+-- name: thread_offcpu
+-- Each target thread's off-CPU time in the window by reason and state, the
+-- intervals clipped to it, the run-queue part (the interval's tail) apart,
+-- and told idle or not. Idle waits are no slowness of their own: waiting for
+-- work (target_offcpu.for_work), or a hand-off to a traced child or thread
+-- whose end it waited for (a wait4, a join: woken by its exit; or a wait for
+-- children that had not ended when capture did). The critical path follows
+-- those into the work. Waits that traced threads end while they go on (a
+-- lock a sibling held, a pipe it fed) stay under their reason: contention
+-- between threads is slowness, and stays visible.
+-- Parameters: $b, $e (UBIGINT): the window.
+-- Columns: pid, tid, comm (latest), reason, state, off_ns (less the run
+-- queue), runq_ns, idle BOOLEAN.
+WITH clipped AS (
+    SELECT o.*, greatest(least(o.ts, $e) - greatest(o.start_ts, $b), 0) AS off_c,
+           greatest(least(o.ts, $e) - greatest(o.ts - o.runq_ns, $b), 0) AS runq_c
+    FROM target_offcpu o)
+SELECT o.pid, o.tid, arg_max(o.comm, o.ts), o.reason, o.state,
+  sum(o.off_c - least(o.runq_c, o.off_c)), sum(least(o.runq_c, o.off_c)),
+  coalesce(
+    (o.for_work
+     OR (o.waker_tid <> o.tid AND is_target(o.waker_pid) AND (o.reason = 'child' OR EXISTS (
+         SELECT 1 FROM exits e WHERE e.tid = o.waker_tid AND e.ts BETWEEN o.ts - o.runq_ns - 5000000 AND o.ts)))
+     OR (o.reason = 'child' AND o.waker_pid = 0 AND o.pid IN (SELECT ppid FROM existing UNION SELECT pid FROM forks))),
+    false) AS idle
+FROM clipped o GROUP BY o.pid, o.tid, o.reason, o.state, idle;
+
+-- name: thread_oncpu
+-- Each target thread's on-CPU time.
+-- Columns: pid, tid, comm (latest), oncpu_ns.
+SELECT pid, tid, arg_max(comm, ts), sum(oncpu_ns) FROM cputime WHERE is_target(pid) GROUP BY pid, tid;
+
+-- name: thread_io
+-- Each target thread's bytes read and written.
+-- Columns: tid, rbytes, wbytes.
+SELECT tid, sum(rbytes), sum(wbytes) FROM target_io GROUP BY tid;
+
+-- name: thread_top_file
+-- The file each target thread spent most time on in syscalls, and what it
+-- read from and wrote to it.
+-- Columns: tid, path, rbytes, wbytes.
+SELECT tid, arg_max(path, w), arg_max(r, w), arg_max(wr, w) FROM (
+    SELECT tid, path, sum(wait_ns) AS w, sum(rbytes) AS r, sum(wbytes) AS wr
+    FROM target_io WHERE fkind = 'file' AND path IS NOT NULL GROUP BY tid, path)
+GROUP BY tid;
+
+-- name: target_created
+-- Makes target_created (dev, ino, gen): the files the target created: opened
+-- with O_CREAT (64) by a call that succeeded, and first seen empty.
+CREATE OR REPLACE TEMP TABLE target_created AS
+  SELECT DISTINCT dev, ino, gen FROM syscall_raw i
+  WHERE is_target(i.pid) AND nr IN (SELECT nr FROM syscall_names WHERE class = 'open') AND (flags & 64) <> 0 AND ret >= 0
+    AND (dev, ino, gen) IN (SELECT dev, ino, gen FROM files GROUP BY dev, ino, gen HAVING arg_min(size, ts) = 0);
+
+-- name: target_created_waits
+-- Makes target_created at the default level, where no open was hooked: a
+-- file first seen empty when the target dirtied it was created (or
+-- truncated) by the target.
+CREATE OR REPLACE TEMP TABLE target_created AS
+  SELECT DISTINCT dev, ino, gen FROM dirtied i
+  WHERE is_target(i.pid) AND (dev, ino, gen) IN (SELECT dev, ino, gen FROM files GROUP BY dev, ino, gen HAVING arg_min(size, ts) = 0);
+
+-- name: file_use
+-- Per file the target touched (after target_created): bytes, operations,
+-- time inside syscalls, whether the target created it and whether it is
+-- gone.
+-- Columns: path (or inode:[ino]), rbytes, wbytes, ops, wait_ns, created,
+-- deleted.
+SELECT coalesce(i.path, 'inode:[' || i.ino || ']'),
+  sum(i.rbytes), sum(i.wbytes), sum(i.ops), sum(i.wait_ns),
+  coalesce(bool_or((i.dev, i.ino, i.gen) IN (SELECT * FROM target_created)), false),
+  coalesce(bool_or(f.deleted), false) OR coalesce(bool_or(u.path IS NOT NULL), false)
+FROM target_io i LEFT JOIN file_names f USING (dev, ino, gen)
+  LEFT JOIN (SELECT DISTINCT path FROM unlinks WHERE ret = 0) u ON u.path = i.path
+WHERE i.fkind = 'file'
+GROUP BY 1;
+
+-- name: device_use
+-- Block I/O during the window by device, all issuers, with the target's own
+-- part (issued by it, or of data it dirtied), and where requests waited: in
+-- the queue (inserted, not yet issued) and at the device (issued to
+-- complete). The disk view's columns this needs, straight from block_raw:
+-- the view also joins every file's latest name, the comms and the op
+-- names, which cost most of the time: ops are compared as codes
+-- (block_op, from internal/event). A request never issued (an
+-- empty flush served by one in flight) has issue time 0 in recordings made
+-- before the kernel side gave it its insert time: it waited at the device.
+-- Parameters: $b, $e (UBIGINT): the window (completions in it).
+-- Columns: name, dev, read, written, discarded, zeroed (bytes), requests,
+-- await_ms, queue_ms, service_ms, stacked (bytes carrying a device stacked
+-- on it), target_bytes.
+SELECT coalesce(device, 'dev ' || (dev >> 20) || ':' || (dev & 1048575)), dev,
+  sum(CASE WHEN op = block_op('read') THEN bytes ELSE 0 END), sum(CASE WHEN op = block_op('write') THEN bytes ELSE 0 END),
+  sum(CASE WHEN op = block_op('discard') THEN bytes ELSE 0 END), sum(CASE WHEN op = block_op('write-zeroes') THEN bytes ELSE 0 END),
+  count(*), avg(total_ns) / 1e6, avg(queue_ns) / 1e6, avg(service_ns) / 1e6,
+  sum(CASE WHEN lower THEN bytes ELSE 0 END),
+  sum(CASE WHEN is_target(pid) OR (fdev, ino, gen) IN (SELECT dev, ino, gen FROM dirtied WHERE is_target(pid)) THEN bytes ELSE 0 END)
+FROM (SELECT b.pid, b.dev, b.bytes, b.op, b.fdev, b.ino, b.gen, d.name AS device,
+        (b.ts - b.issued) AS service_ns, (b.issued - b.insert_ts) AS queue_ns, (b.ts - b.insert_ts) AS total_ns,
+        coalesce(d.lower, false) OR (b.fdev, b.ino) IN (SELECT backing_dev, backing_ino FROM devices WHERE backing_ino > 0) AS lower
+      FROM (SELECT *, coalesce(nullif(issue_ts, 0), insert_ts) AS issued FROM block_raw) b
+      LEFT JOIN devices d USING (dev) WHERE b.ts BETWEEN $b AND $e)
+GROUP BY 1, 2 ORDER BY sum(bytes) DESC, 1;
+
+-- name: device_throttled
+-- The time the target's storage waits on a device spent held by its blkio
+-- throttle: waited, with none of its requests at the device (no tracepoint
+-- fires when a bio enters the throttle).
+-- Parameters: $b, $e (UBIGINT): the window; $dev (UINTEGER): the device.
+-- Columns: one, ns.
+WITH waits AS (
+    SELECT o.start_ts AS b, o.ts - o.runq_ns AS e FROM offcpu o
+    WHERE is_target(o.pid) AND is_storage(o.reason) AND o.ts > $b AND o.start_ts < $e),
+  busy AS (
+    SELECT w.b, w.e, sum(greatest(least(r.ts, w.e) - greatest(r.insert_ts, w.b), 0)) AS at_device
+    FROM waits w LEFT JOIN disk r ON r.dev = $dev AND r.insert_ts < w.e AND r.ts > w.b
+    GROUP BY w.b, w.e)
+SELECT sum(greatest((e - b) - coalesce(at_device, 0), 0)) FROM busy;
+
+-- name: peer_use
+-- The target's traffic by peer: bytes each way and time inside socket
+-- syscalls. A socket met first in /proc (a connection older than an attach)
+-- is of a family /proc does not tell (socket-other) until the end's
+-- description names its addresses.
+-- Columns: peer, rbytes, wbytes, wait_ns.
+SELECT peer, sum(rbytes), sum(wbytes), sum(wait_ns)
+FROM target_io WHERE fkind IN ('socket', 'socket-other') AND peer IS NOT NULL GROUP BY 1 ORDER BY 4 DESC, 1;
+
+-- name: peer_closed_bytes
+-- The bytes the kernel counted on the target's TCP connections, by peer
+-- (tcp_bytes: each connection's totals as it closed), for the default
+-- level, where no socket call was hooked to count them.
+-- Columns: peer, received, sent, connections (with totals).
+WITH socks AS (SELECT DISTINCT peer, dev, ino, gen FROM target_io WHERE fkind IN ('socket', 'socket-other') AND peer IS NOT NULL),
+     tb AS (SELECT dev, ino, max(received) AS r, max(sent) AS w FROM tcp_bytes GROUP BY ALL)
+SELECT s.peer, sum(tb.r), sum(tb.w), count(tb.r) FROM socks s JOIN tb USING (dev, ino) GROUP BY s.peer;
+
+-- name: after_exit
+-- Block writes of data the target dirtied, after it exited: the kernel
+-- still flushing its pages.
+-- Parameters: $end (UBIGINT): the target's end.
+-- Columns: bytes, ns (from the end to the last write), paths (newline
+-- separated).
+SELECT sum(b.bytes), max(b.ts) - $end, coalesce(string_agg(DISTINCT f.path, chr(10)), '')
+FROM block b JOIN (SELECT DISTINCT dev, ino, gen FROM dirtied d WHERE is_target(d.pid)) t
+  ON t.dev = b.fdev AND t.ino = b.ino AND t.gen = b.gen
+LEFT JOIN file_names f ON f.dev = b.fdev AND f.ino = b.ino AND f.gen = b.gen
+WHERE b.ts > $end AND b.op = 'write';

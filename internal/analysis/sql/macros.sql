@@ -1,0 +1,68 @@
+-- Macros every analysis may use: the words of our vocabulary in SQL, each
+-- written once. Made on each connection an analysis holds, after
+-- target_pids (empty until an analysis names its target).
+
+-- name: is_target
+-- is_target(pid): pid is one of the target's processes (target_pids, made
+-- from the bound list $pids: sql/target.sql).
+CREATE OR REPLACE TEMP MACRO is_target(p) AS p IN (SELECT pid FROM target_pids);
+
+-- name: is_poll
+-- is_poll(syscall): the call waits on many fds at once (poll, select,
+-- epoll): for a thread that moved no socket data, that is waiting for work.
+CREATE OR REPLACE TEMP MACRO is_poll(syscall) AS
+  syscall IN ('poll', 'select', 'epoll_wait', 'epoll_pwait', 'epoll_pwait2', 'ppoll', 'pselect6');
+
+-- name: is_signal_wait
+-- is_signal_wait(syscall): the call waits for a signal and nothing else.
+CREATE OR REPLACE TEMP MACRO is_signal_wait(syscall) AS syscall IN ('rt_sigsuspend', 'pause', 'rt_sigtimedwait');
+
+-- name: is_storage
+-- is_storage(reason): a wait on storage (event.Reason.Disk; a test keeps
+-- the two the same).
+CREATE OR REPLACE TEMP MACRO is_storage(reason) AS reason IN ('disk-read', 'disk-write', 'dirty-throttle', 'sync');
+
+-- name: moves_bytes
+-- moves_bytes(name): the syscall's return value is bytes moved (the io
+-- view's bytes column): not accept or connect (event.SyscallMovesBytes; a
+-- test keeps the two the same).
+CREATE OR REPLACE TEMP MACRO moves_bytes(name) AS name IN (
+  'copy_file_range', 'fallocate', 'ftruncate', 'pread64', 'preadv', 'preadv2', 'pwrite64', 'pwritev', 'pwritev2',
+  'read', 'readv', 'recvfrom', 'recvmsg', 'sendfile', 'sendmsg', 'sendto', 'splice', 'write', 'writev');
+
+-- name: is_read
+-- is_read(class, name), is_write(class, name): among calls that move bytes,
+-- reads and writes: a class, and the net calls that go the same way (a recv
+-- is a read, a send a write). sendfile, splice and copy_file_range are
+-- neither: the file a row names is the one they read from, the bytes go to
+-- another (Go: reads.has, writes.has; a test keeps them the same).
+CREATE OR REPLACE TEMP MACRO is_read(class, name) AS (class = 'read' OR name IN ('recvfrom', 'recvmsg'));
+
+-- name: is_write
+-- is_write(class, name): see is_read.
+CREATE OR REPLACE TEMP MACRO is_write(class, name) AS (class = 'write' OR name IN ('sendto', 'sendmsg'));
+
+-- name: for_work
+-- for_work(syscall, waker_side, reason, unmoved): the wait was for work that
+-- had not come, no slowness of the waiter's own:
+--   - a poll woken by a server's answer (waker_side 'server') never is: a
+--     client waiting on its server, whatever else it polled;
+--   - a poll woken by a client's request ('client') is: a server waiting;
+--   - otherwise: accept; a poll of a thread that moved no socket data
+--     (unmoved: the target's threads, socket_movers in target_offcpu; false
+--     for an outside process, whose calls were not seen); a server's master
+--     waiting for a signal (nginx in sigsuspend), unless another process's
+--     kill ended it as a lock (PostgreSQL's latches).
+CREATE OR REPLACE TEMP MACRO for_work(syscall, waker_side, reason, unmoved) AS
+  coalesce(CASE WHEN waker_side = 'server' THEN false
+                WHEN waker_side = 'client' AND is_poll(syscall) THEN true
+                ELSE syscall IN ('accept', 'accept4') OR (is_poll(syscall) AND unmoved)
+                  OR is_signal_wait(syscall) AND reason <> 'lock' END, false);
+
+-- name: dirtier
+-- dirtier(): per file (dev, ino, gen), the process that dirtied most of its
+-- pages (pid, comm): the one a write-back of the file is charged to, not the
+-- flusher thread.
+CREATE OR REPLACE TEMP MACRO dirtier() AS TABLE
+  SELECT dev, ino, gen, arg_max(pid, pages) AS pid, arg_max(comm, pages) AS comm
+  FROM dirtied GROUP BY dev, ino, gen;
