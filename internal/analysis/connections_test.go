@@ -99,7 +99,8 @@ func TestAnalysesAtOnce(t *testing.T) {
 }
 
 // TestReleaseDropsTemporaryTables: an analysis leaves none of its
-// temporary tables on the connection it gives back to the pool.
+// temporary tables on the connection it gives back to the pool (the derived
+// ones every connection is made with stay: store.IsDerived).
 func TestReleaseDropsTemporaryTables(t *testing.T) {
 	rec, err := store.Open(storetest.Stories[0].Record(t))
 	if err != nil {
@@ -111,7 +112,7 @@ func TestReleaseDropsTemporaryTables(t *testing.T) {
 	for name, run := range everyAnalysis(s) {
 		run()
 		var n int
-		if err := rec.DB.QueryRow("SELECT count(*) FROM duckdb_tables() WHERE temporary").Scan(&n); err != nil {
+		if err := rec.DB.QueryRow("SELECT count(*) FROM duckdb_tables() WHERE temporary AND table_name NOT IN ('wait_reasons', 'socket_users')").Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		if n != 0 {

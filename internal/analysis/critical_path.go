@@ -335,7 +335,7 @@ func (w *pathWalker) wait(th *pathThread, iv *pathInterval, a, b uint64, depth i
 	}
 	reason := iv.reason
 	if iv.forWork {
-		reason = "idle"
+		reason = string(event.ReasonIdle)
 	}
 	var by *pathInterval
 	if !traced && iv.wakerPID != 0 && followed[iv.reason] && iv.reason != "network" {
@@ -449,7 +449,7 @@ func (w *pathWalker) result() CriticalPath {
 	// The chain: hand-offs around the longest segment of the largest reason.
 	top, topS := "", 0.0
 	for r, v := range p.ByReason {
-		if r != "idle" && (v > topS || v == topS && r < top) {
+		if r != string(event.ReasonIdle) && (v > topS || v == topS && r < top) {
 			top, topS = r, v
 		}
 	}

@@ -157,12 +157,38 @@ type AfterExit struct {
 	Files            []string `json:"files"`
 }
 
+// Activity is what another process did that a Blame names: one of the
+// storage activities below, or, for a process that ended a wait on the
+// critical path, that wait's reason (lock, ipc, other: endedWait).
+type Activity string
+
+const (
+	ActivitySync      Activity = "sync"      // ran a sync call while the target waited on storage
+	ActivityDirtied   Activity = "dirtied"   // dirtied the data being written out
+	ActivityWriteback Activity = "writeback" // the kernel wrote out data dirtied before the recording
+	ActivityWrote     Activity = "wrote"     // wrote to the disk directly
+	ActivityRead      Activity = "read"      // read from the disk
+	ActivityWhyslow   Activity = "whyslow"   // whyslow's own recording: counted apart, never a cause
+)
+
+// Storage says whether the activity explains storage waits.
+func (a Activity) Storage() bool {
+	switch a {
+	case ActivitySync, ActivityDirtied, ActivityWriteback, ActivityWrote, ActivityRead:
+		return true
+	}
+	return false
+}
+
+// endedWait is the activity of a process that ended a wait of the reason r.
+func endedWait(r string) Activity { return Activity(r) }
+
 // Blame is another process's part in the target's waits. Activity says
 // which, and so which of the facts after Share are filled.
 type Blame struct {
-	PID      uint32  `json:"pid"`
-	Comm     string  `json:"comm"`
-	Activity string  `json:"activity"`
+	PID      uint32   `json:"pid"`
+	Comm     string   `json:"comm"`
+	Activity Activity `json:"activity"`
 	Share    float64 `json:"share"`
 	// sync: the call it ran, how many times during the waits, and its longest.
 	Syscall   string `json:"syscall,omitempty"`

@@ -57,7 +57,7 @@ func (x *Explanation) blame(s *Source, pids, tids []uint32, win window) error {
 			rows.Close()
 			return err
 		}
-		b.Activity, b.Syscall, b.LongestNS = "sync", name, uint64(dur)
+		b.Activity, b.Syscall, b.LongestNS = ActivitySync, name, uint64(dur)
 		b.Share = min(overlap/total.Float64, 1)
 		x.Blame = append(x.Blame, b)
 	}
@@ -101,23 +101,23 @@ func (x *Explanation) blame(s *Source, pids, tids []uint32, win window) error {
 			if target[uint32(dpid.Int64)] || kernelThread(dcomm) {
 				continue
 			}
-			b = Blame{PID: uint32(dpid.Int64), Comm: dcomm, Activity: "dirtied"}
+			b = Blame{PID: uint32(dpid.Int64), Comm: dcomm, Activity: ActivityDirtied}
 		case target[ipid]:
 			continue // the target's own reads and direct writes
 		case op == "write" && kernelThread(issuer):
 			if !path.Valid {
 				continue // metadata or journal of the filesystem: everyone's writes, no owner to name
 			}
-			b = Blame{Comm: issuer, Activity: "writeback"}
+			b = Blame{Comm: issuer, Activity: ActivityWriteback}
 		case kernelThread(issuer):
 			continue // readahead and metadata reads of the kernel's own
 		case op == "write":
-			b = Blame{PID: ipid, Comm: issuer, Activity: "wrote"}
+			b = Blame{PID: ipid, Comm: issuer, Activity: ActivityWrote}
 		default:
-			b = Blame{PID: ipid, Comm: issuer, Activity: "read"}
+			b = Blame{PID: ipid, Comm: issuer, Activity: ActivityRead}
 		}
 		key := fmt.Sprint(b.Activity, b.PID)
-		if b.Activity == "writeback" {
+		if b.Activity == ActivityWriteback {
 			key += path.String // one line per file dirtied before the recording
 		}
 		c := charges[key]
@@ -138,10 +138,10 @@ func (x *Explanation) blame(s *Source, pids, tids []uint32, win window) error {
 	for _, c := range charges {
 		b := c.Blame
 		b.Share, b.Bytes, b.Path = c.bytes/all, uint64(c.bytes), c.path
-		if b.Activity == "writeback" && own != "" && strings.HasPrefix(c.path, own) ||
+		if b.Activity == ActivityWriteback && own != "" && strings.HasPrefix(c.path, own) ||
 			self != 0 && b.PID == uint32(self) {
 			// whyslow's own recording or reads: counted apart, never a cause
-			b.Activity, b.Comm = "whyslow", "whyslow"
+			b.Activity, b.Comm = ActivityWhyslow, "whyslow"
 		}
 		x.Blame = append(x.Blame, b)
 	}
@@ -164,7 +164,7 @@ func (x *Explanation) pathBlame() {
 		}
 	}
 	for k, d := range by {
-		x.Blame = append(x.Blame, Blame{PID: k.pid, Comm: k.comm, Activity: k.reason, Share: d / max(x.WallS, 1e-9),
+		x.Blame = append(x.Blame, Blame{PID: k.pid, Comm: k.comm, Activity: endedWait(k.reason), Share: d / max(x.WallS, 1e-9),
 			WaitS: d, Object: k.object})
 	}
 }

@@ -13,7 +13,7 @@ import (
 func (x *Explanation) verdict() {
 	by := x.Path.ByReason
 	x.Verdict.Basis = "critical_path"
-	if by["idle"] > 0.5*x.WallS {
+	if by[string(event.ReasonIdle)] > 0.5*x.WallS {
 		// A server: its first thread waited for work, and the work was done
 		// by others, request by request. Over the whole window there is no
 		// one path; the verdict is over all threads' busy time.
@@ -26,7 +26,7 @@ func (x *Explanation) verdict() {
 	var busy, all float64
 	for r, v := range by {
 		all += v
-		if r != "idle" {
+		if r != string(event.ReasonIdle) {
 			busy += v
 		}
 	}
@@ -41,14 +41,14 @@ func (x *Explanation) verdict() {
 	})
 	var top *Ranked
 	for i := range x.Verdict.Ranked {
-		if x.Verdict.Ranked[i].Reason != "idle" {
+		if x.Verdict.Ranked[i].Reason != string(event.ReasonIdle) {
 			top = &x.Verdict.Ranked[i]
 			break
 		}
 	}
 	if top == nil {
 		if all > 0 {
-			x.Verdict.Kind, x.Verdict.Reason, x.Verdict.Share, x.Verdict.OfS = VerdictIdle, "idle", 1, all
+			x.Verdict.Kind, x.Verdict.Reason, x.Verdict.Share, x.Verdict.OfS = VerdictIdle, string(event.ReasonIdle), 1, all
 			return
 		}
 		x.Verdict.Kind, x.Verdict.Reason = VerdictNone, "unknown"
@@ -154,7 +154,7 @@ func (x *Explanation) detail(reason string) *VerdictDetail {
 			d.Path, d.PathBytes = x.Files[0].Path, x.Files[0].WriteBytes
 		}
 		for _, b := range x.Blame {
-			if b.Activity != "whyslow" && b.Share >= 0.25 {
+			if b.Activity != ActivityWhyslow && b.Share >= 0.25 {
 				d.Blame = &b
 				break
 			}

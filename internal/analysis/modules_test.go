@@ -56,3 +56,40 @@ func TestMacrosSpeakAsGo(t *testing.T) {
 		}
 	}
 }
+
+// TestModulesSpeakTheReasons: every reason the modules' SQL compares a wait
+// with, or gives one (io_uring's), is a word of event.Reasons, or idle: a
+// word misspelt there would match no wait, silently.
+func TestModulesSpeakTheReasons(t *testing.T) {
+	known := map[string]bool{string(event.ReasonIdle): true}
+	for _, r := range event.Reasons {
+		known[string(r)] = true
+	}
+	compared := regexp.MustCompile(`reason\s*(?:=|<>|IN\s*\()\s*('[^']*'(?:\s*,\s*'[^']*')*)`)
+	word := regexp.MustCompile(`'([^']*)'`)
+	given := regexp.MustCompile(`THEN '([^']*)'`)
+	n := 0
+	for name, st := range modules {
+		var words []string
+		for _, m := range compared.FindAllStringSubmatch(st.sql, -1) {
+			for _, w := range word.FindAllStringSubmatch(m[1], -1) {
+				words = append(words, w[1])
+			}
+		}
+		if name == "target_uring" {
+			for _, m := range given.FindAllStringSubmatch(st.sql, -1) {
+				words = append(words, m[1])
+			}
+		}
+		for _, w := range words {
+			n++
+			if !known[w] {
+				t.Errorf("%s (%s): %q is no reason", name, st.file, w)
+			}
+		}
+	}
+	t.Logf("%d reason words", n)
+	if n < 10 {
+		t.Errorf("found %d reason words in the modules: the patterns no longer see them", n)
+	}
+}

@@ -31,7 +31,7 @@ type pathHop struct {
 
 // idleOutside: what an outside process does that is no work of its own for
 // the waiter, so the waiter's wait is said plainly.
-var idleOutside = map[string]bool{"idle": true, string(event.ReasonSleep): true}
+var idleOutside = map[string]bool{string(event.ReasonIdle): true, string(event.ReasonSleep): true}
 
 // outsideSegment words a segment of an outside thread: role outside, and its
 // idle stretches as the hop's wait, blocked by it.

@@ -134,7 +134,8 @@ func (s *Source) hold() (held *Source, done func(), err error) {
 }
 
 // dropTemporary drops the temporary tables of a run, so that the pooled
-// connection keeps no memory of it, and no later run reads them.
+// connection keeps no memory of it, and no later run reads them. The
+// derived tables every connection is made with (store.IsDerived) stay.
 func dropTemporary(ctx context.Context, conn *sql.Conn) {
 	rows, err := conn.QueryContext(ctx, "SELECT table_name FROM duckdb_tables() WHERE temporary")
 	if err != nil {
@@ -143,7 +144,7 @@ func dropTemporary(ctx context.Context, conn *sql.Conn) {
 	var names []string
 	for rows.Next() {
 		var n string
-		if rows.Scan(&n) == nil {
+		if rows.Scan(&n) == nil && !store.IsDerived(n) {
 			names = append(names, n)
 		}
 	}

@@ -207,13 +207,13 @@ func (r *request) describe(s *Source) {
 	r.Timerange = fmt.Sprintf("[%s,%s]", s.Clock.Wall(r.begin-min(r.begin, 1e6)).Format(clock), s.Clock.Wall(r.end+1e6).Format(clock))
 	var busy float64
 	for reason, v := range r.ByReason {
-		if reason != "idle" {
+		if reason != string(event.ReasonIdle) {
 			busy += v
 		}
 	}
 	top, topS := "", 0.0
 	for reason, v := range r.ByReason {
-		if reason != "idle" && (v > topS || v == topS && reason < top) {
+		if reason != string(event.ReasonIdle) && (v > topS || v == topS && reason < top) {
 			top, topS = reason, v
 		}
 	}
@@ -303,7 +303,7 @@ func (r *request) explain(s *Source, pids []uint32) error {
 	for _, b := range r.Blame {
 		// Only blame that explains the verdict: storage waits' culprits for
 		// a storage verdict, a lock holder for a lock wait.
-		if b.Share >= 0.25 && (storage && storageActivity[b.Activity] || b.Activity == r.Verdict.Reason) {
+		if b.Share >= 0.25 && (storage && b.Activity.Storage() || string(b.Activity) == r.Verdict.Reason) {
 			r.Verdict.Blame = &b
 			break
 		}
@@ -311,8 +311,6 @@ func (r *request) explain(s *Source, pids []uint32) error {
 	return nil
 }
 
-// storageActivity: blame activities that explain storage waits.
-var storageActivity = map[string]bool{"sync": true, "dirtied": true, "writeback": true, "wrote": true, "read": true}
 
 // finish computes the summary and keeps the slowest opts.Filter.Limit requests.
 func (out *Requests) finish(opts RequestOptions) *Requests {

@@ -53,7 +53,7 @@ func (e *Engine) drain(final bool) []event.Event {
 		readMap(e.maps.OffcpuStart, false, func(tid *uint32, os *whyslowOffstart) {
 			if os.Ts != 0 && now > os.Ts { // 0: a target thread between waits
 				out = append(out, &event.OffCPU{Header: event.Header{Time: now, PID: os.Pid, TID: *tid},
-					Off: now - os.Ts, State: byte(os.State), StackID: os.StackId, Syscall: os.Syscall})
+					Off: now - os.Ts, State: byte(os.State), StackID: os.StackId, Syscall: os.Syscall, WakerSyscall: -1})
 			}
 		})
 	}

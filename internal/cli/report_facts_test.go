@@ -113,7 +113,7 @@ func TestSlowRequestFacts(t *testing.T) {
 	}
 	who := map[uint32]string{}
 	for _, b := range slow.Blame {
-		who[b.PID] = b.Activity
+		who[b.PID] = string(b.Activity)
 	}
 	if who[4100] != "sync" || who[4200] != "dirtied" {
 		t.Errorf("blame %+v; want sync (4100) and tar (4200) dirtied", slow.Blame)

@@ -18,6 +18,14 @@ const (
 	ReasonOther         Reason = "other"
 )
 
+// ReasonIdle is time a thread waited for work that had not come (accept, a
+// server's poll with no request): no slowness of its own. It is not a
+// wait's reason (classify never gives it, and it is not in Reasons): the
+// analyses tell it from the waits around (for_work in
+// internal/analysis/sql/macros.sql), and it takes the wait's reason's place
+// in their output.
+const ReasonIdle Reason = "idle"
+
 // Reasons lists the vocabulary in report order.
 var Reasons = []Reason{ReasonCPU, ReasonRunqueue, ReasonDiskRead, ReasonDiskWrite, ReasonDirtyThrottle,
 	ReasonSync, ReasonNetwork, ReasonLock, ReasonSleep, ReasonChild, ReasonIPC, ReasonOther}

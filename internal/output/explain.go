@@ -190,7 +190,7 @@ func mostly(th analysis.ThreadTime) string {
 		}
 	}
 	if th.IdleS > bv {
-		return "idle"
+		return string(event.ReasonIdle)
 	}
 	return best
 }
@@ -283,8 +283,8 @@ func pathChain(x *analysis.Explanation) string {
 // ownIdleWords: what an outside process did while the target waited on it
 // and it did nothing for it.
 var ownIdleWords = map[string]string{
-	"sleep": "was asleep",
-	"idle":  "was idle, waiting for work of its own (its client, a connection)",
+	"sleep":                  "was asleep",
+	string(event.ReasonIdle): "was idle, waiting for work of its own (its client, a connection)",
 }
 
 // handOff words how a waiter depended on a worker.
@@ -311,7 +311,7 @@ func allThreads(x *analysis.Explanation) string {
 	for _, r := range event.Reasons {
 		add(string(r), x.Time.OffCPUS[string(r)])
 	}
-	add("idle", x.Time.IdleS)
+	add(string(event.ReasonIdle), x.Time.IdleS)
 	if len(parts) == 0 {
 		return ""
 	}

@@ -38,7 +38,7 @@ func verdictSentence(v analysis.Verdict) string {
 	case analysis.VerdictMixed:
 		var parts []string
 		for _, r := range v.Ranked {
-			if r.Reason == "idle" {
+			if r.Reason == string(event.ReasonIdle) {
 				continue
 			}
 			if len(parts) == 3 {
@@ -228,7 +228,7 @@ func blameSentence(b analysis.Blame) string {
 	}
 	held := fmt.Sprintf("%s, %s of the wall time", format.Seconds(b.WaitS), format.Pct(b.Share))
 	switch b.Activity {
-	case "sync":
+	case analysis.ActivitySync:
 		if b.Calls > 1 {
 			// The share is of the waits its calls overlapped: many short
 			// ones can cover them all, which one duration would not explain.
@@ -236,19 +236,19 @@ func blameSentence(b analysis.Blame) string {
 				who, b.Syscall, b.Calls, format.Dur(b.LongestNS))
 		}
 		return fmt.Sprintf("%s ran %s() for %s while the target waited on storage", who, b.Syscall, format.Dur(b.LongestNS))
-	case "whyslow":
+	case analysis.ActivityWhyslow:
 		return fmt.Sprintf("whyslow's own recording (%s): %s", format.Safe(b.Path), traffic)
-	case "writeback":
+	case analysis.ActivityWriteback:
 		return fmt.Sprintf("writeback%s (data dirtied before the recording): %s", where, traffic)
-	case "dirtied":
+	case analysis.ActivityDirtied:
 		return fmt.Sprintf("%s dirtied the data%s being written out: %s", who, where, traffic)
-	case "wrote":
+	case analysis.ActivityWrote:
 		return fmt.Sprintf("%s wrote%s directly: %s", who, where, traffic)
-	case "read":
+	case analysis.ActivityRead:
 		return fmt.Sprintf("%s read%s: %s", who, where, traffic)
-	case string(event.ReasonLock):
+	case analysis.Activity(event.ReasonLock):
 		return fmt.Sprintf("%s held the lock%s that the target waited for: %s", who, on, held)
-	case string(event.ReasonIPC):
+	case analysis.Activity(event.ReasonIPC):
 		return fmt.Sprintf("%s was the other end of the pipe or socket%s the target waited on: %s", who, on, held)
 	}
 	return fmt.Sprintf("%s ended a wait (%s)%s of the target: %s", who, b.Activity, on, held)

@@ -53,7 +53,8 @@ func TestEveryTableRoundTrips(t *testing.T) {
 			UnixPath: odd[2], PeerIno: maxU64},
 		&event.OffCPU{Header: at(30, "off"), Off: 25, Runq: maxU64, State: 'D', StackID: 9, Syscall: 40000,
 			WakerPID: 1, WakerTID: 2, WakerComm: odd[4], Reason: event.ReasonDiskWrite, Stack: odd, Outside: true,
-			WakerSide: event.SideServer, WakerFile: event.FileRef{Dev: maxU32, Ino: maxU64, Gen: maxU32 - 2}},
+			WakerSide: event.SideServer, WakerFile: event.FileRef{Dev: maxU32, Ino: maxU64, Gen: maxU32 - 2, Kind: event.KindSocketUnix},
+			FileKind: event.KindSocketInet, WakerSyscall: 62},
 		&event.OffCPU{Header: at(31, "off"), Off: 1, State: 'S', StackID: 9, Syscall: -1, Reason: event.Reason("nonsense"),
 			Stack: []string{"another stack, same id: not written again"}},
 		&event.Block{Header: at(40, "blk"), InsertTime: 38, IssueTime: 39, Sector: maxU64, Bytes: maxU32, Dev: 5,
@@ -118,12 +119,12 @@ func TestEveryTableRoundTrips(t *testing.T) {
 			{uint64(22), uint32(9), uint64(10), uint32(0), "unix", "socket:[10]", false, false, uint64(0), nil, odd[2], uint64(maxU64)},
 		}},
 		{"SELECT * REPLACE ((SELECT comm FROM comms WHERE comm_id = r.comm_id) AS comm_id, " +
-			"(SELECT comm FROM comms WHERE comm_id = r.waker_comm_id) AS waker_comm_id, " +
-			"(SELECT reason FROM reasons WHERE reason_id = r.reason_id) AS reason_id) FROM offcpu_raw r ORDER BY ts", [][]any{
-			{uint64(30), uint64(5), uint64(25), uint64(maxU64), uint32(7), uint32(8), "off", uint8('D'), "disk-write", int32(9),
-				int16(-1), uint32(1), uint32(2), odd[4], true, uint8(event.SideServer), uint32(maxU32), uint64(maxU64), uint32(maxU32 - 2)},
-			{uint64(31), uint64(30), uint64(1), uint64(0), uint32(7), uint32(8), "off", uint8('S'), "other", int32(9),
-				int16(-1), uint32(0), uint32(0), "", false, uint8(0), uint32(0), uint64(0), uint32(0)},
+			"(SELECT comm FROM comms WHERE comm_id = r.waker_comm_id) AS waker_comm_id) FROM offcpu_raw r ORDER BY ts", [][]any{
+			{uint64(30), uint64(5), uint64(25), uint64(maxU64), uint32(7), uint32(8), "off", uint8('D'), int32(9),
+				int16(-1), uint32(1), uint32(2), odd[4], true, uint8(event.SideServer), uint32(maxU32), uint64(maxU64), uint32(maxU32 - 2),
+				uint8(event.KindSocketInet), uint8(event.KindSocketUnix), int16(62)},
+			{uint64(31), uint64(30), uint64(1), uint64(0), uint32(7), uint32(8), "off", uint8('S'), int32(9),
+				int16(-1), uint32(0), uint32(0), "", false, uint8(0), uint32(0), uint64(0), uint32(0), uint8(0), uint8(0), int16(0)},
 		}},
 		{"SELECT * FROM stacks ORDER BY stack_id", [][]any{
 			{int32(9), strs(odd)},

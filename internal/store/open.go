@@ -110,9 +110,11 @@ func open(path, dir string) (rec *Recording, err error) {
 	// The settings are the database's: the first connection makes and locks
 	// them; a later one (a query run while another's rows are read) cannot
 	// set them again, and finds them made.
+	reasons := &readerDerived{}
 	init := func(ex driver.ExecerContext) error {
 		_, err := ex.ExecContext(context.Background(), settings, nil)
 		if err == nil {
+			reasons.onConnect(ex)
 			return nil
 		}
 		if q, ok := ex.(driver.QueryerContext); ok {
@@ -121,6 +123,7 @@ func open(path, dir string) (rec *Recording, err error) {
 				locked := rows.Next(v) == nil && v[0] == true
 				rows.Close()
 				if locked {
+					reasons.onConnect(ex)
 					return nil
 				}
 			}
@@ -160,6 +163,11 @@ func open(path, dir string) (rec *Recording, err error) {
 	if db.QueryRow("SELECT count(*) FROM duckdb_views() WHERE view_name = 'io'").Scan(&n); n == 0 {
 		db.Close()
 		return nil, fmt.Errorf("%s: %w", path, ErrNotRecording)
+	}
+	// The waits' reasons could not be derived: a damaged table.
+	if reasons.err != nil {
+		db.Close()
+		return nil, unreadable(path, reasons.err)
 	}
 	return r, nil
 }

@@ -9,7 +9,7 @@ import (
 
 // loads holds every table's load but meta's (written through SQL).
 type loads struct {
-	files, syscallRaw, comms, syscallNames, kinds, syscallTotals, offcpuRaw, reasons, stacks,
+	files, syscallRaw, comms, syscallNames, kinds, syscallTotals, offcpuRaw, stacks,
 	blockRaw, throttle, writeback, dirtied, cputime, forks, execs, exits, taskIO, tcpBytes, payloads, samples,
 	existing, uring, unlinkRaw, lost, devices, interfaces *tableLoad
 	all []*tableLoad
@@ -19,7 +19,7 @@ type loads struct {
 func (l *loads) byName() map[string]**tableLoad {
 	return map[string]**tableLoad{
 		"files": &l.files, "syscall_raw": &l.syscallRaw, "comms": &l.comms, "syscall_names": &l.syscallNames,
-		"kinds": &l.kinds, "syscall_totals": &l.syscallTotals, "offcpu_raw": &l.offcpuRaw, "reasons": &l.reasons,
+		"kinds": &l.kinds, "syscall_totals": &l.syscallTotals, "offcpu_raw": &l.offcpuRaw,
 		"stacks": &l.stacks, "block_raw": &l.blockRaw, "throttle": &l.throttle, "writeback": &l.writeback,
 		"dirtied": &l.dirtied, "cputime": &l.cputime, "forks": &l.forks, "execs": &l.execs, "exits": &l.exits,
 		"task_io": &l.taskIO, "tcp_bytes": &l.tcpBytes, "payloads": &l.payloads, "samples": &l.samples, "existing": &l.existing, "uring": &l.uring,
@@ -27,12 +27,13 @@ func (l *loads) byName() map[string]**tableLoad {
 	}
 }
 
-// openLoads opens a load for every table of the schema but meta.
+// openLoads opens a load for every table of the schema but meta and the
+// derived tables (written through SQL).
 func openLoads(c *loadConn) (*loads, error) {
 	l := &loads{}
 	fields := l.byName()
 	for _, t := range tables {
-		if t.name == "meta" {
+		if t.name == "meta" || derivedTable(t.name) {
 			continue
 		}
 		f := fields[t.name]
@@ -85,11 +86,6 @@ func (w *Writer) dimensions() error {
 			return err
 		}
 	}
-	for i, r := range event.Reasons {
-		if err := w.t.reasons.row().u8(uint8(i)).str(string(r)).end(); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 
@@ -139,15 +135,6 @@ func (w *Writer) commID(comm string) (uint32, error) {
 	id := uint32(len(w.commIDs))
 	w.commIDs[comm] = id
 	return id, w.t.comms.row().u32(id).str(comm).end()
-}
-
-func reasonID(r event.Reason) uint8 {
-	for i, v := range event.Reasons {
-		if v == r {
-			return uint8(i)
-		}
-	}
-	return uint8(len(event.Reasons) - 1) // other
 }
 
 func syscallNr(nr int32) int16 {
@@ -208,8 +195,9 @@ func (w *Writer) append(ev event.Event) error {
 			return err
 		}
 		return t.offcpuRaw.row().u64(e.Time).u64(e.Time - e.Off).u64(e.Off).u64(e.Runq).u32(e.PID).u32(e.TID).u32(cid).u8(e.State).
-			u8(reasonID(e.Reason)).i32(e.StackID).i16(syscallNr(e.Syscall)).u32(e.WakerPID).u32(e.WakerTID).u32(wid).
-			bool(e.Outside).u8(uint8(e.WakerSide)).u32(e.WakerFile.Dev).u64(e.WakerFile.Ino).u32(e.WakerFile.Gen).end()
+			i32(e.StackID).i16(syscallNr(e.Syscall)).u32(e.WakerPID).u32(e.WakerTID).u32(wid).
+			bool(e.Outside).u8(uint8(e.WakerSide)).u32(e.WakerFile.Dev).u64(e.WakerFile.Ino).u32(e.WakerFile.Gen).
+			u8(uint8(e.FileKind)).u8(uint8(e.WakerFile.Kind)).i16(syscallNr(e.WakerSyscall)).end()
 	case *event.Block:
 		cid, err := w.namedCommID(e.TID, e.Comm)
 		if err != nil {

@@ -7,7 +7,7 @@ import "github.com/whyslow/whyslow/internal/event"
 // SchemaVersion changes whenever a table or view changes shape; each
 // version's additions are listed in docs/trace-format.md ("Versions").
 // A recording of another version is refused with one line naming it.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // Times (ts, *_ts) are CLOCK_MONOTONIC nanoseconds; meta.clock_offset_ns maps them to wall time.
 var tables = []struct{ name, columns string }{
@@ -21,8 +21,10 @@ var tables = []struct{ name, columns string }{
 	{"syscall_names", "nr USMALLINT, name VARCHAR, class VARCHAR"},
 	{"kinds", "kind UTINYINT, name VARCHAR"},
 	{"syscall_totals", "ts UBIGINT, last_ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, name VARCHAR, class VARCHAR, dev UINTEGER, ino UBIGINT, gen UINTEGER, fkind VARCHAR, count UBIGINT, bytes UBIGINT, total_ns UBIGINT, max_ns UBIGINT, errors UBIGINT, slots UBIGINT[]"},
-	{"offcpu_raw", "ts UBIGINT, start_ts UBIGINT, off_ns UBIGINT, runq_ns UBIGINT, pid UINTEGER, tid UINTEGER, comm_id UINTEGER, state UTINYINT, reason_id UTINYINT, stack_id INTEGER, syscall_nr SMALLINT, waker_pid UINTEGER, waker_tid UINTEGER, waker_comm_id UINTEGER, outside BOOLEAN, waker_side UTINYINT, waker_dev UINTEGER, waker_ino UBIGINT, waker_gen UINTEGER"},
-	{"reasons", "reason_id UTINYINT, reason VARCHAR"},
+	// offcpu_raw holds the facts a wait's reason is derived from (state,
+	// stack, syscall, the kinds of its file and of the waker's, the waker's
+	// syscall), not the reason: wait_reasons derives it (reasons.go).
+	{"offcpu_raw", "ts UBIGINT, start_ts UBIGINT, off_ns UBIGINT, runq_ns UBIGINT, pid UINTEGER, tid UINTEGER, comm_id UINTEGER, state UTINYINT, stack_id INTEGER, syscall_nr SMALLINT, waker_pid UINTEGER, waker_tid UINTEGER, waker_comm_id UINTEGER, outside BOOLEAN, waker_side UTINYINT, waker_dev UINTEGER, waker_ino UBIGINT, waker_gen UINTEGER, fkind UTINYINT, waker_fkind UTINYINT, waker_nr SMALLINT"},
 	{"stacks", "stack_id INTEGER, frames VARCHAR[]"},
 	{"block_raw", "ts UBIGINT, insert_ts UBIGINT, issue_ts UBIGINT, pid UINTEGER, tid UINTEGER, comm_id UINTEGER, dev UINTEGER, sector UBIGINT, bytes UINTEGER, op UTINYINT, sync BOOLEAN, meta BOOLEAN, fua BOOLEAN, error INTEGER, fdev UINTEGER, ino UBIGINT, gen UINTEGER"},
 	{"throttle", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, pause_ns UBIGINT, period_ns UBIGINT, dirtied UBIGINT, bdi_dev UINTEGER"},
@@ -52,6 +54,12 @@ var tables = []struct{ name, columns string }{
 	// stacked on, throttle_* the blkio cgroup's limits (bytes/s, 0 for none).
 	{"devices", "dev UINTEGER, name VARCHAR, backing VARCHAR, backing_dev UINTEGER, backing_ino UBIGINT, lower BOOLEAN, throttle_read_bps UBIGINT, throttle_write_bps UBIGINT"},
 	{"interfaces", "name VARCHAR, addr VARCHAR"},
+	// Derived at the end of a recording, and again by every reader with its
+	// own rules (reasons.go): wait_reasons, the reason of each distinct set
+	// of a wait's facts; socket_users, the processes seen using an internet
+	// socket (a poll of theirs waits on the network).
+	{"wait_reasons", waitReasonsColumns},
+	{"socket_users", "pid UINTEGER"},
 }
 
 // views are what analyses and `whyslow sql` read. Each joins a file's identity
@@ -64,10 +72,14 @@ var views = []string{
 	      LEFT JOIN kinds k ON k.kind = r.fkind`,
 	`CREATE OR REPLACE VIEW offcpu AS
 	 SELECT r.ts, r.start_ts, r.off_ns, r.runq_ns, r.pid, r.tid, c.comm, chr(r.state::INTEGER) AS state,
-	        rs.reason, r.stack_id, coalesce(n.name, CASE WHEN r.syscall_nr >= 0 THEN 'syscall_' || r.syscall_nr END) AS syscall,
+	        wr.reason, r.stack_id, coalesce(n.name, CASE WHEN r.syscall_nr >= 0 THEN 'syscall_' || r.syscall_nr END) AS syscall,
 	        r.waker_pid, r.waker_tid, w.comm AS waker_comm, r.outside,
 	        CASE r.waker_side WHEN 1 THEN 'server' WHEN 2 THEN 'client' END AS waker_side, r.waker_dev, r.waker_ino, r.waker_gen
-	 FROM offcpu_raw r LEFT JOIN comms c USING (comm_id) LEFT JOIN reasons rs USING (reason_id)
+	 FROM offcpu_raw r LEFT JOIN comms c USING (comm_id)
+	      LEFT JOIN socket_users su USING (pid)
+	      LEFT JOIN wait_reasons wr ON wr.stack_id = r.stack_id AND wr.syscall_nr = r.syscall_nr AND wr.state = r.state
+	        AND wr.fkind = r.fkind AND wr.waker_fkind = r.waker_fkind AND wr.waker_nr = r.waker_nr
+	        AND wr.sockets = (su.pid IS NOT NULL)
 	      LEFT JOIN syscall_names n ON n.nr = r.syscall_nr LEFT JOIN comms w ON w.comm_id = r.waker_comm_id`,
 	`CREATE OR REPLACE VIEW block AS
 	 SELECT r.ts, r.insert_ts, r.issue_ts, r.pid, r.tid, c.comm, r.dev, r.sector, r.bytes, coalesce(o.name, 'other') AS op,

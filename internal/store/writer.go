@@ -370,7 +370,23 @@ func (w *Writer) finish(lost map[string]uint64) []error {
 	}
 	w.duck.close()
 	w.duck = nil
+	if err := w.writeDerived(); err != nil {
+		errs = append(errs, err)
+	}
 	return errs
+}
+
+// writeDerived stores the derived tables (reasons.go), as this whyslow's
+// rules name them.
+func (w *Writer) writeDerived() error {
+	d, err := derive(func(q string) ([][]any, error) { return queryAll(w.db, q) })
+	if err == nil {
+		_, err = w.db.Exec(d.fill(false))
+	}
+	if err != nil {
+		return fmt.Errorf("deriving the waits' reasons: %w", err)
+	}
+	return nil
 }
 
 // closeDB closes the database, checkpointed (its rows moved from the WAL

@@ -55,7 +55,7 @@ type Report struct {
 var Colors = map[string]string{
 	"cpu": "#4e79a7", "runqueue": "#a0cbe8", "disk-read": "#f28e2b", "disk-write": "#e15759",
 	"dirty-throttle": "#b07aa1", "sync": "#ff9da7", "network": "#76b7b2", "lock": "#edc948",
-	"sleep": "#c9c9c9", "child": "#59a14f", "ipc": "#8cd17d", "other": "#9d7660", "idle": "#ececec",
+	"sleep": "#c9c9c9", "child": "#59a14f", "ipc": "#8cd17d", "other": "#9d7660", string(event.ReasonIdle): "#ececec",
 }
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
@@ -129,7 +129,7 @@ func Write(w io.Writer, r *Report) error {
 	for _, reason := range event.Reasons {
 		v.Reasons = append(v.Reasons, string(reason))
 	}
-	v.Reasons = append(v.Reasons, "idle")
+	v.Reasons = append(v.Reasons, string(event.ReasonIdle))
 	v.Data = r.chartData()
 	if err := page.Execute(w, v); err != nil {
 		return fmt.Errorf("writing the HTML report: %w", err)

@@ -9,11 +9,13 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
 
 	_ "github.com/duckdb/duckdb-go/v2" // the "duckdb" database/sql driver
+	"github.com/whyslow/whyslow/internal/classify"
 	"github.com/whyslow/whyslow/internal/event"
 	"github.com/whyslow/whyslow/internal/store"
 )
@@ -171,6 +173,10 @@ func (r *Recording) Off(th Thread, fromMS, toMS float64, reason event.Reason, sy
 	if syscall != "" {
 		o.Syscall = int32(Nr(syscall))
 	}
+	if len(stack) == 0 {
+		stack = r.stackFor(o, reason)
+		o.Stack = stack
+	}
 	if len(stack) > 0 {
 		key := fmt.Sprint(stack)
 		id, ok := r.stacks[key]
@@ -181,6 +187,35 @@ func (r *Recording) Off(th Thread, fromMS, toMS float64, reason event.Reason, sy
 		o.StackID = id
 	}
 	return o
+}
+
+// canonicalStacks are a kernel stack for each reason, innermost first, for
+// a wait a test gave no stack: readers derive a wait's reason from its
+// facts (store/reasons.go), so a fixture's must say what the test means.
+var canonicalStacks = map[event.Reason][]string{
+	event.ReasonDiskRead:      {"io_schedule", "folio_wait_bit_common", "filemap_read"},
+	event.ReasonDiskWrite:     {"io_schedule", "folio_wait_writeback"},
+	event.ReasonDirtyThrottle: {"io_schedule_timeout", "balance_dirty_pages"},
+	event.ReasonNetwork:       {"schedule_timeout", "sk_wait_data"},
+	event.ReasonLock:          {"futex_wait_queue", "futex_wait"},
+	event.ReasonSleep:         {"do_nanosleep"},
+	event.ReasonChild:         {"do_wait"},
+	event.ReasonIPC:           {"pipe_read"},
+}
+
+// stackFor is the stack a wait needs for its facts to give reason: none
+// when they already do, else the reason's canonical one. A reason the facts
+// cannot give (sync named on a call that does not sync) fails the test.
+func (r *Recording) stackFor(o *event.OffCPU, reason event.Reason) []string {
+	in := classify.Input{State: o.State, Syscall: o.Syscall, FileKind: o.FileKind, WakerKind: o.WakerFile.Kind, WakerSyscall: o.WakerSyscall}
+	if !slices.Contains(event.Reasons, reason) || classify.Reason(in) == reason {
+		return nil // none, or a word the analyses derive (idle)
+	}
+	in.Frames = canonicalStacks[reason]
+	if got := classify.Reason(in); got != reason {
+		r.t.Fatalf("storetest: a %s wait in syscall %d cannot be told %s (its facts give %s)", string(o.State), o.Syscall, reason, got)
+	}
+	return in.Frames
 }
 
 // Block is a block request th issued for file f (the device's own inode for

@@ -1,0 +1,222 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/whyslow/whyslow/internal/classify"
+	"github.com/whyslow/whyslow/internal/event"
+)
+
+// A wait's reason is derived, not recorded: offcpu_raw keeps the facts the
+// kernel gave (state, stack, syscall, the kinds of its file and of the
+// waker's socket, the waker's syscall), and classify.Reason, the one place
+// that decides, names the reason of each distinct set of them. The writer
+// stores its answer in wait_reasons at the end of a recording (for anyone
+// who opens the file with DuckDB alone); every reader derives it again with
+// its own rules into a temporary table of the same name, which DuckDB reads
+// in its place, in the offcpu view too. A recording made before a rule
+// changed is explained by the new rule.
+
+// waitReasonsColumns: the facts, then the reason. sockets is whether the
+// process was seen using an internet socket anywhere in the recording
+// (socket_users): a poll of such a process waits on the network.
+const waitReasonsColumns = "stack_id INTEGER, syscall_nr SMALLINT, state UTINYINT, fkind UTINYINT, waker_fkind UTINYINT, waker_nr SMALLINT, sockets BOOLEAN, reason VARCHAR"
+
+// derivedTables are written from the others, by the writer and again by
+// each reader.
+var derivedTables = []string{"wait_reasons", "socket_users"}
+
+func derivedTable(name string) bool { return slices.Contains(derivedTables, name) }
+
+// IsDerived says whether a temporary table is one a reader derives for
+// every connection (analysis keeps it when it drops a run's tables).
+func IsDerived(name string) bool { return derivedTable(name) }
+
+// queryFunc runs a query and returns its rows' values.
+type queryFunc func(q string) ([][]any, error)
+
+// derived is a recording's derived tables as SQL VALUES lists ("" for
+// none): numbers and our own reason words, never input.
+type derived struct{ reasons, sockets string }
+
+// derive reads a recording's wait facts and names their reasons.
+func derive(query queryFunc) (derived, error) {
+	inet := uint8(event.KindSocketInet)
+	using, err := query(fmt.Sprintf(`SELECT pid FROM syscall_raw WHERE fkind = %d
+	  UNION SELECT pid FROM syscall_totals WHERE fkind = '%s'
+	  UNION SELECT pid FROM samples WHERE fkind = %d
+	  UNION SELECT pid FROM offcpu_raw WHERE fkind = %d ORDER BY pid`, inet, event.KindSocketInet, inet, inet))
+	if err != nil {
+		return derived{}, fmt.Errorf("finding the processes that used sockets: %w", err)
+	}
+	pids := make([]string, len(using))
+	for i, u := range using {
+		pids[i] = fmt.Sprint(asInt(u[0]))
+	}
+	frames := map[int64][]string{}
+	stacks, err := query(`SELECT stack_id, frames FROM stacks WHERE stack_id IN (SELECT DISTINCT stack_id FROM offcpu_raw)`)
+	if err != nil {
+		return derived{}, fmt.Errorf("reading the waits' stacks: %w", err)
+	}
+	for _, s := range stacks {
+		list, _ := s[1].([]any)
+		f := make([]string, 0, len(list))
+		for _, v := range list {
+			if name, ok := v.(string); ok {
+				f = append(f, name)
+			}
+		}
+		frames[asInt(s[0])] = f
+	}
+	users := "SELECT NULL::UINTEGER AS pid WHERE false"
+	if len(pids) > 0 {
+		users = "SELECT * FROM (VALUES (" + strings.Join(pids, "), (") + ")) t(pid)"
+	}
+	facts, err := query(`SELECT DISTINCT r.stack_id, r.syscall_nr, r.state, r.fkind, r.waker_fkind, r.waker_nr, u.pid IS NOT NULL
+	  FROM offcpu_raw r LEFT JOIN (` + users + `) u USING (pid) ORDER BY ALL`)
+	if err != nil {
+		return derived{}, fmt.Errorf("reading the waits' facts: %w", err)
+	}
+	rows := make([]string, len(facts))
+	for i, f := range facts {
+		stack, nr, state := asInt(f[0]), asInt(f[1]), asInt(f[2])
+		fkind, wkind, wnr := asInt(f[3]), asInt(f[4]), asInt(f[5])
+		sockets, _ := f[6].(bool)
+		r := classify.Reason(classify.Input{State: byte(state), Syscall: int32(nr), Frames: frames[stack],
+			PollOnSockets: sockets, FileKind: event.FileKind(fkind), WakerKind: event.FileKind(wkind), WakerSyscall: int32(wnr)})
+		rows[i] = fmt.Sprintf("(%d, %d, %d, %d, %d, %d, %t, '%s')", stack, nr, state, fkind, wkind, wnr, sockets, r)
+	}
+	d := derived{reasons: strings.Join(rows, ", ")}
+	if len(pids) > 0 {
+		d.sockets = "(" + strings.Join(pids, "), (") + ")"
+	}
+	return d, nil
+}
+
+// fill is the SQL that fills the derived tables with d: the recording's
+// own (the writer's), or temporary ones of the same name (a reader's).
+func (d derived) fill(temporary bool) string {
+	var b strings.Builder
+	for _, t := range []struct{ name, columns, values string }{
+		{"wait_reasons", waitReasonsColumns, d.reasons},
+		{"socket_users", "pid UINTEGER", d.sockets},
+	} {
+		name := t.name
+		if temporary {
+			fmt.Fprintf(&b, "CREATE OR REPLACE TEMP TABLE %s (%s);\n", t.name, t.columns)
+			name = "temp.main." + t.name
+		} else {
+			fmt.Fprintf(&b, "DELETE FROM %s;\n", name)
+		}
+		if t.values != "" {
+			fmt.Fprintf(&b, "INSERT INTO %s VALUES %s;\n", name, t.values)
+		}
+	}
+	return b.String()
+}
+
+// asInt is a number DuckDB returned, of any integer type.
+func asInt(v any) int64 {
+	switch n := v.(type) {
+	case int8:
+		return int64(n)
+	case int16:
+		return int64(n)
+	case int32:
+		return int64(n)
+	case int64:
+		return n
+	case uint8:
+		return int64(n)
+	case uint16:
+		return int64(n)
+	case uint32:
+		return int64(n)
+	case uint64:
+		return int64(n)
+	}
+	return 0
+}
+
+// queryAll runs q on db and returns its rows' values.
+func queryAll(db *sql.DB, q string) ([][]any, error) {
+	rows, err := db.Query(q)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	var out [][]any
+	for rows.Next() {
+		v := make([]any, len(cols))
+		p := make([]any, len(cols))
+		for i := range v {
+			p[i] = &v[i]
+		}
+		if err := rows.Scan(p...); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// driverQueryAll runs q on a connection the connector is setting up.
+func driverQueryAll(ex driver.ExecerContext, q string) ([][]any, error) {
+	qc, ok := ex.(driver.QueryerContext)
+	if !ok {
+		return nil, errors.New("the connection cannot query")
+	}
+	rows, err := qc.QueryContext(context.Background(), q, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out [][]any
+	for {
+		v := make([]driver.Value, len(rows.Columns()))
+		if err := rows.Next(v); err == io.EOF {
+			return out, nil
+		} else if err != nil {
+			return nil, err
+		}
+		row := make([]any, len(v))
+		for i := range v {
+			row[i] = v[i]
+		}
+		out = append(out, row)
+	}
+}
+
+// readerDerived derives a recording's tables once, on the first connection
+// a reader makes, and fills each connection's temporary copies with them.
+type readerDerived struct {
+	once sync.Once
+	d    derived
+	err  error
+}
+
+// onConnect fills a new connection's derived tables. A file that is not a
+// recording of this version fails here first, and Open refuses it after
+// for that; a recording whose tables cannot be read fails here, and Open
+// refuses it with this error.
+func (r *readerDerived) onConnect(ex driver.ExecerContext) {
+	r.once.Do(func() {
+		r.d, r.err = derive(func(q string) ([][]any, error) { return driverQueryAll(ex, q) })
+	})
+	if r.err != nil {
+		return
+	}
+	ex.ExecContext(context.Background(), r.d.fill(true), nil)
+}
