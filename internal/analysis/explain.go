@@ -189,7 +189,7 @@ type Blame struct {
 	PID      uint32   `json:"pid"`
 	Comm     string   `json:"comm"`
 	Activity Activity `json:"activity"`
-	Share    float64 `json:"share"`
+	Share    float64  `json:"share"`
 	// sync: the call it ran, how many times during the waits, and its longest.
 	Syscall   string `json:"syscall,omitempty"`
 	Calls     uint64 `json:"calls,omitempty"`

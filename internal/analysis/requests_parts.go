@@ -311,7 +311,6 @@ func (r *request) explain(s *Source, pids []uint32) error {
 	return nil
 }
 
-
 // finish computes the summary and keeps the slowest opts.Filter.Limit requests.
 func (out *Requests) finish(opts RequestOptions) *Requests {
 	out.Count = len(out.Requests)
