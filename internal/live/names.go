@@ -231,6 +231,13 @@ func (n *names) name(f *Frame, o Object) {
 	case !ok:
 		maj, min := event.Dev(o.File.Dev)
 		f.Names[o] = fmt.Sprintf("inode %d on %d:%d", o.File.Ino, maj, min)
+		// Its description was lost (a full meta ring under load) or never
+		// made, yet the kernel's table says it was sent: take it out, so the
+		// file is described when next met instead of shown by inode until
+		// the table evicts it (top showed 105 such rows beside a make test).
+		if n.undescribe != nil {
+			n.undescribe(o.File)
+		}
 	case fn.peer != "":
 		f.Names[o] = "peer " + format.Safe(fn.peer)
 	default:

@@ -37,3 +37,24 @@ func TestShortLivedProcessesAreNamed(t *testing.T) {
 		t.Error("an exited process is still remembered two frames after its exit")
 	}
 }
+
+// A file a frame can only name by its inode (its description lost, or
+// never sent) is taken out of the kernel's table of files described, so it
+// is described again when next met; a named one is left there.
+func TestUnnamedFileIsDescribedAgain(t *testing.T) {
+	a := testAggregator(0)
+	var undescribed []event.FileRef
+	a.names.undescribe = func(r event.FileRef) { undescribed = append(undescribed, r) }
+	named := event.FileRef{Dev: 8 << 20, Ino: 1, Kind: event.KindRegular}
+	lost := event.FileRef{Dev: 8 << 20, Ino: 2, Kind: event.KindRegular}
+	a.Feed([]event.Event{&event.File{Header: event.Header{Time: 1}, Ref: named, Path: "/named"}})
+	f := newFrame(0)
+	f.Files[named], f.Files[lost] = &FileStat{}, &FileStat{}
+	a.names.label(f)
+	if f.Names[Object{File: named}] != "/named" || f.Names[Object{File: lost}] != "inode 2 on 8:0" {
+		t.Fatalf("names %v", f.Names)
+	}
+	if len(undescribed) != 1 || undescribed[0] != lost {
+		t.Errorf("taken out of the kernel's table: %v, want only the unnamed file", undescribed)
+	}
+}
