@@ -232,17 +232,20 @@ type Freq struct {
 	Log2   []Bucket `json:"log2"`
 }
 
+// MaxFreqResolution is the most linear buckets RunFreq draws.
+const MaxFreqResolution = 1000
+
 // RunFreq builds latency histograms per class with n linear buckets between
 // f.Min and f.Max (the observed range when unset).
 func RunFreq(s *Source, f Filter, n int) ([]Freq, error) {
+	if n <= 0 || n > MaxFreqResolution {
+		return nil, fmt.Errorf("--freq-resolution must be 1..%d", MaxFreqResolution)
+	}
 	s, release, err := s.hold()
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	if n <= 0 || n > 1000 {
-		return nil, fmt.Errorf("--freq-resolution must be 1..1000")
-	}
 	if err := s.streamedDurations(f); err != nil {
 		return nil, err
 	}
