@@ -86,8 +86,8 @@ func (s *serving) call(c *event.Syscall) *Trigger {
 	}
 	// An answer: the request ends with its first write; later writes of the
 	// same answer find none open.
-	if cn.begin == 0 {
-		return nil
+	if cn.begin == 0 || end < cn.begin {
+		return nil // none open, or an earlier request's answer
 	}
 	var t *Trigger
 	if end-cn.begin > s.over && !cn.reported {

@@ -93,7 +93,7 @@ type watcher struct {
 
 	mu       sync.Mutex // the triggers' state: the capture's goroutine and the cuts' share it
 	stalls   *stalls
-	serving  *serving
+	serving  *inOrder
 	pressure *pressure
 	newest   uint64 // the newest event time seen
 	lost     lostHistory
@@ -117,7 +117,7 @@ func newWatcher(o Options) *watcher {
 		stalls: newStalls(o.Stall), fired: make(chan *Trigger, 64)}
 	w.flight.counters = o.Counters
 	if o.SlowRequest > 0 {
-		w.serving = newServing(uint64(o.SlowRequest))
+		w.serving = newInOrder(uint64(o.SlowRequest))
 	}
 	if len(o.PSI) > 0 {
 		fs, err := procfs.NewFS("/proc")
@@ -143,16 +143,17 @@ func (w *watcher) batch(b []event.Event) {
 			if w.o.Stall > 0 {
 				t = w.stalls.finished(v)
 			}
-		case *event.Syscall:
+		case *event.Syscall, *event.Payload:
 			if w.serving != nil {
-				t = w.serving.call(v)
-			}
-		case *event.Payload:
-			if w.serving != nil {
-				w.serving.payload(v)
+				w.serving.add(v)
 			}
 		}
 		if t != nil {
+			w.fire(t)
+		}
+	}
+	if w.serving != nil {
+		for _, t := range w.serving.release(w.newest) {
 			w.fire(t)
 		}
 	}
