@@ -93,3 +93,24 @@ func TestModulesSpeakTheReasons(t *testing.T) {
 		t.Errorf("found %d reason words in the modules: the patterns no longer see them", n)
 	}
 }
+
+// TestTrafficMacro: traffic(fkind) splits file kinds as
+// event.FileKind.Traffic does.
+func TestTrafficMacro(t *testing.T) {
+	rec, err := store.Open(storetest.Stories[0].Record(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	s, release, err := NewSource(rec).hold()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	for _, k := range event.FileKinds() {
+		var got string
+		if err := s.queryRow("SELECT traffic(?)", k.String()).Scan(&got); err != nil || got != k.Traffic() {
+			t.Errorf("traffic(%q) = %q (%v), want %q", k, got, err, k.Traffic())
+		}
+	}
+}

@@ -80,9 +80,7 @@ func RunUsage(s *Source, f Filter) (*Usage, error) {
 	if err := s.usageCalls(f); err != nil {
 		return nil, err
 	}
-	q := `SELECT pid, arg_max(comm, ts),` + sums() + ` FROM usage_io GROUP BY pid
-	      ORDER BY sum(bytes) DESC, pid LIMIT ?`
-	rows, err := s.query(q, f.Limit)
+	rows, err := s.query(sqlOf("usage_processes"), sql.Named("limit", f.Limit))
 	if err != nil {
 		return nil, fmt.Errorf("summing process I/O: %w", err)
 	}
@@ -99,17 +97,7 @@ func RunUsage(s *Source, f Filter) (*Usage, error) {
 	}
 	rows.Close()
 
-	// Group by user first, then name the users: building the "fd 14 in
-	// apache2 (31591)" string per row would cost more than the query.
-	q = `WITH g AS (
-	       SELECT path, fd, comm, pid, sum(CASE WHEN ` + readSQL + ` THEN bytes ELSE 0 END) AS r,
-	              sum(CASE WHEN ` + writeSQL + ` THEN bytes ELSE 0 END) AS w, sum(bytes) AS b
-	       FROM usage_io WHERE fkind = 'file' AND path IS NOT NULL GROUP BY path, fd, comm, pid)
-	     SELECT path, sum(r), sum(w),
-	       list(DISTINCT user ORDER BY user)
-	     FROM (SELECT *, CASE WHEN fd IS NOT NULL THEN 'fd ' || fd || ' in ' || comm || ' (' || pid || ')'
-	                          ELSE comm || ' (' || pid || ')' END AS user FROM g) GROUP BY path HAVING sum(b) > 0 ORDER BY sum(b) DESC, path LIMIT ?`
-	rows, err = s.query(q, f.Limit)
+	rows, err = s.query(sqlOf("usage_files"), sql.Named("limit", f.Limit))
 	if err != nil {
 		return nil, fmt.Errorf("summing file I/O: %w", err)
 	}
@@ -135,17 +123,7 @@ func RunUsage(s *Source, f Filter) (*Usage, error) {
 	}
 
 	bwhere, bargs := f.where(diskCols)
-	q = `WITH b AS (SELECT * FROM disk WHERE ` + bwhere + `),
-	     dirtier AS (` + dirtierSQL + `),
-	     issued AS (SELECT pid, arg_max(comm, ts) AS comm, sum(CASE WHEN op = 'read' THEN bytes ELSE 0 END) AS r,
-	                       sum(CASE WHEN op = 'write' THEN bytes ELSE 0 END) AS w FROM b GROUP BY pid),
-	     charged AS (SELECT coalesce(d.pid, b.pid) AS pid, arg_max(coalesce(d.comm, b.comm), b.ts) AS comm, sum(b.bytes) AS c
-	                 FROM b LEFT JOIN dirtier d ON d.dev = b.fdev AND d.ino = b.ino AND d.gen = b.gen
-	                 WHERE b.op = 'write' GROUP BY 1)
-	     SELECT coalesce(i.pid, c.pid), coalesce(i.comm, c.comm), coalesce(i.r, 0), coalesce(i.w, 0), coalesce(c.c, 0)
-	     FROM issued i FULL OUTER JOIN charged c ON i.pid = c.pid
-	     ORDER BY coalesce(i.r, 0) + greatest(coalesce(i.w, 0), coalesce(c.c, 0)) DESC LIMIT ?`
-	rows, err = s.query(q, append(bargs, f.Limit)...)
+	rows, err = s.query(sqlWhere("usage_block", bwhere), append(bargs, f.Limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("summing block I/O: %w", err)
 	}
@@ -161,12 +139,7 @@ func RunUsage(s *Source, f Filter) (*Usage, error) {
 	}
 	rows.Close()
 
-	q = `SELECT coalesce(n.ifname, split_part(io.local, ':', 1)), sum(CASE WHEN ` + readSQL + ` THEN bytes ELSE 0 END),
-	       sum(CASE WHEN ` + writeSQL + ` THEN bytes ELSE 0 END)
-	     FROM (SELECT io.*, f.local AS local FROM usage_io io LEFT JOIN file_names f USING (dev, ino, gen) WHERE fkind = 'socket') io
-	     LEFT JOIN (SELECT name AS ifname, addr FROM interfaces) n ON n.addr = regexp_replace(io.local, ':[0-9]+$', '')
-	     GROUP BY 1 ORDER BY 2 DESC, 3 DESC, 1`
-	rows, err = s.query(q)
+	rows, err = s.query(sqlOf("usage_network"))
 	if err != nil {
 		return nil, fmt.Errorf("summing network I/O: %w", err)
 	}
@@ -197,32 +170,10 @@ var totalsIOCols = cols{ts: "ts", end: "last_ts", pid: "pid", tid: "tid", comm: 
 func (s *Source) usageCalls(f Filter) error {
 	where, args := f.where(rawCols)
 	twhere, targs := f.where(totalsIOCols)
-	q := `CREATE OR REPLACE TEMP TABLE usage_io AS
-	  WITH c AS (
-	    SELECT pid, tid, comm_id, dev, ino, gen, fkind, fd, nr, max(ts) AS ts,
-	           sum(CASE WHEN ret > 0 THEN ret ELSE 0 END) AS ret_bytes
-	    FROM syscall_raw WHERE ` + where + ` GROUP BY ALL),
-	  named AS (
-	    SELECT c.pid, c.ts, cm.comm, n.name, n.class, c.fd, c.dev, c.ino, c.gen, k.name AS fkind,
-	           CASE WHEN n.name IN (` + byteSyscalls + `) THEN c.ret_bytes ELSE 0 END AS bytes
-	    FROM c LEFT JOIN comms cm USING (comm_id) LEFT JOIN syscall_names n USING (nr) LEFT JOIN kinds k ON k.kind = c.fkind
-	    UNION ALL
-	    SELECT pid, ts, comm, name, class, NULL, dev, ino, gen, fkind, bytes FROM syscall_totals WHERE ` + twhere + `)
-	  SELECT io.*, f.path FROM named io LEFT JOIN file_names f USING (dev, ino, gen)`
-	if _, err := s.exec(q, append(args, targs...)...); err != nil {
+	if _, err := s.exec(sqlWhere("usage_io", where, twhere), append(args, targs...)...); err != nil {
 		return fmt.Errorf("summing calls: %w", err)
 	}
 	return nil
-}
-
-func sums() string {
-	s := ""
-	for _, dir := range []string{readSQL, writeSQL} {
-		for _, t := range []string{"file", "net", "ipc", "other"} {
-			s += fmt.Sprintf(" sum(CASE WHEN %s AND %s = '%s' THEN bytes ELSE 0 END),", dir, trafficSQL, t)
-		}
-	}
-	return s[:len(s)-1]
 }
 
 func u64(v sql.NullFloat64) uint64 { return uint64(v.Float64) }

@@ -42,6 +42,13 @@ CREATE OR REPLACE TEMP MACRO is_read(class, name) AS (class = 'read' OR name IN 
 -- is_write(class, name): see is_read.
 CREATE OR REPLACE TEMP MACRO is_write(class, name) AS (class = 'write' OR name IN ('sendto', 'sendmsg'));
 
+-- name: traffic
+-- traffic(fkind): the kind of traffic a call's file carries, as usage
+-- splits it: file, net, ipc or other (event.FileKind.Traffic; a test keeps
+-- the two the same).
+CREATE OR REPLACE TEMP MACRO traffic(fkind) AS CASE WHEN fkind IN ('file', 'blockdev') THEN 'file'
+  WHEN fkind = 'socket' THEN 'net' WHEN fkind IN ('pipe', 'unix') THEN 'ipc' ELSE 'other' END;
+
 -- name: for_work
 -- for_work(syscall, waker_side, reason, unmoved): the wait was for work that
 -- had not come, no slowness of the waiter's own:
