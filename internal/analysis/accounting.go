@@ -39,18 +39,7 @@ func (s *Source) accounting(f Filter) ([]ProcessAccount, error) {
 	}
 	nf := Filter{PIDs: f.PIDs, TIDs: f.TIDs, Comms: f.Comms}
 	where, args := nf.where(accountingCols)
-	delta := func(c string) string {
-		return fmt.Sprintf("greatest(arg_max(%[1]s, ts)::HUGEINT - coalesce(min(%[1]s) FILTER (WHERE phase = 'start'), 0), 0) AS %[1]s", c)
-	}
-	q := `WITH t AS (
-	        SELECT pid, tid, arg_max(comm, ts) AS comm, ` + delta("rchar") + `, ` + delta("wchar") + `, ` + delta("syscr") + `,
-	               ` + delta("syscw") + `, ` + delta("read_bytes") + `, ` + delta("write_bytes") + `, ` + delta("cancelled_write_bytes") + `
-	        FROM task_io WHERE ` + where + ` GROUP BY pid, tid)
-	      SELECT pid, coalesce(any_value(comm) FILTER (WHERE tid = pid), any_value(comm)), sum(rchar), sum(wchar), sum(syscr), sum(syscw),
-	             sum(read_bytes), greatest(sum(write_bytes) - sum(cancelled_write_bytes), 0)
-	      FROM t GROUP BY pid HAVING sum(rchar) + sum(wchar) + sum(read_bytes) + sum(write_bytes) > 0
-	      ORDER BY sum(rchar) + sum(wchar) DESC, pid LIMIT ?`
-	rows, err := s.query(q, append(args, f.Limit)...)
+	rows, err := s.query(sqlWhere("usage_accounting", where), append(args, f.Limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("summing the kernel's I/O accounting: %w", err)
 	}
@@ -79,16 +68,7 @@ func (s *Source) storageFiles(u *Usage, f Filter) error {
 	dirtied := Filter{PIDs: f.PIDs, TIDs: f.TIDs, Comms: f.Comms, FileGlob: f.FileGlob, Begin: f.Begin, End: f.End, MinSize: -1, MaxSize: -1}
 	dwhere, dargs := dirtied.where(cols{ts: "d.ts", end: "d.last_ts", pid: "d.pid", tid: "d.tid", comm: "d.comm", path: "f.path"})
 	bwhere, bargs := dirtied.where(cols{ts: "insert_ts", end: "ts", pid: "pid", tid: "tid", comm: "comm", path: "path"})
-	q := `WITH d AS (
-	        SELECT coalesce(f.path, 'inode:[' || d.ino || ']') AS path, sum(d.pages) * page_size() AS dirtied, 0 AS from_storage,
-	               list(DISTINCT d.comm || ' (' || d.pid || ')') AS users
-	        FROM dirtied d LEFT JOIN file_names f USING (dev, ino, gen) WHERE ` + dwhere + ` GROUP BY 1),
-	      r AS (
-	        SELECT path, 0 AS dirtied, sum(bytes) AS from_storage, list(DISTINCT comm || ' (' || pid || ')') AS users
-	        FROM disk WHERE op = 'read' AND NOT lower AND fkind = 'file' AND path IS NOT NULL AND ` + bwhere + ` GROUP BY path)
-	      SELECT path, sum(dirtied), sum(from_storage), flatten(list(users)) FROM (SELECT * FROM d UNION ALL SELECT * FROM r)
-	      GROUP BY path`
-	rows, err := s.query(q, append(dargs, bargs...)...)
+	rows, err := s.query(sqlWhere("usage_storage_files", dwhere, bwhere), append(dargs, bargs...)...)
 	if err != nil {
 		return fmt.Errorf("summing files' storage I/O: %w", err)
 	}

@@ -62,8 +62,7 @@ func TimeSeries(s *Source, buckets int) (*Series, error) {
 			xs[i] += rate * float64(min(b, hi)-max(a, lo)) / out.BucketS
 		}
 	}
-	rows, err := s.query(`SELECT coalesce(d.name, 'dev ' || (b.dev >> 20) || ':' || (b.dev & 1048575)), b.op, b.issue_ts, b.ts, b.bytes
-	    FROM block b LEFT JOIN devices d USING (dev) WHERE b.op IN ('read', 'write') AND b.bytes > 0 ORDER BY 1`)
+	rows, err := s.query(sqlOf("series_block"))
 	if err != nil {
 		return nil, fmt.Errorf("reading block requests: %w", err)
 	}
@@ -96,8 +95,8 @@ func TimeSeries(s *Source, buckets int) (*Series, error) {
 		sql string
 		to  []float64
 	}{
-		{"SELECT ts, last_ts, pages FROM dirtied", out.DirtiedPagesPerS},
-		{"SELECT ts - least(dur, ts), ts, pages FROM writeback", out.WrittenBackPerS},
+		{sqlOf("series_dirtied"), out.DirtiedPagesPerS},
+		{sqlOf("series_written_back"), out.WrittenBackPerS},
 	} {
 		if err := spreadRows(s, q.sql, func(a, b uint64, n float64) { spread(q.to, a, b, n) }); err != nil {
 			return nil, err

@@ -13,9 +13,7 @@ func (s *Source) targetSet(pid uint32) ([]uint32, error) {
 	if !s.hasRows("forks") && !s.hasRows("existing") {
 		return []uint32{pid}, nil
 	}
-	rows, err := s.query(`SELECT pid, child_pid FROM forks WHERE child_pid <> pid
-	  UNION SELECT DISTINCT ppid, pid FROM existing WHERE ppid <> pid
-	  ORDER BY 1, 2`) // children in pid order, not in the order a hash table held them
+	rows, err := s.query(sqlOf("target_children"))
 	if err != nil {
 		return nil, fmt.Errorf("reading forks: %w", err)
 	}

@@ -2,6 +2,15 @@
 -- target (explain, requests) reads, built once per run in this order, on the
 -- connection the run holds. The target's processes are target_pids.
 
+-- name: target_children
+-- Every parent and child the recording knows: the forks it saw, and the
+-- processes there when capture began (attach), children in pid order (not
+-- in the order a hash table held them). targetSet walks them from a pid.
+-- Columns: pid, child_pid.
+SELECT pid, child_pid FROM forks WHERE child_pid <> pid
+UNION SELECT DISTINCT ppid, pid FROM existing WHERE ppid <> pid
+ORDER BY 1, 2;
+
 -- name: target_pids
 -- Makes target_pids (pid UINTEGER): the target's processes.
 -- Parameters: $1 (UINTEGER[]): their pids.

@@ -81,3 +81,46 @@ SELECT coalesce(n.ifname, split_part(io.local, ':', 1)), sum(CASE WHEN is_read(c
 FROM (SELECT io.*, f.local AS local FROM usage_io io LEFT JOIN file_names f USING (dev, ino, gen) WHERE fkind = 'socket') io
 LEFT JOIN (SELECT name AS ifname, addr FROM interfaces) n ON n.addr = regexp_replace(io.local, ':[0-9]+$', '')
 GROUP BY 1 ORDER BY 2 DESC, 3 DESC, 1;
+
+-- name: usage_accounting
+-- The kernel's own I/O accounting per process (task_io, as
+-- /proc/PID/io): each thread's last reading (at its exit, or the end) less
+-- its first (at the start; 0 for a thread born during the recording, whose
+-- accounting began at 0), summed over the process's threads.
+-- Slots: {{where}} on task_io (accountingCols).
+-- Parameters: after the slot's values, one more ?: the most rows.
+-- Columns: pid, comm (the main thread's), rchar, wchar, syscr, syscw,
+-- read_bytes, write_bytes less cancelled_write_bytes.
+WITH t AS (
+  SELECT pid, tid, arg_max(comm, ts) AS comm,
+    greatest(arg_max(rchar, ts)::HUGEINT - coalesce(min(rchar) FILTER (WHERE phase = 'start'), 0), 0) AS rchar,
+    greatest(arg_max(wchar, ts)::HUGEINT - coalesce(min(wchar) FILTER (WHERE phase = 'start'), 0), 0) AS wchar,
+    greatest(arg_max(syscr, ts)::HUGEINT - coalesce(min(syscr) FILTER (WHERE phase = 'start'), 0), 0) AS syscr,
+    greatest(arg_max(syscw, ts)::HUGEINT - coalesce(min(syscw) FILTER (WHERE phase = 'start'), 0), 0) AS syscw,
+    greatest(arg_max(read_bytes, ts)::HUGEINT - coalesce(min(read_bytes) FILTER (WHERE phase = 'start'), 0), 0) AS read_bytes,
+    greatest(arg_max(write_bytes, ts)::HUGEINT - coalesce(min(write_bytes) FILTER (WHERE phase = 'start'), 0), 0) AS write_bytes,
+    greatest(arg_max(cancelled_write_bytes, ts)::HUGEINT
+             - coalesce(min(cancelled_write_bytes) FILTER (WHERE phase = 'start'), 0), 0) AS cancelled_write_bytes
+  FROM task_io WHERE {{where}} GROUP BY pid, tid)
+SELECT pid, coalesce(any_value(comm) FILTER (WHERE tid = pid), any_value(comm)), sum(rchar), sum(wchar), sum(syscr), sum(syscw),
+  sum(read_bytes), greatest(sum(write_bytes) - sum(cancelled_write_bytes), 0)
+FROM t GROUP BY pid HAVING sum(rchar) + sum(wchar) + sum(read_bytes) + sum(write_bytes) > 0
+ORDER BY sum(rchar) + sum(wchar) DESC, pid LIMIT ?;
+
+-- name: usage_storage_files
+-- What the kernel saw of each file at every level: pages dirtied by writes
+-- (dirtied), and bytes read from storage for it (block requests, not those
+-- of a device another is stacked on).
+-- Slots: {{where}} on dirtied d joined to file_names f, then {{where}} on
+-- the disk view (its insert_ts to ts).
+-- Columns: path (or inode:[N]), dirtied, from_storage (bytes), users
+-- (VARCHAR[]: "comm (pid)").
+WITH d AS (
+  SELECT coalesce(f.path, 'inode:[' || d.ino || ']') AS path, sum(d.pages) * page_size() AS dirtied, 0 AS from_storage,
+         list(DISTINCT d.comm || ' (' || d.pid || ')') AS users
+  FROM dirtied d LEFT JOIN file_names f USING (dev, ino, gen) WHERE {{where}} GROUP BY 1),
+r AS (
+  SELECT path, 0 AS dirtied, sum(bytes) AS from_storage, list(DISTINCT comm || ' (' || pid || ')') AS users
+  FROM disk WHERE op = 'read' AND NOT lower AND fkind = 'file' AND path IS NOT NULL AND {{where}} GROUP BY path)
+SELECT path, sum(dirtied), sum(from_storage), flatten(list(users)) FROM (SELECT * FROM d UNION ALL SELECT * FROM r)
+GROUP BY path;
