@@ -49,12 +49,7 @@ func (s *Source) requestPIDs(f Filter) ([]uint32, error) {
 // socketCalls reads the target's calls on connected sockets, per connection
 // in time order.
 func (s *Source) socketCalls(pids []uint32) ([]socketCall, error) {
-	q := `SELECT s.pid, s.dev, s.ino, s.gen, s.tid, coalesce(s.comm, ''), s.ts, s.dur, s.name, s.class, s.ret, s.blocked,
-	        coalesce(f.peer, '')
-	      FROM syscalls s LEFT JOIN file_names f USING (dev, ino, gen)
-	      WHERE ` + inList("s.pid", pids) + ` AND s.fkind IN ('socket','unix')
-	      ORDER BY s.pid, s.dev, s.ino, s.gen, s.ts`
-	rows, err := s.query(q)
+	rows, err := s.query(sqlOf("requests_socket_calls"), sql.Named("pids", pids))
 	if err != nil {
 		return nil, fmt.Errorf("reading socket calls: %w", err)
 	}
@@ -87,15 +82,7 @@ type firstBytes struct {
 // entry time of the read that brought them.
 func (s *Source) requestStarts(pids []uint32, keepQuery bool) (map[labelKey]firstBytes, error) {
 	out := map[labelKey]firstBytes{}
-	var n int
-	if s.queryRow("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'payloads'").Scan(&n); n == 0 {
-		return out, nil // an older recording: no first bytes
-	}
-	arrived := "0"
-	if s.queryRow("SELECT count(*) FROM duckdb_columns() WHERE table_name = 'payloads' AND column_name = 'arrived'").Scan(&n); n > 0 {
-		arrived = "coalesce(arrived, 0)"
-	}
-	rows, err := s.query(`SELECT pid, dev, ino, gen, ts, data, ` + arrived + ` FROM payloads WHERE ` + inList("pid", pids))
+	rows, err := s.query(sqlOf("requests_first_bytes"), sql.Named("pids", pids))
 	if err != nil {
 		return nil, fmt.Errorf("reading request labels: %w", err)
 	}
@@ -261,15 +248,7 @@ func (r *request) explain(s *Source, pids []uint32) error {
 		list = append(list, t)
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i] < list[j] })
-	in := inList("tid", list)
-	q := `SELECT coalesce(path, 'inode:[' || ino || ']'), sum(r), sum(w), sum(ops), sum(wait) FROM (
-	        SELECT path, ino, CASE WHEN class = 'read' THEN bytes ELSE 0 END AS r,
-	               CASE WHEN class = 'write' THEN bytes ELSE 0 END AS w, count AS ops, total_ns AS wait
-	        FROM io WHERE ` + in + ` AND fkind = 'file' AND ts < $e AND end_ts > $b
-	        UNION ALL
-	        SELECT path, NULL, 0, 0, 1, dur FROM unlinks WHERE ` + in + ` AND ts < $e AND ts + dur > $b)
-	      GROUP BY 1 ORDER BY 5 DESC, 1`
-	rows, err := s.query(q, sql.Named("b", r.begin), sql.Named("e", r.end))
+	rows, err := s.query(sqlOf("requests_files"), sql.Named("b", r.begin), sql.Named("e", r.end), sql.Named("tids", list))
 	if err != nil {
 		return fmt.Errorf("finding a request's files: %w", err)
 	}

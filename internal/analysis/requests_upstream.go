@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"database/sql"
 	"fmt"
 	"sort"
 )
@@ -70,14 +71,7 @@ func hopsOf(calls []socketCall, clients map[connKey]bool, reqs []*request) map[*
 
 // connEndsOf reads how each connection of calls is addressed.
 func (s *Source) connEndsOf(calls []socketCall) (map[connKey]connEnds, error) {
-	peerIno := "0"
-	var n int
-	if s.queryRow("SELECT count(*) FROM duckdb_columns() WHERE table_name = 'files' AND column_name = 'peer_ino'").Scan(&n); n > 0 {
-		peerIno = "coalesce(f.peer_ino, 0)"
-	}
-	rows, err := s.query(`SELECT DISTINCT s.pid, s.dev, s.ino, s.gen, coalesce(f.local, ''), coalesce(f.peer, ''), ` + peerIno + `
-	      FROM (SELECT DISTINCT pid, dev, ino, gen FROM syscalls WHERE fkind IN ('socket','unix')) s
-	      JOIN file_names f USING (dev, ino, gen)`)
+	rows, err := s.query(sqlOf("requests_connection_ends"))
 	if err != nil {
 		return nil, fmt.Errorf("reading connections' addresses: %w", err)
 	}
@@ -191,10 +185,7 @@ func (s *Source) upstreamWakers(reqs []*request, ends map[connKey]connEnds) erro
 		return nil
 	}
 	sort.Slice(tids, func(i, j int) bool { return tids[i] < tids[j] })
-	rows, err := s.query(`SELECT o.tid, o.start_ts, o.ts, o.waker_pid, coalesce(o.waker_comm, ''), coalesce(f.peer_ino, 0), coalesce(f.local, '')
-	      FROM offcpu o LEFT JOIN file_names f ON f.dev = o.waker_dev AND f.ino = o.waker_ino AND f.gen = o.waker_gen
-	      WHERE ` + inList("o.tid", tids) + ` AND o.waker_pid <> 0 AND o.waker_pid <> o.pid AND o.waker_side = 'server'
-	      ORDER BY o.tid, o.ts`)
+	rows, err := s.query(sqlOf("requests_upstream_wakers"), sql.Named("tids", tids))
 	if err != nil {
 		return fmt.Errorf("finding the upstreams' processes: %w", err)
 	}
