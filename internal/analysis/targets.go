@@ -3,8 +3,6 @@ package analysis
 import (
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 )
 
 // targetSet is a process and every descendant: those the recording saw it
@@ -51,19 +49,4 @@ func (s *Source) useTargets(pids []uint32) error {
 	}
 	s.targets = slices.Clone(pids)
 	return nil
-}
-
-// inList renders "col IN (1, 2)". Pids are integers, so they are written as
-// literals; strings from a recording are always bound as parameters instead.
-func inList(col string, ids []uint32) string {
-	return col + " IN (" + idList(ids) + ")"
-}
-
-// idList renders ids as "1,2,3".
-func idList(ids []uint32) string {
-	parts := make([]string, len(ids))
-	for i, id := range ids {
-		parts[i] = strconv.FormatUint(uint64(id), 10)
-	}
-	return strings.Join(parts, ",")
 }
