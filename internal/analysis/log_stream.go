@@ -93,11 +93,8 @@ func StreamLog(s *Source, f Filter, limit int, each func(*Op) error) error {
 	}
 	var rerr error
 	for i, sl := range slices {
-		// Each slice of time sorted on its own: the first rows go out once
-		// the first slice is sorted, not the whole recording (2.3 s for 27M).
-		q := `SELECT ts, dur, nr, ret, pid, tid, comm_id, fd, dev, ino, gen FROM syscall_raw WHERE ` + where +
-			` AND ts >= ? AND (ts < ? OR ?) ORDER BY ts, tid`
-		if rerr = s.rawRows(q, append(args[:len(args):len(args)], sl[0], sl[1], i == len(slices)-1), row); rerr != nil {
+		// Each slice of time sorted on its own (sql/log.sql).
+		if rerr = s.rawRows(sqlWhere("log_slice", where), append(args[:len(args):len(args)], sl[0], sl[1], i == len(slices)-1), row); rerr != nil {
 			break
 		}
 	}
@@ -130,7 +127,7 @@ const logRowsPerSlice = 1 << 20
 // slice, so the slices together cost about one sort of the whole.
 func (s *Source) logSlices(where string, args []any) ([]logSlice, error) {
 	var lo, hi, n sql.NullInt64
-	if err := s.queryRow(`SELECT min(ts)::BIGINT, max(ts)::BIGINT, count(*) FROM syscall_raw WHERE `+where, args...).Scan(&lo, &hi, &n); err != nil {
+	if err := s.queryRow(sqlWhere("log_range", where), args...).Scan(&lo, &hi, &n); err != nil {
 		return nil, fmt.Errorf("listing operations: %w", err)
 	}
 	if !lo.Valid || n.Int64 == 0 {
