@@ -302,8 +302,7 @@ func (s *Source) lifeIn(pid uint32, win window) window {
 		return win
 	}
 	var born, died sql.NullInt64
-	s.queryRow(`SELECT (SELECT min(ts) FROM forks WHERE child_pid = $1 AND child_tid = $1),
-	    (SELECT max(ts) FROM exits WHERE pid = $1 AND group_dead)`, pid).Scan(&born, &died)
+	s.queryRow(sqlOf("process_life"), sql.Named("pid", pid)).Scan(&born, &died)
 	if born.Valid && uint64(born.Int64) > win.begin && uint64(born.Int64) < win.end {
 		win.begin = uint64(born.Int64)
 	}

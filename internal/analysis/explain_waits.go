@@ -83,8 +83,7 @@ func (s *Source) ioInputs() (bool, error) {
 		return true, nil
 	}
 	var inputs bool
-	err := s.queryRow(`SELECT EXISTS (SELECT 1 FROM block_raw WHERE is_target(pid))
-	  OR EXISTS (SELECT 1 FROM samples s WHERE is_target(s.pid) AND sample_on_file(s.user, s.ino, s.path))`).Scan(&inputs)
+	err := s.queryRow(sqlOf("target_io_inputs")).Scan(&inputs)
 	if err != nil {
 		return false, fmt.Errorf("collecting the target's I/O: %w", err)
 	}

@@ -173,3 +173,11 @@ FROM block b JOIN (SELECT DISTINCT dev, ino, gen FROM dirtied d WHERE is_target(
   ON t.dev = b.fdev AND t.ino = b.ino AND t.gen = b.gen
 LEFT JOIN file_names f ON f.dev = b.fdev AND f.ino = b.ino AND f.gen = b.gen
 WHERE b.ts > $end AND b.op = 'write';
+
+-- name: process_life
+-- A process's birth and death where the recording saw them: its fork, and
+-- its last thread's exit (which need not be the main one's: Go's).
+-- Parameters: $pid (UINTEGER).
+-- Columns: born, died (ns; NULL: not seen).
+SELECT (SELECT min(ts) FROM forks WHERE child_pid = $pid AND child_tid = $pid),
+  (SELECT max(ts) FROM exits WHERE pid = $pid AND group_dead);

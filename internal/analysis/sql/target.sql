@@ -127,6 +127,13 @@ UPDATE target_offcpu t SET reason = r.reason, object = r.object FROM (
     GROUP BY t.tid, t.start_ts) r
   WHERE t.tid = r.tid AND t.start_ts = r.start_ts;
 
+-- name: target_io_inputs
+-- Whether the default level saw any I/O of the target beyond the dirtied
+-- pages: a block request it issued, or a CPU sample in a call on a file.
+-- Columns: inputs BOOLEAN.
+SELECT EXISTS (SELECT 1 FROM block_raw WHERE is_target(pid))
+  OR EXISTS (SELECT 1 FROM samples s WHERE is_target(s.pid) AND sample_on_file(s.user, s.ino, s.path));
+
 -- name: target_calls
 -- Makes target_calls: the target's streamed calls summed per thread, file
 -- and syscall, on the numeric table: one pass over what can be millions of
