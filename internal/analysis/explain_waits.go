@@ -30,7 +30,7 @@ func (s *Source) targetWaits(pids []uint32, win window) error {
 	if err := s.run("target_threads"); err != nil {
 		return fmt.Errorf("naming the target's threads: %w", err)
 	}
-	if !offCPU || !s.hasRows("uring") {
+	if !offCPU || !s.hasRows("uring_raw") {
 		return nil
 	}
 	if err := s.run("target_uring"); err != nil {
@@ -71,7 +71,7 @@ func (s *Source) targetIO() (targetIO, error) {
 // target: when none does, target_io is not made (its query takes ~20 ms to
 // plan) and the steps that read it are skipped.
 func (s *Source) ioInputs() (bool, error) {
-	for _, t := range []string{"syscall_raw", "syscall_totals", "uring", "unlink_raw"} {
+	for _, t := range []string{"syscall_raw", "syscall_totals_raw", "uring_raw", "unlink_raw"} {
 		if s.hasRows(t) {
 			return true, nil
 		}

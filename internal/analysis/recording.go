@@ -57,7 +57,7 @@ func NewSource(r *store.Recording) *Source {
 
 // skippable are the tables a step of an analysis is skipped on when they
 // are empty: what the step would find is then known without asking.
-var skippable = []string{"offcpu_raw", "syscall_raw", "syscall_totals", "uring", "unlink_raw", "dirtied", "forks", "existing",
+var skippable = []string{"offcpu_raw", "syscall_raw", "syscall_totals_raw", "uring_raw", "unlink_raw", "dirtied", "forks", "existing",
 	"samples", "block_raw"}
 
 // hasRows says whether one of skippable's tables holds a row, asked once

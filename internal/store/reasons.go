@@ -50,10 +50,10 @@ type derived struct{ reasons, sockets string }
 // derive reads a recording's wait facts and names their reasons.
 func derive(query queryFunc) (derived, error) {
 	inet := uint8(event.KindSocketInet)
-	using, err := query(fmt.Sprintf(`SELECT pid FROM syscall_raw WHERE fkind = %d
-	  UNION SELECT pid FROM syscall_totals WHERE fkind = '%s'
-	  UNION SELECT pid FROM samples WHERE fkind = %d
-	  UNION SELECT pid FROM offcpu_raw WHERE fkind = %d ORDER BY pid`, inet, event.KindSocketInet, inet, inet))
+	using, err := query(fmt.Sprintf(`SELECT pid FROM syscall_raw WHERE fkind = %[1]d
+	  UNION SELECT pid FROM syscall_totals_raw WHERE fkind = %[1]d
+	  UNION SELECT pid FROM samples WHERE fkind = %[1]d
+	  UNION SELECT pid FROM offcpu_raw WHERE fkind = %[1]d ORDER BY pid`, inet))
 	if err != nil {
 		return derived{}, fmt.Errorf("finding the processes that used sockets: %w", err)
 	}

@@ -18,11 +18,11 @@ type loads struct {
 // byName names each field as schema.go names its table.
 func (l *loads) byName() map[string]**tableLoad {
 	return map[string]**tableLoad{
-		"files": &l.files, "syscall_raw": &l.syscallRaw, "comms": &l.comms, "syscall_names": &l.syscallNames,
-		"kinds": &l.kinds, "syscall_totals": &l.syscallTotals, "offcpu_raw": &l.offcpuRaw,
+		"files_raw": &l.files, "syscall_raw": &l.syscallRaw, "comms": &l.comms, "syscall_names": &l.syscallNames,
+		"kinds": &l.kinds, "syscall_totals_raw": &l.syscallTotals, "offcpu_raw": &l.offcpuRaw,
 		"stacks": &l.stacks, "block_raw": &l.blockRaw, "throttle": &l.throttle, "writeback": &l.writeback,
 		"dirtied": &l.dirtied, "cputime": &l.cputime, "forks": &l.forks, "execs": &l.execs, "exits": &l.exits,
-		"task_io": &l.taskIO, "tcp_bytes": &l.tcpBytes, "payloads": &l.payloads, "samples": &l.samples, "existing": &l.existing, "uring": &l.uring,
+		"task_io": &l.taskIO, "tcp_bytes": &l.tcpBytes, "payloads": &l.payloads, "samples": &l.samples, "existing": &l.existing, "uring_raw": &l.uring,
 		"unlink_raw": &l.unlinkRaw, "lost": &l.lost, "devices": &l.devices, "interfaces": &l.interfaces,
 	}
 }
@@ -176,10 +176,10 @@ func (w *Writer) append(ev event.Event) error {
 			bytes = 0 // the kernel sums every positive return: accept's are fds, not bytes
 		}
 		return t.syscallTotals.row().u64(e.Time).u64(e.Last).u32(e.PID).u32(e.TID).str(w.comm(&e.Header)).str(name).str(c.String()).
-			u32(e.File.Dev).u64(e.File.Ino).u32(e.File.Gen).str(e.File.Kind.String()).u64(e.Count).u64(bytes).u64(e.TotalNS).
+			u32(e.File.Dev).u64(e.File.Ino).u32(e.File.Gen).u8(uint8(e.File.Kind)).u64(e.Count).u64(bytes).u64(e.TotalNS).
 			u64(e.MaxNS).u64(e.Errors).u64s(e.Slots).end()
 	case *event.File:
-		return t.files.row().u64(e.Time).u32(e.Ref.Dev).u64(e.Ref.Ino).u32(e.Ref.Gen).str(e.Ref.Kind.String()).str(e.Path).
+		return t.files.row().u64(e.Time).u32(e.Ref.Dev).u64(e.Ref.Ino).u32(e.Ref.Gen).u8(uint8(e.Ref.Kind)).str(e.Path).
 			bool(e.Deleted).bool(e.Truncated).u64(e.Size).
 			strOrNull(e.LocalName(), e.LocalName() != "").strOrNull(e.PeerName(), e.PeerName() != "").u64(e.PeerIno).end()
 	case *event.OffCPU:
@@ -251,7 +251,7 @@ func (w *Writer) append(ev event.Event) error {
 			i64(e.Ret).u32(e.Dir.Dev).u64(e.Dir.Ino).u32(e.Dir.Gen).str(e.Name).end()
 	case *event.Uring:
 		return t.uring.row().u64(e.Time).u64(e.Dur).u32(e.PID).u32(e.TID).str(e.Comm).u32(e.Opcode).i64(e.Res).u64(e.UserData).
-			i32(e.FD).u32(e.File.Dev).u64(e.File.Ino).u32(e.File.Gen).str(e.File.Kind.String()).end()
+			i32(e.FD).u32(e.File.Dev).u64(e.File.Ino).u32(e.File.Gen).u8(uint8(e.File.Kind)).end()
 	}
 	return nil
 }

@@ -12,7 +12,7 @@ const SchemaVersion = 3
 // Times (ts, *_ts) are CLOCK_MONOTONIC nanoseconds; meta.clock_offset_ns maps them to wall time.
 var tables = []struct{ name, columns string }{
 	{"meta", "key VARCHAR PRIMARY KEY, value VARCHAR"},
-	{"files", "ts UBIGINT, dev UINTEGER, ino UBIGINT, gen UINTEGER, kind VARCHAR, path VARCHAR, deleted BOOLEAN, truncated BOOLEAN, size UBIGINT, local VARCHAR, peer VARCHAR, peer_ino UBIGINT"},
+	{"files_raw", "ts UBIGINT, dev UINTEGER, ino UBIGINT, gen UINTEGER, kind UTINYINT, path VARCHAR, deleted BOOLEAN, truncated BOOLEAN, size UBIGINT, local VARCHAR, peer VARCHAR, peer_ino UBIGINT"},
 	// High-rate tables hold numbers only: strings cost the appender a C
 	// allocation each. Names live in the dimension tables below and come back
 	// through views of the same shape (syscalls, offcpu, block).
@@ -20,7 +20,7 @@ var tables = []struct{ name, columns string }{
 	{"comms", "comm_id UINTEGER, comm VARCHAR"},
 	{"syscall_names", "nr USMALLINT, name VARCHAR, class VARCHAR"},
 	{"kinds", "kind UTINYINT, name VARCHAR"},
-	{"syscall_totals", "ts UBIGINT, last_ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, name VARCHAR, class VARCHAR, dev UINTEGER, ino UBIGINT, gen UINTEGER, fkind VARCHAR, count UBIGINT, bytes UBIGINT, total_ns UBIGINT, max_ns UBIGINT, errors UBIGINT, slots UBIGINT[]"},
+	{"syscall_totals_raw", "ts UBIGINT, last_ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, name VARCHAR, class VARCHAR, dev UINTEGER, ino UBIGINT, gen UINTEGER, fkind UTINYINT, count UBIGINT, bytes UBIGINT, total_ns UBIGINT, max_ns UBIGINT, errors UBIGINT, slots UBIGINT[]"},
 	// offcpu_raw holds the facts a wait's reason is derived from (state,
 	// stack, syscall, the kinds of its file and of the waker's, the waker's
 	// syscall), not the reason: wait_reasons derives it (reasons.go).
@@ -47,7 +47,7 @@ var tables = []struct{ name, columns string }{
 	{"samples", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm_id UINTEGER, user BOOLEAN, syscall_nr SMALLINT, fd INTEGER, dev UINTEGER, ino UBIGINT, gen UINTEGER, fkind UTINYINT, path VARCHAR, stack_id INTEGER"},
 	// existing: threads there when capture began (attach), from /proc.
 	{"existing", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, ppid UINTEGER, state VARCHAR, args VARCHAR[]"},
-	{"uring", "ts UBIGINT, dur UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, opcode UINTEGER, res BIGINT, user_data UBIGINT, fd INTEGER, dev UINTEGER, ino UBIGINT, gen UINTEGER, fkind VARCHAR"},
+	{"uring_raw", "ts UBIGINT, dur UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, opcode UINTEGER, res BIGINT, user_data UBIGINT, fd INTEGER, dev UINTEGER, ino UBIGINT, gen UINTEGER, fkind UTINYINT"},
 	{"unlink_raw", "ts UBIGINT, dur UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, name VARCHAR, ret BIGINT, ddev UINTEGER, dino UBIGINT, dgen UINTEGER, target VARCHAR"},
 	{"lost", "source VARCHAR, count UBIGINT"},
 	// devices: backing_* is a loop device's file, lower a device another is
@@ -65,6 +65,14 @@ var tables = []struct{ name, columns string }{
 // views are what analyses and `whyslow sql` read. Each joins a file's identity
 // (dev, ino, gen) to its latest description.
 var views = []string{
+	// A file's kind is a code (kinds) in every table, a name in every view:
+	// files, syscall_totals and uring are their raw tables named.
+	`CREATE OR REPLACE VIEW files AS
+	 SELECT r.* REPLACE (k.name AS kind) FROM files_raw r LEFT JOIN kinds k ON k.kind = r.kind`,
+	`CREATE OR REPLACE VIEW syscall_totals AS
+	 SELECT r.* REPLACE (k.name AS fkind) FROM syscall_totals_raw r LEFT JOIN kinds k ON k.kind = r.fkind`,
+	`CREATE OR REPLACE VIEW uring AS
+	 SELECT r.* REPLACE (k.name AS fkind) FROM uring_raw r LEFT JOIN kinds k ON k.kind = r.fkind`,
 	`CREATE OR REPLACE VIEW syscalls AS
 	 SELECT r.ts, r.dur, r.pid, r.tid, c.comm, n.name, n.class, r.fd, r.ret, r.req, r.blocked,
 	        r.dev, r.ino, r.gen, k.name AS fkind, r.fd2, r.dev2, r.ino2, r.gen2, r.flags
