@@ -15,8 +15,7 @@ import (
 // never input.
 func kernelMacros() string {
 	var ops []string
-	for _, op := range []event.BlockOp{event.BlockRead, event.BlockWrite, event.BlockFlush,
-		event.BlockDiscard, event.BlockSecureErase, event.BlockWriteZeroes} {
+	for _, op := range event.BlockOps() {
 		ops = append(ops, fmt.Sprintf("WHEN '%s' THEN %d", op, op))
 	}
 	return fmt.Sprintf("CREATE OR REPLACE TEMP MACRO page_size() AS %d;\n", event.PageSize) +

@@ -235,11 +235,15 @@ type Freq struct {
 // MaxFreqResolution is the most linear buckets RunFreq draws.
 const MaxFreqResolution = 1000
 
+// ErrFreqResolution is RunFreq refusing a number of buckets: the caller's
+// mistake, where any other error of RunFreq is the recording's.
+var ErrFreqResolution = fmt.Errorf("--freq-resolution must be 1..%d", MaxFreqResolution)
+
 // RunFreq builds latency histograms per class with n linear buckets between
 // f.Min and f.Max (the observed range when unset).
 func RunFreq(s *Source, f Filter, n int) ([]Freq, error) {
 	if n <= 0 || n > MaxFreqResolution {
-		return nil, fmt.Errorf("--freq-resolution must be 1..%d", MaxFreqResolution)
+		return nil, ErrFreqResolution
 	}
 	s, release, err := s.hold()
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/whyslow/whyslow/internal/event"
+	"github.com/whyslow/whyslow/internal/store"
 )
 
 // StreamLog calls each with every streamed operation in time order, as it
@@ -64,15 +65,15 @@ func StreamLog(s *Source, f Filter, limit int, each func(*Op) error) error {
 		}
 		sent++
 		o := &b.ops[b.n]
-		o.Begin, o.DurNS = asU64(v[0]), asU64(v[1])
+		o.Begin, o.DurNS = store.Uint64(v[0]), store.Uint64(v[1])
 		o.End = o.Begin + o.DurNS
-		sc := names.syscalls[uint16(asU64(v[2]))]
+		sc := names.syscalls[uint16(store.Uint64(v[2]))]
 		o.Syscall, o.Class = sc.name, sc.class
-		o.Ret = asI64(v[3])
-		o.PID, o.TID = uint32(asU64(v[4])), uint32(asU64(v[5]))
-		o.Comm = names.comms[int64(asU64(v[6]))]
-		o.FD = int32(asI64(v[7]))
-		o.Path = names.files[fileKey{uint32(asU64(v[8])), asU64(v[9]), uint32(asU64(v[10]))}]
+		o.Ret = store.Int64(v[3])
+		o.PID, o.TID = uint32(store.Uint64(v[4])), uint32(store.Uint64(v[5]))
+		o.Comm = names.comms[int64(store.Uint64(v[6]))]
+		o.FD = int32(store.Int64(v[7]))
+		o.Path = names.files[fileKey{uint32(store.Uint64(v[8])), store.Uint64(v[9]), uint32(store.Uint64(v[10]))}]
 		o.Size = nil
 		if sc.movesBytes && o.Ret >= 0 {
 			b.sizes[b.n] = o.Ret

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -88,13 +89,12 @@ func newLatencyReports() []*cobra.Command {
 				c.Flags().IntVar(&resolution, "freq-resolution", 20, "number of buckets between --min and --max")
 			},
 			func(w io.Writer, s *analysis.Source, f analysis.Filter, ff *filterFlags, _ *cobra.Command) error {
-				if resolution <= 0 || resolution > analysis.MaxFreqResolution {
-					return usageErr("--freq-resolution must be 1..%d", analysis.MaxFreqResolution)
-				}
-				// Any other error is the recording's, never a usage error:
-				// a damaged file exits 3 (docs/exit-codes.md).
+				// Only the resolution is a usage error; any other is the
+				// recording's: a damaged file exits 3 (docs/exit-codes.md).
 				fr, err := analysis.RunFreq(s, f, resolution)
-				if err != nil {
+				if errors.Is(err, analysis.ErrFreqResolution) {
+					return usageErr("%v", err)
+				} else if err != nil {
 					return err
 				}
 				if ff.json {

@@ -48,6 +48,15 @@ func (o BlockOp) String() string {
 	return "other"
 }
 
+// BlockOps are the block operations whyslow names, in the kernel's order.
+func BlockOps() []BlockOp {
+	out := make([]BlockOp, len(blockOps))
+	for i, b := range blockOps {
+		out[i] = b.op
+	}
+	return out
+}
+
 // BlockOpsSQL is the named operations as SQL rows (op, name), for
 // `(VALUES ...) t(op, name)`: our own fixed words, never input.
 func BlockOpsSQL() string {

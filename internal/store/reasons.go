@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -34,11 +33,9 @@ const waitReasonsColumns = "stack_id INTEGER, syscall_nr SMALLINT, state UTINYIN
 // each reader.
 var derivedTables = []string{"wait_reasons", "socket_users"}
 
-func derivedTable(name string) bool { return slices.Contains(derivedTables, name) }
-
-// IsDerived says whether a temporary table is one a reader derives for
-// every connection (analysis keeps it when it drops a run's tables).
-func IsDerived(name string) bool { return derivedTable(name) }
+// IsDerived says whether a table is a derived one: the loads do not fill it,
+// and analysis keeps a reader's temporary copy when it drops a run's tables.
+func IsDerived(name string) bool { return slices.Contains(derivedTables, name) }
 
 // queryFunc runs a query and returns its rows' values.
 type queryFunc func(q string) ([][]any, error)
@@ -59,7 +56,7 @@ func derive(query queryFunc) (derived, error) {
 	}
 	pids := make([]string, len(using))
 	for i, u := range using {
-		pids[i] = fmt.Sprint(asInt(u[0]))
+		pids[i] = fmt.Sprint(Int64(u[0]))
 	}
 	frames := map[int64][]string{}
 	stacks, err := query(`SELECT stack_id, frames FROM stacks WHERE stack_id IN (SELECT DISTINCT stack_id FROM offcpu_raw)`)
@@ -74,7 +71,7 @@ func derive(query queryFunc) (derived, error) {
 				f = append(f, name)
 			}
 		}
-		frames[asInt(s[0])] = f
+		frames[Int64(s[0])] = f
 	}
 	users := "SELECT NULL::UINTEGER AS pid WHERE false"
 	if len(pids) > 0 {
@@ -87,8 +84,8 @@ func derive(query queryFunc) (derived, error) {
 	}
 	rows := make([]string, len(facts))
 	for i, f := range facts {
-		stack, nr, state := asInt(f[0]), asInt(f[1]), asInt(f[2])
-		fkind, wkind, wnr := asInt(f[3]), asInt(f[4]), asInt(f[5])
+		stack, nr, state := Int64(f[0]), Int64(f[1]), Int64(f[2])
+		fkind, wkind, wnr := Int64(f[3]), Int64(f[4]), Int64(f[5])
 		sockets, _ := f[6].(bool)
 		r := classify.Reason(classify.Input{State: byte(state), Syscall: int32(nr), Frames: frames[stack],
 			PollOnSockets: sockets, FileKind: event.FileKind(fkind), WakerKind: event.FileKind(wkind), WakerSyscall: int32(wnr)})
@@ -123,56 +120,8 @@ func (d derived) fill(temporary bool) string {
 	return b.String()
 }
 
-// asInt is a number DuckDB returned, of any integer type.
-func asInt(v any) int64 {
-	switch n := v.(type) {
-	case int8:
-		return int64(n)
-	case int16:
-		return int64(n)
-	case int32:
-		return int64(n)
-	case int64:
-		return n
-	case uint8:
-		return int64(n)
-	case uint16:
-		return int64(n)
-	case uint32:
-		return int64(n)
-	case uint64:
-		return int64(n)
-	}
-	return 0
-}
-
-// queryAll runs q on db and returns its rows' values.
-func queryAll(db *sql.DB, q string) ([][]any, error) {
-	rows, err := db.Query(q)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return nil, err
-	}
-	var out [][]any
-	for rows.Next() {
-		v := make([]any, len(cols))
-		p := make([]any, len(cols))
-		for i := range v {
-			p[i] = &v[i]
-		}
-		if err := rows.Scan(p...); err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
-}
-
-// driverQueryAll runs q on a connection the connector is setting up.
+// driverQueryAll runs q on a connection of the driver's: one the connector
+// is setting up (a reader's), or the writer's, held raw.
 func driverQueryAll(ex driver.ExecerContext, q string) ([][]any, error) {
 	qc, ok := ex.(driver.QueryerContext)
 	if !ok {

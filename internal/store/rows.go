@@ -33,7 +33,7 @@ func openLoads(c *loadConn) (*loads, error) {
 	l := &loads{}
 	fields := l.byName()
 	for _, t := range tables {
-		if t.name == "meta" || derivedTable(t.name) {
+		if t.name == "meta" || IsDerived(t.name) {
 			continue
 		}
 		f := fields[t.name]

@@ -1,7 +1,9 @@
 package store
 
 import (
+	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"os"
@@ -379,10 +381,22 @@ func (w *Writer) finish(lost map[string]uint64) []error {
 // writeDerived stores the derived tables (reasons.go), as this whyslow's
 // rules name them.
 func (w *Writer) writeDerived() error {
-	d, err := derive(func(q string) ([][]any, error) { return queryAll(w.db, q) })
-	if err == nil {
-		_, err = w.db.Exec(d.fill(false))
+	conn, err := w.db.Conn(context.Background())
+	if err != nil {
+		return fmt.Errorf("deriving the waits' reasons: %w", err)
 	}
+	defer conn.Close()
+	err = conn.Raw(func(dc any) error {
+		ex, ok := dc.(driver.ExecerContext)
+		if !ok {
+			return errors.New("the connection cannot run statements")
+		}
+		d, err := derive(func(q string) ([][]any, error) { return driverQueryAll(ex, q) })
+		if err == nil {
+			_, err = ex.ExecContext(context.Background(), d.fill(false), nil)
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("deriving the waits' reasons: %w", err)
 	}
