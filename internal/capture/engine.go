@@ -127,6 +127,8 @@ type Engine struct {
 	// undecodable counts ring records that did not decode: lost like the
 	// kernel's, but in user space (LostDecode).
 	undecodable atomic.Uint64
+	// spooling is the spool while Run fills it (Held).
+	spooling atomic.Pointer[spool]
 }
 
 // tracepoints lists every handler by its program suffix and tracepoint name.

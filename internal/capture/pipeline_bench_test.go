@@ -218,9 +218,9 @@ func (e *Engine) replay(records io.Reader, dir string, sink Sink) error {
 		}
 	}()
 	go func() {
-		errc <- e.load(sp, out)
+		errc <- e.load(sp, out, nil)
 		close(out)
 	}()
-	e.consume(out, newStacks(e.maps.Stacks, &e.ownStacks), sink)
+	e.consume(out, nil, newStacks(e.maps.Stacks, &e.ownStacks), sink)
 	return errors.Join(<-errc, <-errc)
 }

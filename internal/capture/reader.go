@@ -33,14 +33,20 @@ func (e *Engine) Run(ctx context.Context, sink Sink) error {
 	errc := make(chan error, 3+len(e.calls))
 	sent := 2
 	rings := []*ring{events, meta}
+	var spooled chan []event.Event
 	if e.opts.SpoolDir != "" {
-		// The busy ring goes through a spool file; its backlog is on disk,
-		// not in the channel.
-		out = make(chan []event.Event, 4)
+		// The busy rings go through a spool file; their backlog is on
+		// disk, not in a channel. The loader's batches have a channel of
+		// their own, a short one: the others' (meta's, the drains') must
+		// not queue behind a store that yields (Yielding), nor the spooled
+		// ones be decoded far ahead of it.
+		spooled = make(chan []event.Event, 4)
 		sp, err := newSpool(e.opts.SpoolDir)
 		if err != nil {
 			return err
 		}
+		e.spooling.Store(sp)
+		defer e.spooling.Store(nil)
 		rings = rings[1:]
 		wg.Add(2)
 		go func() {
@@ -49,7 +55,8 @@ func (e *Engine) Run(ctx context.Context, sink Sink) error {
 		}()
 		go func() {
 			defer wg.Done()
-			errc <- e.load(sp, out)
+			errc <- e.load(sp, spooled, newPacer())
+			close(spooled)
 		}()
 	} else {
 		rings = append(rings, e.calls...)
@@ -89,7 +96,7 @@ func (e *Engine) Run(ctx context.Context, sink Sink) error {
 		close(out)
 		close(done)
 	}()
-	e.consume(out, st, sink)
+	e.consume(out, spooled, st, sink)
 	<-done
 	var errs []error
 	for range sent {
@@ -101,10 +108,25 @@ func (e *Engine) Run(ctx context.Context, sink Sink) error {
 }
 
 // consume completes each decoded batch (stacks named, waits classified,
-// what began before capture completed) and hands it to sink, until out is
-// closed. One goroutine: the stacks it names are its own.
-func (e *Engine) consume(out <-chan []event.Event, st *stacks, sink Sink) {
-	for b := range out {
+// what began before capture completed) and hands it to sink, until out and
+// spooled (nil when there is no spool) are closed. One goroutine: the
+// stacks it names are its own.
+func (e *Engine) consume(out, spooled <-chan []event.Event, st *stacks, sink Sink) {
+	for out != nil || spooled != nil {
+		var b []event.Event
+		var ok bool
+		select {
+		case b, ok = <-out:
+			if !ok {
+				out = nil
+				continue
+			}
+		case b, ok = <-spooled:
+			if !ok {
+				spooled = nil
+				continue
+			}
+		}
 		var extra []event.Event
 		owns := 0
 		for _, ev := range b {

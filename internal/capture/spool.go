@@ -10,6 +10,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/whyslow/whyslow/internal/event"
 	"golang.org/x/sys/unix"
@@ -33,7 +34,12 @@ type spool struct {
 	mu      sync.Mutex // the fills of several rings: held by putBlock and flushShared
 	f       *os.File
 	w       *bufio.Writer
-	written atomic.Int64  // bytes flushed, readable by the loader
+	written atomic.Int64 // bytes flushed, readable by the loader
+	loaded  atomic.Int64 // bytes the loader has read
+	holding atomic.Bool  // the loader waits for the CPUs (pace.go)
+	// holdMax is the backlog up to which the loader waits for the CPUs
+	// (pace.go); past it, it loads whatever the CPUs' business.
+	holdMax int64
 	more    chan struct{} // a flush happened (capacity 1)
 	ended   chan struct{} // the reader wrote its last record
 	size    int64
@@ -45,7 +51,43 @@ func newSpool(dir string) (*spool, error) {
 		return nil, fmt.Errorf("creating the spool: %w", err)
 	}
 	os.Remove(f.Name())
-	return &spool{f: f, w: bufio.NewWriterSize(f, spoolChunk), more: make(chan struct{}, 1), ended: make(chan struct{})}, nil
+	return &spool{f: f, w: bufio.NewWriterSize(f, spoolChunk), more: make(chan struct{}, 1), ended: make(chan struct{}),
+		holdMax: holdMax(dir)}, nil
+}
+
+// spoolHoldMax bounds the backlog the spool holds while its loader leaves
+// the CPUs to the traced work: ~6 s of two fio jobs' calls here, in
+// the page cache of a disk's file system rather than written to it.
+const spoolHoldMax = 1 << 30
+
+// holdMax is spoolHoldMax, or a quarter of the space free in dir if that
+// is less: the spool shares its file system with the recording.
+func holdMax(dir string) int64 {
+	var st unix.Statfs_t
+	if unix.Statfs(dir, &st) != nil {
+		return 0
+	}
+	return min(spoolHoldMax, int64(st.Bavail)*st.Bsize/4)
+}
+
+// Held is how much of the capture waits in the spool, in bytes, while the
+// loader leaves the CPUs to the traced work (pace.go); 0 when it loads.
+func (e *Engine) Held() int64 {
+	s := e.spooling.Load()
+	if s == nil || !s.holding.Load() {
+		return 0
+	}
+	return s.written.Load() - s.loaded.Load()
+}
+
+// done says whether fill has written its last record.
+func (s *spool) done() bool {
+	select {
+	case <-s.ended:
+		return true
+	default:
+		return false
+	}
 }
 
 func (s *spool) put(rec []byte) error {
@@ -151,8 +193,8 @@ func (s *spool) flushShared() error {
 }
 
 // load decodes the spool behind fill, in batches, until fill has ended and
-// every record is out.
-func (e *Engine) load(s *spool, out chan<- []event.Event) error {
+// every record is out; paced by pace (nil: as fast as it goes).
+func (e *Engine) load(s *spool, out chan<- []event.Event, pace *pacer) error {
 	defer s.f.Close()
 	b := e.newBatches(out)
 	buf := make([]byte, 0, 2*spoolChunk)
@@ -171,6 +213,17 @@ func (e *Engine) load(s *spool, out chan<- []event.Event) error {
 				continue
 			}
 		}
+		if !s.done() && avail-off < s.holdMax && pace.hold(time.Now()) {
+			// The CPUs are the traced work's (pace.go).
+			b.send()
+			s.holding.Store(true)
+			select {
+			case <-s.ended:
+			case <-time.After(paceEvery):
+			}
+			continue
+		}
+		s.holding.Store(false)
 		n := min(avail-off, spoolChunk)
 		start := len(buf)
 		buf = buf[:start+int(n)]
@@ -178,6 +231,7 @@ func (e *Engine) load(s *spool, out chan<- []event.Event) error {
 			return fmt.Errorf("reading the spool: %w", err)
 		}
 		off += n
+		s.loaded.Store(off)
 		if off-punched >= punchEvery {
 			// What is loaded is dropped: the spool holds the backlog only.
 			unix.Fallocate(int(s.f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, 0, off&^(4095))

@@ -45,6 +45,10 @@ func startStatus(cfg Config, w *store.Writer, eng *capture.Engine, start time.Ti
 				}
 				fmt.Fprintf(f, "\r\033[Krecording %s  events %d  lost %d  %s",
 					time.Since(start).Round(100*time.Millisecond), w.Rows(), lost, format.Bytes(uint64(size)))
+				if held := eng.Held(); held > 0 {
+					// The spool's loader leaves busy CPUs to the target.
+					fmt.Fprintf(f, "  (%s held until the CPUs are free)", format.Bytes(uint64(held)))
+				}
 			}
 		}
 	}()
