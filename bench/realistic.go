@@ -1,17 +1,21 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/whyslow/whyslow/internal/slowdisk"
 )
+
+var realRounds = flag.Int("realistic-rounds", 5, "realistic: rounds of untraced, floor and whyslow runs per work")
 
 // sqliteLoop commits one row at a time to a SQLite file for a few seconds
 // and prints commits per second: an fsync-bound program, the shape of most
@@ -38,151 +42,184 @@ for i in range(int(sys.argv[2])):
     os.fdatasync(fd)
 print(time.time() - start)`
 
-// realistic measures the default level on work that is not a syscall storm:
-// the goal there is 0.99 of untraced throughput.
+// A level of whyslow, and the floor of its attach points (bench/floor.go).
+type level struct {
+	name  string
+	args  []string // whyslow's, before the command
+	floor string   // -floor's level
+}
+
+var realLevels = []level{
+	{"default level", []string{"run", "--linger=0", "--"}, "default"},
+	{"--syscalls", []string{"run", "--syscalls", "--linger=0", "--"}, "syscalls"},
+	{"--full", []string{"run", "--full", "--linger=0", "--"}, "full"},
+}
+
+// A realistic work: a program that prints one number, its throughput
+// (higher is better) or the seconds its work took.
+type realWork struct {
+	name    string
+	unit    string // "commits/s", or "s" for seconds
+	argv    []string
+	env     []string
+	levels  int    // the first levels of realLevels measured (the build's rounds are long)
+	before  func() // each run, before it starts
+	seconds bool
+}
+
+// realistic measures whyslow on work that is not a syscall storm, beside
+// the floor of each level, in rounds: one untraced run, then each level's
+// floor and whyslow, the order turned by one each round so that drift
+// falls on every column alike. Each round's whyslow/floor is the ratio of
+// their throughputs (for timed work, the inverse of their seconds); the
+// table gives the median and range over rounds, and the untraced runs'
+// own spread: the noise the ratio is read against.
 func realistic(w io.Writer) {
-	sqlite(w)
-	timedRows(w)
-}
-
-// timedRows: programs that print how long their work took (word-pop's median
-// request, the fsync loop, the build timed by a shell around it); the ratio
-// is untraced time over traced time, so that 1 is free and lower is slower,
-// as above. The last column is all of `whyslow run`: start-up, the work, and
-// the report after it.
-func timedRows(w io.Writer) {
-	repo, _ := os.Getwd()
-	gocache, err := os.MkdirTemp("/var/tmp", "whyslow-bench-gocache-")
-	if err != nil {
-		fmt.Fprintf(w, "| build | failed: %v | | | |\n", err)
-		return
-	}
-	defer os.RemoveAll(gocache)
-	buildArgv, buildEnv := goBuild(gocache)
-	type work struct {
-		name  string
-		argv  []string
-		env   []string
-		print bool // the program prints its own seconds
-	}
-	// The fsync loop's disk: ext4 over a loop device whose file is in
-	// memory, so that pairs differ by whyslow, not by the host's disk.
-	py, _ := exec.LookPath("python3")
-	fsyncFile := ""
-	d, fsyncErr := slowdisk.Create(slowdisk.Options{Size: 512 << 20, ImageDir: "/dev/shm"})
-	if fsyncErr == nil {
-		defer d.Close()
-		fsyncFile = filepath.Join(d.Dir, "loop.dat")
-	}
-	// The build is timed from inside: its own wall time, as the other rows
-	// time their own work. What run does after the command (the report)
-	// is the last column.
-	timed := []string{"sh", "-c", `s=$(date +%s.%N); "$@" || exit 1; e=$(date +%s.%N); echo "$s $e" | awk '{print $2 - $1}'`, "timed"}
-	works := []work{
-		{"word-pop: median /popularity request (Flask, 1000 temp files each, on tmpfs)", []string{"sh", filepath.Join(repo, "bench", "wordpop.sh")}, nil, true},
-		{"parallel build: go build -a of a net/http program, -p 2, cold cache", append(timed, buildArgv...), buildEnv, true},
-	}
-	if fsyncFile != "" {
-		works = append(works, work{"fsync loop: 30000 × (4 KiB pwrite + fdatasync), ext4 on a loop device in memory", []string{py, "-c", fsyncLoop, fsyncFile, "30000"}, nil, true})
-	}
-	fmt.Fprintf(w, "\n| work | untraced s | traced s (default level) | ratio | pairs' range | `whyslow run` whole, s |\n|---|---:|---:|---:|---:|---:|\n")
-	if fsyncErr != nil {
-		fmt.Fprintf(w, "| fsync loop | failed: %v | | | |\n", fsyncErr)
-	}
+	fmt.Fprintf(w, "\n### Realistic work, beside the floor\n\n"+
+		"%d rounds per work; in each, one untraced run and, for each level, one run on its floor (programs that return at once on that level's attach points) and one under `whyslow run`, the order turned by one each round. Ratios are of throughput (timed work: untraced or floor seconds over traced seconds), medians over rounds; **whyslow / floor** is what whyslow adds above the attach points' own cost (goal ≥ 0.97), with its rounds' range. *untraced ±* is half the untraced runs' range over their median: differences smaller than it are noise.\n\n",
+		*realRounds)
+	works, cleanup := realWorks(w)
+	defer cleanup()
+	fmt.Fprintf(w, "| work | level | untraced | floor | whyslow | floor / untraced | whyslow / untraced | **whyslow / floor** | rounds' range | untraced ± | `whyslow run` whole, s |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, wk := range works {
-		var whole []float64 // whyslow run's own wall time, the report after the command included
-		measure := func(prefix ...string) (float64, error) {
-			emptyCache(gocache)
-			cmd := exec.Command(prefix[0], append(prefix[1:], wk.argv...)...)
-			cmd.Env = append(os.Environ(), wk.env...)
-			start := time.Now()
-			out, err := cmd.Output()
-			took := time.Since(start).Seconds()
-			if err != nil {
-				return 0, err
-			}
-			if prefix[0] == *whyslow {
-				whole = append(whole, took)
-			}
-			if !wk.print {
-				return took, nil
-			}
-			f := strings.Fields(string(out))
-			if len(f) == 0 {
-				return 0, fmt.Errorf("no time printed")
-			}
-			return strconv.ParseFloat(f[len(f)-1], 64)
-		}
-		var ratios, base, traced []float64
-		failed := false
-		for i := 0; i < *pairs && !failed; i++ {
-			a, err := measure("env")
-			if err != nil {
-				fmt.Fprintf(w, "| %s | failed: %v | | | |\n", wk.name, err)
-				failed = true
-				break
-			}
-			b, err := measure(*whyslow, "run", "--linger=0", "--")
-			if err != nil {
-				fmt.Fprintf(w, "| %s | failed: %v | | | |\n", wk.name, err)
-				failed = true
-				break
-			}
-			base, traced, ratios = append(base, a), append(traced, b), append(ratios, a/b)
-		}
-		if !failed {
-			fmt.Fprintf(w, "| %s | %.3f | %.3f | %.3f | %s | %.3f |\n", wk.name, median(base), median(traced), median(ratios), spread(ratios), median(whole))
-		}
+		realRow(w, wk)
 	}
 }
 
-func sqlite(w io.Writer) {
-	fmt.Fprintf(w, "\n### Realistic work\n\nA SQLite commit loop (autocommit inserts, each an fsync) on %s, 3 s per run, %d A B pairs; the ratio is the median of traced/untraced commits per second. Goal: ≥ 0.99 at the default level.\n\n| tool | untraced commits/s | traced commits/s | ratio | pairs' range |\n|---|---:|---:|---:|---:|\n", "/var/tmp", *pairs)
+// realWorks lists the works this machine can run, reporting those it
+// cannot, and what to remove after.
+func realWorks(w io.Writer) ([]realWork, func()) {
+	var works []realWork
+	var undo []func()
+	cleanup := func() {
+		for _, f := range slices.Backward(undo) {
+			f()
+		}
+	}
+	repo, _ := os.Getwd()
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		fmt.Fprintf(w, "| sqlite | failed: %v | | | |\n", err)
-		return
+		fmt.Fprintf(w, "python3 missing: %v\n\n", err)
+		return nil, cleanup
 	}
-	dir, err := os.MkdirTemp("/var/tmp", "whyslow-bench-sqlite-")
-	if err != nil {
-		fmt.Fprintf(w, "| sqlite | failed: %v | | | |\n", err)
-		return
-	}
-	defer os.RemoveAll(dir)
-	rate := func(argv ...string) (float64, error) {
+	if dir, err := os.MkdirTemp("/var/tmp", "whyslow-bench-sqlite-"); err == nil {
+		undo = append(undo, func() { os.RemoveAll(dir) })
 		db := filepath.Join(dir, "loop.db")
-		os.Remove(db)
-		out, err := exec.Command(argv[0], append(argv[1:], py, "-c", sqliteLoop, db, "3")...).Output()
-		if err != nil {
-			return 0, err
-		}
-		f := strings.Fields(string(out))
-		if len(f) == 0 {
-			return 0, fmt.Errorf("no rate printed")
-		}
-		return strconv.ParseFloat(f[len(f)-1], 64)
+		works = append(works, realWork{name: "SQLite commit loop (autocommit inserts, each an fsync) on /var/tmp, 3 s", unit: "commits/s",
+			argv: []string{py, "-c", sqliteLoop, db, "3"}, levels: 3, before: func() { os.Remove(db) }})
 	}
-	for _, t := range []struct {
-		name string
-		argv []string
-	}{
-		{"whyslow run (default level)", []string{*whyslow, "run", "--linger=0", "--"}},
-		{"whyslow run --syscalls", []string{*whyslow, "run", "--syscalls", "--linger=0", "--"}},
-	} {
-		var ratios, base, traced []float64
-		for i := 0; i < *pairs; i++ {
-			a, err := rate("env")
+	works = append(works, realWork{name: "word-pop: median /popularity request (Flask, 1000 temp files each, on tmpfs)", unit: "s", seconds: true,
+		argv: []string{"sh", filepath.Join(repo, "bench", "wordpop.sh")}, levels: 3})
+	// The fsync loop's disk: ext4 over a loop device whose file is in
+	// memory, so that runs differ by whyslow, not by the host's disk.
+	if d, err := slowdisk.Create(slowdisk.Options{Size: 512 << 20, ImageDir: "/dev/shm"}); err == nil {
+		undo = append(undo, func() { d.Close() })
+		works = append(works, realWork{name: "fsync loop: 30000 × (4 KiB pwrite + fdatasync), ext4 on a loop device in memory", unit: "s", seconds: true,
+			argv: []string{py, "-c", fsyncLoop, filepath.Join(d.Dir, "loop.dat"), "30000"}, levels: 3})
+	} else {
+		fmt.Fprintf(w, "fsync loop: no loop device: %v\n\n", err)
+	}
+	// The build is timed from inside: its own wall time, as the other rows
+	// time their own work; what run does after it (the report) is the
+	// last column. Only the default level: a round is a minute and a half.
+	if gocache, err := os.MkdirTemp("/var/tmp", "whyslow-bench-gocache-"); err == nil {
+		undo = append(undo, func() { os.RemoveAll(gocache) })
+		buildArgv, buildEnv := goBuild(gocache)
+		timed := []string{"sh", "-c", `s=$(date +%s.%N); "$@" || exit 1; e=$(date +%s.%N); echo "$s $e" | awk '{print $2 - $1}'`, "timed"}
+		works = append(works, realWork{name: "parallel build: go build -a of a net/http program, -p 2, cold cache", unit: "s", seconds: true,
+			argv: append(timed, buildArgv...), env: buildEnv, levels: 1, before: func() { emptyCache(gocache) }})
+	}
+	return works, cleanup
+}
+
+// A run of a realistic work: its number, and its whole wall time.
+type realRun struct {
+	value, wall float64
+}
+
+// runReal runs wk behind prefix and reads the number it prints.
+func runReal(wk realWork, prefix []string) (realRun, error) {
+	if wk.before != nil {
+		wk.before()
+	}
+	argv := append(append([]string(nil), prefix...), wk.argv...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), wk.env...)
+	start := time.Now()
+	out, err := cmd.Output()
+	wall := time.Since(start).Seconds()
+	if err != nil {
+		return realRun{}, fmt.Errorf("%s: %w", strings.Join(argv[:min(3, len(argv))], " "), err)
+	}
+	f := strings.Fields(string(out))
+	if len(f) == 0 {
+		return realRun{}, fmt.Errorf("%s printed no number", wk.name)
+	}
+	v, err := strconv.ParseFloat(f[len(f)-1], 64)
+	return realRun{v, wall}, err
+}
+
+// realRow measures one work in rounds and writes a row per level.
+func realRow(w io.Writer, wk realWork) {
+	self, _ := os.Executable()
+	levels := realLevels[:wk.levels]
+	// The runs of a round: untraced, then each level's floor and whyslow.
+	type slot struct {
+		level  int // -1: untraced
+		floor  bool
+		prefix []string
+	}
+	slots := []slot{{level: -1, prefix: []string{"env"}}}
+	for i, l := range levels {
+		slots = append(slots, slot{i, true, []string{self, "-floor", l.floor, "--"}},
+			slot{i, false, append([]string{*whyslow}, l.args...)})
+	}
+	var untraced []float64
+	floor := make([][]float64, len(levels))
+	traced := make([][]float64, len(levels))
+	whole := make([][]float64, len(levels))
+	for r := range *realRounds {
+		for k := range slots {
+			s := slots[(k+r)%len(slots)]
+			run, err := runReal(wk, s.prefix)
 			if err != nil {
-				fmt.Fprintf(w, "| %s | failed: %v | | | |\n", t.name, err)
+				fmt.Fprintf(w, "| %s | | failed: %v | | | | | | | | |\n", wk.name, err)
 				return
 			}
-			b, err := rate(t.argv...)
-			if err != nil {
-				fmt.Fprintf(w, "| %s | failed: %v | | | |\n", t.name, err)
-				return
+			switch {
+			case s.level < 0:
+				untraced = append(untraced, run.value)
+			case s.floor:
+				floor[s.level] = append(floor[s.level], run.value)
+			default:
+				traced[s.level] = append(traced[s.level], run.value)
+				whole[s.level] = append(whole[s.level], run.wall)
 			}
-			base, traced, ratios = append(base, a), append(traced, b), append(ratios, b/a)
 		}
-		fmt.Fprintf(w, "| %s | %.0f | %.0f | %.3f | %s |\n", t.name, median(base), median(traced), median(ratios), spread(ratios))
+	}
+	// perf is a run's throughput relative to another's.
+	perf := func(x, base float64) float64 {
+		if wk.seconds {
+			return base / x
+		}
+		return x / base
+	}
+	noise := (slices.Max(untraced) - slices.Min(untraced)) / 2 / median(untraced)
+	for i, l := range levels {
+		var overFloor, overBase, floorOverBase []float64
+		for r := range untraced {
+			overFloor = append(overFloor, perf(traced[i][r], floor[i][r]))
+			overBase = append(overBase, perf(traced[i][r], untraced[r]))
+			floorOverBase = append(floorOverBase, perf(floor[i][r], untraced[r]))
+		}
+		num := func(v float64) string {
+			if wk.seconds {
+				return fmt.Sprintf("%.3f", v)
+			}
+			return fmt.Sprintf("%.0f", v)
+		}
+		fmt.Fprintf(w, "| %s | %s | %s %s | %s | %s | %.3f | %.3f | **%.3f** | %s | ±%.1f%% | %.2f |\n",
+			wk.name, l.name, num(median(untraced)), wk.unit, num(median(floor[i])), num(median(traced[i])),
+			median(floorOverBase), median(overBase), median(overFloor), spread(overFloor), 100*noise, median(whole[i]))
 	}
 }
