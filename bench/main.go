@@ -601,7 +601,9 @@ Profiles: ` + "`bpftool prog show`" + ` with ` + "`kernel.bpf_stats_enabled=1`" 
   call, about what two task storage lookups and two clock reads take. The goal is out of reach of
   per-call hooks here; what is left to cut is ~0.3 µs of program work (~0.12 µs of it reading
   the arguments and the file). Loading the backlog at idle priority (SCHED_IDLE on the loader's
-  thread) did not raise the two-job ratio measurably. Rows are now stored by type straight into
+  thread) did not raise the two-job ratio measurably (DuckDB's calls end before a tick preempts
+  them); holding the backlog in the spool while tasks wait for a CPU did (the loader's pacer,
+  capture/pace.go: two jobs 0.49 -> 0.77 of their floor, section 1c). Rows are now stored by type straight into
   DuckDB's data chunks (the row appender's per-value boxing and type switches were a quarter of
   the recorder's CPU), DuckDB runs on one thread while recording (a commit's checkpoint spun the
   committing thread waiting for its workers), ring readers wait in Go's netpoller (a reader

@@ -47,5 +47,12 @@ func pipeline(w io.Writer) {
 		}
 		fmt.Fprintf(w, "| %s | %s | %s |\n", stage, cpus, rate)
 	}
-	fmt.Fprintln(w)
+	fmt.Fprint(w, scaling)
 }
+
+// scaling says how the capacity grows with CPUs: what runs on how many.
+const scaling = `
+How it scales with CPUs: each ring has its reader (one per CPU for the calls, at ` + "`--syscalls`" + ` and ` + "`--full`" + `), which at ` + "`--full`" + ` copies its records into the spool (at other levels decodes them); one loader decodes the spool and one goroutine stores, DuckDB on one thread. The decode stage is the readers' and the loader's; the store stage is bound by DuckDB's appends (~0.45 µs a row: its HyperLogLog statistics, compression analysis and fixed-size appends), which a second CPU relieves only of the Go side running beside it (the "all" row). More CPUs make the readers keep up with more rings, not the store faster: at ` + "`--full`" + ` a backlog the store cannot take waits in the spool, and, while the traced work keeps every CPU busy, the loader holds it there until a CPU is idle or the capture ends (section 1c).
+
+`
+
