@@ -87,7 +87,17 @@ static __always_inline void rq_track(struct request *rq, bool issue)
 {
 	__u64 key = (__u64)rq;
 	__u64 now = bpf_ktime_get_ns();
+	__u64 born = CAST(struct request, rq)->start_time_ns;
 	struct rqinfo *info = bpf_map_lookup_elem(&requests, &key);
+	/* An entry is this request's only if it was made for it: a request
+	 * merged into another is freed without a completion, and its struct,
+	 * reused, found the dead one's issuer and file (an O_DIRECT write was
+	 * charged to a library fio had read at its start). The time the block
+	 * layer stamped the request with at its allocation tells them apart; a
+	 * queue that stamps none (0), only a request's insert, its first sight
+	 * (a requeued request, inserted again, keeps its entry where stamped). */
+	if (info && (info->born != born || (!born && !issue)))
+		info = NULL;
 	if (info) {
 		if (issue)
 			info->issue_ts = now;
@@ -96,6 +106,7 @@ static __always_inline void rq_track(struct request *rq, bool issue)
 		return;
 	}
 	struct rqinfo fresh = {};
+	fresh.born = born;
 	if (issue)
 		fresh.issue_ts = now;
 	else

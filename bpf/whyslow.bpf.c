@@ -316,6 +316,7 @@ struct {
 struct rqinfo {
 	__u64 insert_ts;
 	__u64 issue_ts;
+	__u64 born;      /* the request's start_time_ns: tells a reused struct from its last use */
 	__u32 pid;
 	__u32 tid;
 	char comm[TASK_COMM_LEN];

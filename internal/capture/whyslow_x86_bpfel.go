@@ -279,6 +279,7 @@ type whyslowRqinfo struct {
 	_        structs.HostLayout
 	InsertTs uint64
 	IssueTs  uint64
+	Born     uint64
 	Pid      uint32
 	Tid      uint32
 	Comm     [16]int8
