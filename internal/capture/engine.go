@@ -127,8 +127,10 @@ type Engine struct {
 	// undecodable counts ring records that did not decode: lost like the
 	// kernel's, but in user space (LostDecode).
 	undecodable atomic.Uint64
-	// spooling is the spool while Run fills it (Held).
+	// spooling is the spool while Run fills it (Held); heldMost the most
+	// it held at once (HeldMost).
 	spooling atomic.Pointer[spool]
+	heldMost atomic.Int64
 }
 
 // tracepoints lists every handler by its program suffix and tracepoint name.

@@ -80,6 +80,10 @@ func (e *Engine) Held() int64 {
 	return s.written.Load() - s.loaded.Load()
 }
 
+// HeldMost is the most the spool held at once while its loader left the
+// CPUs to the traced work, in bytes: 0 if it never did.
+func (e *Engine) HeldMost() int64 { return e.heldMost.Load() }
+
 // done says whether fill has written its last record.
 func (s *spool) done() bool {
 	select {
@@ -217,6 +221,9 @@ func (e *Engine) load(s *spool, out chan<- []event.Event, pace *pacer) error {
 			// The CPUs are the traced work's (pace.go).
 			b.send()
 			s.holding.Store(true)
+			if held := avail - off; held > e.heldMost.Load() {
+				e.heldMost.Store(held)
+			}
 			select {
 			case <-s.ended:
 			case <-time.After(paceEvery):

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/whyslow/whyslow/internal/format"
 	"github.com/whyslow/whyslow/internal/recorder"
 )
 
@@ -82,6 +83,11 @@ func runRecord(o recordOptions, argv []string) error {
 	fmt.Fprintf(os.Stderr, "recorded %d events in %s to %s", res.Rows, time.Since(res.Started).Round(time.Millisecond), o.output)
 	if lost > 0 {
 		fmt.Fprintf(os.Stderr, " (%d lost: %v)", lost, res.Lost)
+	}
+	if res.HeldMost > 0 {
+		// The spool's loader waited for the CPUs (capture/pace.go): the
+		// time after the command went to storing what it held.
+		fmt.Fprintf(os.Stderr, " (up to %s held while the CPUs were busy, stored when they were not)", format.Bytes(uint64(res.HeldMost)))
 	}
 	fmt.Fprintln(os.Stderr)
 	if err != nil {

@@ -57,6 +57,9 @@ type Result struct {
 	Rows       uint64
 	Lost       map[string]uint64
 	DirtyAtEnd uint64 // bytes dirty or under writeback system-wide when the target exited
+	// HeldMost is the most the capture held back, in bytes, while the
+	// target kept every CPU busy (--full: capture.Engine.HeldMost).
+	HeldMost int64
 	// StillRunning: the recording ended before the command (LeaveRunning).
 	StillRunning bool
 	// Recording is the finished recording, still open (Config.KeepOpen), or nil.

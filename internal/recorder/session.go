@@ -266,6 +266,7 @@ func (s *session) stopCapture() {
 	s.w.Write(openConnections())
 	s.stop()
 	s.reading.Wait()
+	s.res.HeldMost = s.eng.HeldMost()
 	s.stopStatus()
 	var err error
 	if s.res.Lost, err = s.eng.Lost(); err != nil {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -541,5 +542,36 @@ func TestRecordCommandStops(t *testing.T) {
 		if _, errs, code := whyslow(t, "sql", rec, "SELECT value FROM meta WHERE key = 'end_wall'", "--format", "csv"); code != 0 {
 			t.Errorf("the recording ended by %v is not complete: exit %d: %s", sig, code, errs)
 		}
+	}
+}
+
+// With every CPU kept busy by the target's calls, `record --full` holds
+// what the rings gave it until the CPUs are free (capture/pace.go), says so,
+// and stores every call: one `dd bs=1` per CPU, each read in the recording.
+func TestFullHeldWhileCPUsBusy(t *testing.T) {
+	harness.RequireRoot(t)
+	if _, err := os.Stat("/proc/pressure/cpu"); err != nil {
+		t.Skip("no pressure stall information on this kernel: the loader never holds")
+	}
+	const count = 300000
+	jobs := runtime.NumCPU()
+	script := strings.Repeat(fmt.Sprintf("dd if=/dev/zero of=/dev/null bs=1 count=%d status=none & ", count), jobs) + "wait"
+	rec := filepath.Join(t.TempDir(), "rec.db")
+	_, errs, code := whyslow(t, "record", "--full", "-o", rec, "--", "sh", "-c", script)
+	if code != 0 {
+		t.Fatalf("record: exit %d: %s", code, errs)
+	}
+	t.Log(strings.TrimSpace(errs))
+	if !strings.Contains(errs, "held while the CPUs were busy") || strings.Contains(errs, "lost") {
+		t.Errorf("record's last line: %q, want what it held said and nothing lost", errs)
+	}
+	out, errs, code := whyslow(t, "sql", rec, "--format", "csv",
+		"SELECT count(*) FROM syscalls WHERE comm = 'dd' AND name = 'read' AND ret = 1")
+	if code != 0 {
+		t.Fatalf("sql: exit %d: %s", code, errs)
+	}
+	lines := strings.Fields(out)
+	if got := lines[len(lines)-1]; got != strconv.Itoa(jobs*count) {
+		t.Errorf("%s one-byte reads of dd recorded, want %d", got, jobs*count)
 	}
 }
