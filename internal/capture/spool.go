@@ -230,7 +230,13 @@ func (e *Engine) load(s *spool, out chan<- []event.Event, pace *pacer) error {
 			}
 			continue
 		}
-		s.holding.Store(false)
+		if s.holding.Load() {
+			// Loading again: what it holds now is the most this hold held.
+			if held := avail - off; held > e.heldMost.Load() {
+				e.heldMost.Store(held)
+			}
+			s.holding.Store(false)
+		}
 		n := min(avail-off, spoolChunk)
 		start := len(buf)
 		buf = buf[:start+int(n)]
