@@ -38,8 +38,8 @@ func (e *Engine) Run(ctx context.Context, sink Sink) error {
 		// The busy rings go through a spool file; their backlog is on
 		// disk, not in a channel. The loader's batches have a channel of
 		// their own, a short one: the others' (meta's, the drains') must
-		// not queue behind a store that yields (Yielding), nor the spooled
-		// ones be decoded far ahead of it.
+		// not queue behind a loader that holds (pace.go), nor the spooled
+		// ones be decoded far ahead of the store.
 		spooled = make(chan []event.Event, 4)
 		sp, err := newSpool(e.opts.SpoolDir)
 		if err != nil {

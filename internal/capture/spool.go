@@ -221,9 +221,6 @@ func (e *Engine) load(s *spool, out chan<- []event.Event, pace *pacer) error {
 			// The CPUs are the traced work's (pace.go).
 			b.send()
 			s.holding.Store(true)
-			if held := avail - off; held > e.heldMost.Load() {
-				e.heldMost.Store(held)
-			}
 			select {
 			case <-s.ended:
 			case <-time.After(paceEvery):
@@ -231,7 +228,9 @@ func (e *Engine) load(s *spool, out chan<- []event.Event, pace *pacer) error {
 			continue
 		}
 		if s.holding.Load() {
-			// Loading again: what it holds now is the most this hold held.
+			// Loading again (the CPUs are free, the capture ended or the
+			// bound is reached): what it holds now is the most this hold
+			// held, the backlog having only grown meanwhile.
 			if held := avail - off; held > e.heldMost.Load() {
 				e.heldMost.Store(held)
 			}
