@@ -62,6 +62,9 @@ type decoder struct {
 		comm string
 	}
 	extra event.Event // a second event the last record carried
+	// The high-rate events are allocated a slab at a time (slab.go).
+	syscalls slab[event.Syscall]
+	offcpus  slab[event.OffCPU]
 }
 
 // takeExtra returns the second event of the last record decoded, if any.
@@ -169,8 +172,14 @@ func (d *decoder) decode(raw []byte) (event.Event, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &event.Syscall{Header: d.hdr(&w.H), Dur: w.Dur, Ret: w.Ret, Req: w.Req, FD: w.Fd, FD2: w.Fd2,
-			Nr: w.Nr, Flags: w.Flags, Blocked: w.Blocked != 0, File: fileRef(w.F), File2: fileRef(w.F2)}, nil
+		// Field by field into the slab's zeroed event: a composite literal
+		// is built aside and copied whole.
+		e := d.syscalls.next()
+		e.Header = d.hdr(&w.H)
+		e.Dur, e.Ret, e.Req, e.FD, e.FD2 = w.Dur, w.Ret, w.Req, w.Fd, w.Fd2
+		e.Nr, e.Flags, e.Blocked = w.Nr, w.Flags, w.Blocked != 0
+		e.File, e.File2 = fileRef(w.F), fileRef(w.F2)
+		return e, nil
 	case evFile:
 		w, err := asFile(raw)
 		if err != nil {
@@ -189,7 +198,8 @@ func (d *decoder) decode(raw []byte) (event.Event, error) {
 		if err != nil {
 			return nil, err
 		}
-		o := &event.OffCPU{Header: d.hdr(&w.H), Off: w.OffNs, Runq: w.RunqNs, State: byte(w.State),
+		o := d.offcpus.next()
+		*o = event.OffCPU{Header: d.hdr(&w.H), Off: w.OffNs, Runq: w.RunqNs, State: byte(w.State),
 			StackID: w.StackId, Syscall: w.Syscall, WakerPID: w.WakerPid, WakerTID: w.WakerTid,
 			WakerComm: d.comm(w.WakerComm), FileKind: event.FileKind(w.Fkind), Outside: w.Outside != 0,
 			WakerFile: fileRef(w.WakerSock.F), WakerSide: sideOf(w.WakerSock), WakerSyscall: w.WakerSock.Nr}
@@ -197,8 +207,10 @@ func (d *decoder) decode(raw []byte) (event.Event, error) {
 			// The syscalls row of a wait seen at the switch: it spans the wait.
 			h := o.Header
 			h.Time -= w.OffNs
-			d.extra = &event.Syscall{Header: h, Dur: w.OffNs, Req: w.Req, FD: w.Fd, FD2: -1, Nr: uint32(w.Syscall),
+			x := d.syscalls.next()
+			*x = event.Syscall{Header: h, Dur: w.OffNs, Req: w.Req, FD: w.Fd, FD2: -1, Nr: uint32(w.Syscall),
 				Flags: w.Flags, Blocked: true, File: fileRef(w.F)}
+			d.extra = x
 		}
 		return o, nil
 	case evBlock:

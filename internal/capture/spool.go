@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -33,8 +32,7 @@ const (
 type spool struct {
 	mu      sync.Mutex // the fills of several rings: held by putBlock and flushShared
 	f       *os.File
-	w       *bufio.Writer
-	written atomic.Int64 // bytes flushed, readable by the loader
+	written atomic.Int64 // bytes published to the loader
 	loaded  atomic.Int64 // bytes the loader has read
 	holding atomic.Bool  // the loader waits for the CPUs (pace.go)
 	// holdMax is the backlog up to which the loader waits for the CPUs
@@ -42,7 +40,7 @@ type spool struct {
 	holdMax int64
 	more    chan struct{} // a flush happened (capacity 1)
 	ended   chan struct{} // the reader wrote its last record
-	size    int64
+	size    int64         // bytes written
 }
 
 func newSpool(dir string) (*spool, error) {
@@ -51,7 +49,7 @@ func newSpool(dir string) (*spool, error) {
 		return nil, fmt.Errorf("creating the spool: %w", err)
 	}
 	os.Remove(f.Name())
-	return &spool{f: f, w: bufio.NewWriterSize(f, spoolChunk), more: make(chan struct{}, 1), ended: make(chan struct{}),
+	return &spool{f: f, more: make(chan struct{}, 1), ended: make(chan struct{}),
 		holdMax: holdMax(dir)}, nil
 }
 
@@ -94,31 +92,13 @@ func (s *spool) done() bool {
 	}
 }
 
-func (s *spool) put(rec []byte) error {
-	err := writeRecord(s.w, rec)
-	s.size += int64(4 + len(rec))
-	return err
-}
-
-// writeRecord writes a record as the spool holds it: its length, its bytes.
-func writeRecord(w io.Writer, rec []byte) error {
-	var n [4]byte
-	binary.LittleEndian.PutUint32(n[:], uint32(len(rec)))
-	w.Write(n[:])
-	_, err := w.Write(rec)
-	return err
-}
-
-func (s *spool) flush() error {
-	if err := s.w.Flush(); err != nil {
-		return fmt.Errorf("writing the spool: %w", err)
-	}
+// flush publishes what was written to the loader.
+func (s *spool) flush() {
 	s.written.Store(s.size)
 	select {
 	case s.more <- struct{}{}:
 	default:
 	}
-	return nil
 }
 
 // fill drains rings into the spool until ctx ends, then what is left.
@@ -147,7 +127,8 @@ func (e *Engine) fill(ctx context.Context, rings []*ring, s *spool) error {
 				if err := put(); err != nil {
 					return err
 				}
-				return s.flushShared()
+				s.flushShared()
+				return nil
 			})
 		}()
 	}
@@ -168,32 +149,33 @@ func appendRecord(b, rec []byte) []byte {
 }
 
 // putBlock writes records, as appendRecord frames them, into the spool
-// (and to cp, if any), and flushes it when a chunk is full. Safe for the
-// fill of each ring at once.
+// (and to cp, if any), and publishes them to the loader a chunk at a time.
+// Safe for the fill of each ring at once. A block goes to the file as it
+// is: a buffer in between was one more copy of every byte.
 func (s *spool) putBlock(block []byte, cp io.Writer) error {
 	if len(block) == 0 {
 		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, err := s.w.Write(block); err != nil {
+	if _, err := s.f.Write(block); err != nil {
 		return fmt.Errorf("writing the spool: %w", err)
 	}
 	s.size += int64(len(block))
 	if cp != nil {
 		cp.Write(block)
 	}
-	if s.w.Buffered() >= spoolChunk-spoolBlock {
-		return s.flush()
+	if s.size-s.written.Load() >= spoolChunk-spoolBlock {
+		s.flush()
 	}
 	return nil
 }
 
 // flushShared is flush for the fills of several rings.
-func (s *spool) flushShared() error {
+func (s *spool) flushShared() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.flush()
+	s.flush()
 }
 
 // load decodes the spool behind fill, in batches, until fill has ended and

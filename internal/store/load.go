@@ -21,9 +21,11 @@ type tableLoad struct {
 	name  string
 	app   mapping.Appender
 	chunk mapping.DataChunk
-	cols  []column
-	size  int // rows a chunk holds (DuckDB's vector size)
-	n     int // rows in the chunk
+	// cols are the values of a row, in order: a STRUCT column's fields
+	// stand in its place, each one a column here (schema.go says why).
+	cols []column
+	size int // rows a chunk holds (DuckDB's vector size)
+	n    int // rows in the chunk
 	// pending is rows handed to the appender since its last flush.
 	pending int
 	// wrong and err are the first row written wrongly (a value of another
@@ -41,6 +43,8 @@ type column struct {
 	validity unsafe.Pointer // nil until the chunk's first NULL here
 	child    mapping.Vector // a list's elements
 	childTyp mapping.Type
+	top      int // the chunk's column this is, or is a field of
+	field    int // the field of a STRUCT column, -1 for a column itself
 }
 
 // newTableLoad opens an appender on table over conn and a chunk of its
@@ -54,14 +58,16 @@ func newTableLoad(conn mapping.Connection, table string) (*tableLoad, error) {
 	}
 	n := int(mapping.AppenderColumnCount(t.app))
 	types := make([]mapping.LogicalType, n)
-	t.cols = make([]column, n)
 	for i := range types {
 		types[i] = mapping.AppenderColumnType(t.app, mapping.IdxT(i))
-		t.cols[i].typ = mapping.GetTypeId(types[i])
-		if t.cols[i].typ == mapping.TypeList {
-			child := mapping.ListTypeChildType(types[i])
-			t.cols[i].childTyp = mapping.GetTypeId(child)
-			mapping.DestroyLogicalType(&child)
+		if mapping.GetTypeId(types[i]) != mapping.TypeStruct {
+			t.cols = append(t.cols, newColumn(types[i], i, -1))
+			continue
+		}
+		for f := range int(mapping.StructTypeChildCount(types[i])) {
+			field := mapping.StructTypeChildType(types[i], mapping.IdxT(f))
+			t.cols = append(t.cols, newColumn(field, i, f))
+			mapping.DestroyLogicalType(&field)
 		}
 	}
 	t.chunk = mapping.CreateDataChunk(types)
@@ -72,11 +78,25 @@ func newTableLoad(conn mapping.Connection, table string) (*tableLoad, error) {
 	return t, nil
 }
 
+// newColumn is a value of type typ: the chunk's column top, or its field.
+func newColumn(typ mapping.LogicalType, top, field int) column {
+	c := column{typ: mapping.GetTypeId(typ), top: top, field: field}
+	if c.typ == mapping.TypeList {
+		child := mapping.ListTypeChildType(typ)
+		c.childTyp = mapping.GetTypeId(child)
+		mapping.DestroyLogicalType(&child)
+	}
+	return c
+}
+
 // vectors finds the chunk's buffers: after a reset they may have moved.
 func (t *tableLoad) vectors() {
 	for i := range t.cols {
 		c := &t.cols[i]
-		c.vec = mapping.DataChunkGetVector(t.chunk, mapping.IdxT(i))
+		c.vec = mapping.DataChunkGetVector(t.chunk, mapping.IdxT(c.top))
+		if c.field >= 0 {
+			c.vec = mapping.StructVectorGetChild(c.vec, mapping.IdxT(c.field))
+		}
 		c.data = mapping.VectorGetData(c.vec)
 		c.validity = nil
 		if c.typ == mapping.TypeList {

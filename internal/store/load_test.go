@@ -40,6 +40,9 @@ func TestEveryTableRoundTrips(t *testing.T) {
 	w.Write([]event.Event{
 		&event.Syscall{Header: h, Dur: maxU64, Ret: math.MinInt64, Req: maxU64 - 3, FD: math.MinInt32, FD2: math.MaxInt32,
 			Nr: 65535, Flags: maxU32, Blocked: true, File: f, File2: f2},
+		// no second file: a row of syscall_packed alone, which syscall_raw
+		// gives as version 3 stored it
+		&event.Syscall{Header: at(5, "off"), Dur: 1, Ret: 2, FD: 3, FD2: -1, Nr: 0, File: f2},
 		&event.SyscallTotals{Header: at(10, odd[1]), Last: 11, Nr: 0, File: f2, Count: maxU64, Bytes: 5, TotalNS: 6,
 			MaxNS: 7, Errors: 8, Slots: []uint64{0, maxU64, 3}},
 		// accept: no bytes, no slots; no name, so its thread's last one
@@ -102,6 +105,8 @@ func TestEveryTableRoundTrips(t *testing.T) {
 		want  [][]any
 	}{
 		{"SELECT * REPLACE ((SELECT comm FROM comms WHERE comm_id = r.comm_id) AS comm_id) FROM syscall_raw r ORDER BY ts", [][]any{
+			{uint64(5), uint64(1), uint32(7), uint32(8), "off", uint16(0), int32(3), int64(2), uint64(0), false,
+				uint32(1), uint64(2), uint32(3), uint8(event.KindPipe), int32(-1), uint32(0), uint64(0), uint32(0), uint32(0)},
 			{uint64(maxU64 - 1), uint64(maxU64), uint32(maxU32), uint32(maxU32 - 1), odd[0], uint16(65535), int32(math.MinInt32),
 				int64(math.MinInt64), uint64(maxU64 - 3), true, uint32(maxU32), uint64(maxU64), uint32(maxU32 - 2), uint8(event.KindSocketInet),
 				int32(math.MaxInt32), uint32(1), uint64(2), uint32(3), uint32(maxU32)},

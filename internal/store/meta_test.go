@@ -1,11 +1,14 @@
 package store_test
 
 import (
+	"database/sql"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/whyslow/whyslow/internal/event"
 	"github.com/whyslow/whyslow/internal/store"
 )
 
@@ -78,5 +81,54 @@ func TestOtherVersionRefused(t *testing.T) {
 	if !errors.Is(err, store.ErrNotRecording) || strings.Contains(err.Error(), "\n") ||
 		!strings.Contains(err.Error(), "version 1 recording") || !strings.Contains(err.Error(), "v0.1.0-old") {
 		t.Errorf("opening a version 1 recording: %v", err)
+	}
+}
+
+// TestVersion3Read: a recording of schema version 3, whose syscall_raw was
+// a table of the shape version 4's view gives, is read as one of version 4.
+func TestVersion3Read(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v3.db")
+	w, err := store.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := event.Header{Time: 10, PID: 1, TID: 2, Comm: "cp"}
+	w.Write([]event.Event{
+		&event.Syscall{Header: h, Dur: 5, Ret: 4096, FD: 3, FD2: 4, Nr: 326, File: event.FileRef{Dev: 1, Ino: 2},
+			File2: event.FileRef{Dev: 1, Ino: 3}}, // copy_file_range
+		&event.Syscall{Header: event.Header{Time: 20, PID: 1, TID: 2, Comm: "cp"}, Dur: 5, Ret: 1, FD: 3, FD2: -1, Nr: 0},
+	})
+	if err := w.Close(nil); err != nil {
+		t.Fatal(err)
+	}
+	// Version 3 as it was: syscall_raw a table, no syscall_packed.
+	db, err := sql.Open("duckdb", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.Exec(`CREATE TABLE v3 AS SELECT * FROM syscall_raw; DROP VIEW syscall_raw; ALTER TABLE v3 RENAME TO syscall_raw;
+	  DROP TABLE syscall_packed; DROP TABLE syscall_second_file; UPDATE meta SET value = '3' WHERE key = 'schema_version'`)
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := store.Open(path)
+	if err != nil {
+		t.Fatalf("opening a version 3 recording: %v", err)
+	}
+	defer rec.Close()
+	var got []string
+	rows, err := rec.DB.Query("SELECT name || ' ' || fd2 || ' ' || ino2 FROM syscalls ORDER BY ts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var s string
+		rows.Scan(&s)
+		got = append(got, s)
+	}
+	rows.Close()
+	if want := []string{"copy_file_range 4 3", "read -1 0"}; !slices.Equal(got, want) {
+		t.Errorf("syscalls of a version 3 recording: %q, want %q", got, want)
 	}
 }

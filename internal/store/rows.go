@@ -9,7 +9,7 @@ import (
 
 // loads holds every table's load but meta's (written through SQL).
 type loads struct {
-	files, syscallRaw, comms, syscallNames, kinds, syscallTotals, offcpuRaw, stacks,
+	files, syscalls, secondFiles, comms, syscallNames, kinds, syscallTotals, offcpuRaw, stacks,
 	blockRaw, throttle, writeback, dirtied, cputime, forks, execs, exits, taskIO, tcpBytes, payloads, samples,
 	existing, uring, unlinkRaw, lost, devices, interfaces *tableLoad
 	all []*tableLoad
@@ -18,7 +18,7 @@ type loads struct {
 // byName names each field as schema.go names its table.
 func (l *loads) byName() map[string]**tableLoad {
 	return map[string]**tableLoad{
-		"files_raw": &l.files, "syscall_raw": &l.syscallRaw, "comms": &l.comms, "syscall_names": &l.syscallNames,
+		"files_raw": &l.files, "syscall_packed": &l.syscalls, "syscall_second_file": &l.secondFiles, "comms": &l.comms, "syscall_names": &l.syscallNames,
 		"kinds": &l.kinds, "syscall_totals_raw": &l.syscallTotals, "offcpu_raw": &l.offcpuRaw,
 		"stacks": &l.stacks, "block_raw": &l.blockRaw, "throttle": &l.throttle, "writeback": &l.writeback,
 		"dirtied": &l.dirtied, "cputime": &l.cputime, "forks": &l.forks, "execs": &l.execs, "exits": &l.exits,
@@ -167,9 +167,15 @@ func (w *Writer) append(ev event.Event) error {
 		if err != nil {
 			return err
 		}
-		return t.syscallRaw.row().u64(e.Time).u64(e.Dur).u32(e.PID).u32(e.TID).u32(cid).u16(uint16(e.Nr)).
+		if e.FD2 >= 0 || e.File2 != (event.FileRef{}) {
+			err := t.secondFiles.row().u64(e.Time).u32(e.TID).i32(e.FD2).u32(e.File2.Dev).u64(e.File2.Ino).u32(e.File2.Gen).end()
+			if err != nil {
+				return err
+			}
+		}
+		return t.syscalls.row().u64(e.Time).u64(e.Dur).u32(e.PID).u32(e.TID).u32(cid).u16(uint16(e.Nr)).
 			i32(e.FD).i64(e.Ret).u64(e.Req).bool(e.Blocked).u32(e.File.Dev).u64(e.File.Ino).u32(e.File.Gen).u8(uint8(e.File.Kind)).
-			i32(e.FD2).u32(e.File2.Dev).u64(e.File2.Ino).u32(e.File2.Gen).u32(e.Flags).end()
+			u32(e.Flags).end()
 	case *event.SyscallTotals:
 		c, name, bytes := event.SyscallClass(e.Nr), event.SyscallName(int32(e.Nr)), e.Bytes
 		if !event.SyscallMovesBytes(name) {

@@ -6,8 +6,15 @@ import "github.com/whyslow/whyslow/internal/event"
 
 // SchemaVersion changes whenever a table or view changes shape; each
 // version's additions are listed in docs/trace-format.md ("Versions").
-// A recording of another version is refused with one line naming it.
-const SchemaVersion = 3
+// A recording of another version (but readsToo) is refused with one line
+// naming it.
+const SchemaVersion = 4
+
+// readsToo is the one earlier version whyslow also reads: version 3 stored
+// as a table what version 4 packs (syscall_packed) and gives back through
+// a view of the same name and columns (syscall_raw), and differs in
+// nothing else, so every query whyslow makes reads both.
+const readsToo = 3
 
 // Times (ts, *_ts) are CLOCK_MONOTONIC nanoseconds; meta.clock_offset_ns maps them to wall time.
 var tables = []struct{ name, columns string }{
@@ -16,7 +23,18 @@ var tables = []struct{ name, columns string }{
 	// High-rate tables hold numbers only: strings cost the appender a C
 	// allocation each. Names live in the dimension tables below and come back
 	// through views of the same shape (syscalls, offcpu, block).
-	{"syscall_raw", "ts UBIGINT, dur UBIGINT, pid UINTEGER, tid UINTEGER, comm_id UINTEGER, nr USMALLINT, fd INTEGER, ret BIGINT, req UBIGINT, blocked BOOLEAN, dev UINTEGER, ino UBIGINT, gen UINTEGER, fkind UTINYINT, fd2 INTEGER, dev2 UINTEGER, ino2 UBIGINT, gen2 UINTEGER, flags UINTEGER"},
+	//
+	// syscall_packed holds syscall_raw's rows as one STRUCT column, which the
+	// syscall_raw view unpacks: DuckDB keeps a HyperLogLog of distinct values
+	// for every column of a plain type, hashing a sample of each appended
+	// chunk into it, and none for a STRUCT. At --full that was a sixth of the
+	// recorder's cost a call (BENCHMARKS.md, 2b). A query reads the fields
+	// it names, filters on them with their min/max as it would on columns.
+	// The second file of sendfile, splice and copy_file_range is a row of
+	// syscall_second_file, which the view joins: four columns every call
+	// paid for, that three syscalls fill.
+	{"syscall_packed", "c STRUCT(" + syscallPackedFields + ")"},
+	{"syscall_second_file", "ts UBIGINT, tid UINTEGER, fd2 INTEGER, dev2 UINTEGER, ino2 UBIGINT, gen2 UINTEGER"},
 	{"comms", "comm_id UINTEGER, comm VARCHAR"},
 	{"syscall_names", "nr USMALLINT, name VARCHAR, class VARCHAR"},
 	{"kinds", "kind UTINYINT, name VARCHAR"},
@@ -62,9 +80,23 @@ var tables = []struct{ name, columns string }{
 	{"socket_users", "pid UINTEGER"},
 }
 
+// syscallPackedFields are syscall_packed's fields, in the order rows.go
+// writes them.
+const syscallPackedFields = "ts UBIGINT, dur UBIGINT, pid UINTEGER, tid UINTEGER, comm_id UINTEGER, nr USMALLINT, fd INTEGER, ret BIGINT, req UBIGINT, blocked BOOLEAN, dev UINTEGER, ino UBIGINT, gen UINTEGER, fkind UTINYINT, flags UINTEGER"
+
+// Packed names the tables whose rows a view of the same rows gives
+// unpacked, which is what to read (or export) instead.
+var Packed = map[string]string{"syscall_packed": "syscall_raw"}
+
 // views are what analyses and `whyslow sql` read. Each joins a file's identity
 // (dev, ino, gen) to its latest description.
 var views = []string{
+	// syscall_raw: the shape schema version 3 stored (docs/trace-format.md):
+	// a call without a second file has fd2 -1 and zeros.
+	`CREATE OR REPLACE VIEW syscall_raw AS
+	 SELECT p.ts, p.dur, p.pid, p.tid, p.comm_id, p.nr, p.fd, p.ret, p.req, p.blocked, p.dev, p.ino, p.gen, p.fkind,
+	        coalesce(s.fd2, -1) AS fd2, coalesce(s.dev2, 0) AS dev2, coalesce(s.ino2, 0) AS ino2, coalesce(s.gen2, 0) AS gen2, p.flags
+	 FROM (SELECT c.* FROM syscall_packed) p LEFT JOIN syscall_second_file s ON s.tid = p.tid AND s.ts = p.ts`,
 	// A file's kind is a code (kinds) in every table, a name in every view:
 	// files, syscall_totals and uring are their raw tables named.
 	`CREATE OR REPLACE VIEW files AS

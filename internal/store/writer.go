@@ -127,6 +127,12 @@ func (w *Writer) init() error {
 	// recorder's CPU at the default level), on cores the target needs.
 	// Finish gives analyses their threads back.
 	ddl.WriteString("SET threads = 1;\n")
+	// No run-length encoding: trying it on every column of every row group
+	// (analysis, then compression where it won) was a tenth of the cost of
+	// a --full call's row; bit-packing, which stays, stores constant runs
+	// as compactly, and a --full recording came out 4% smaller without it
+	// (BENCHMARKS.md, 2b).
+	ddl.WriteString("SET disabled_compression_methods = 'rle';\n")
 	ddl.WriteString("BEGIN TRANSACTION;\n")
 	for _, t := range tables {
 		fmt.Fprintf(&ddl, "CREATE TABLE %s (%s);\n", t.name, t.columns)
