@@ -41,8 +41,12 @@ func BenchmarkPipeline(b *testing.B) {
 	m, unmap := mapRecords(b, copyPath)
 	wanted := records - ownStackRecords(m)
 	unmap()
-	for _, stage := range []string{"decode", "store", "store-all-cpus"} {
+	for _, stage := range []string{"decode", "store", "store-backlog", "store-all-cpus"} {
 		b.Run(stage, func(b *testing.B) {
+			// A source as fast as the pipeline: the replay puts a block
+			// when the spool has room for it in memory. store-backlog's
+			// source is faster: the backlog spills to the file.
+			keepUp := stage != "store-backlog"
 			if stage != "store-all-cpus" {
 				restore := onOneCPU(b)
 				defer restore()
@@ -63,7 +67,7 @@ func BenchmarkPipeline(b *testing.B) {
 				}
 				records, unmap := mapRecords(b, copyPath)
 				start := time.Now()
-				err := eng.replay(records, dir, sink)
+				err := eng.replay(records, dir, sink, keepUp)
 				if w != nil {
 					err = errors.Join(err, w.Close(nil))
 				}
@@ -199,6 +203,13 @@ func onOneCPU(b *testing.B) (restore func()) {
 	}
 }
 
+// memoryFull says whether a block of n bytes would spill.
+func (s *spool) memoryFull(n int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.spilling || s.memBytes+n > s.memMax
+}
+
 // replay feeds records, as the spool holds them, through the spool and the
 // rest of the pipeline behind the ring (decode, completion, sink) as fast
 // as it goes: the pipeline's own capacity, without the kernel. The stacks
@@ -224,7 +235,7 @@ func mapRecords(b *testing.B, path string) ([]byte, func()) {
 	}
 	return m, func() { unix.Munmap(m) }
 }
-func (e *Engine) replay(records []byte, dir string, sink Sink) error {
+func (e *Engine) replay(records []byte, dir string, sink Sink, keepUp bool) error {
 	defer debug.SetGCPercent(debug.SetGCPercent(spoolGCPercent)) // as Run
 	sp, err := newSpool(dir)
 	if err != nil {
@@ -236,10 +247,10 @@ func (e *Engine) replay(records []byte, dir string, sink Sink) error {
 		// As fill does: each ring's records framed into blocks, a block
 		// into the spool when full.
 		defer close(sp.ended)
-		var block []byte
+		block := sp.newBlock()
 		for p := records; ; {
 			if len(p) < 4 {
-				err := sp.putBlock(block, nil)
+				_, err := sp.putBlock(block, nil)
 				sp.flushShared()
 				errc <- err
 				return
@@ -252,11 +263,14 @@ func (e *Engine) replay(records []byte, dir string, sink Sink) error {
 			block = appendRecord(block, p[4:4+n])
 			p = p[4+n:]
 			if len(block) >= spoolBlock {
-				if err := sp.putBlock(block, nil); err != nil {
+				for keepUp && sp.memoryFull(len(block)) {
+					time.Sleep(100 * time.Microsecond)
+				}
+				var err error
+				if block, err = sp.putBlock(block, nil); err != nil {
 					errc <- err
 					return
 				}
-				block = block[:0]
 			}
 		}
 	}()
