@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -236,7 +235,6 @@ func mapRecords(b *testing.B, path string) ([]byte, func()) {
 	return m, func() { unix.Munmap(m) }
 }
 func (e *Engine) replay(records []byte, dir string, sink Sink, keepUp bool) error {
-	defer debug.SetGCPercent(debug.SetGCPercent(spoolGCPercent)) // as Run
 	sp, err := newSpool(dir)
 	if err != nil {
 		return err

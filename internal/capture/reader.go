@@ -3,7 +3,6 @@ package capture
 import (
 	"context"
 	"errors"
-	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -24,13 +23,6 @@ const (
 // Run reads both ring buffers and drains the in-kernel aggregates every second,
 // handing events to sink until ctx is done; then it reads what is left and
 // returns. Off-CPU intervals still open at the end are closed at that moment.
-// spoolGCPercent is the collector's target while a spool feeds the store:
-// events go by at millions a second and live for milliseconds, around a
-// live heap of ~7 MiB, so at Go's default (100) the collector ran twenty
-// times a second for nothing; four times the live heap halves what it
-// costs the pipeline (BENCHMARKS.md, 2b) for ~20 MiB more at the peak.
-const spoolGCPercent = 400
-
 func (e *Engine) Run(ctx context.Context, sink Sink) error {
 	out := make(chan []event.Event, 256) // about a million events of slack for bursts
 	st := newStacks(e.maps.Stacks, &e.ownStacks)
@@ -55,7 +47,6 @@ func (e *Engine) Run(ctx context.Context, sink Sink) error {
 		}
 		e.spooling.Store(sp)
 		defer e.spooling.Store(nil)
-		defer debug.SetGCPercent(debug.SetGCPercent(spoolGCPercent))
 		rings = rings[1:]
 		wg.Add(2)
 		go func() {

@@ -54,7 +54,7 @@ func TestSpoolOrderAcrossSpills(t *testing.T) {
 		loadErr <- e.load(sp, out, nil)
 		close(out)
 	}()
-	const records = 60_000 // ~100 blocks
+	const records = 60_000   // ~100 blocks
 	beforeSpill := int64(-1) // bytes put in memory before the first spill
 	go func() {
 		defer close(sp.ended)
