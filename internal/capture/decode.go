@@ -172,8 +172,8 @@ func (d *decoder) decode(raw []byte) (event.Event, error) {
 		if err != nil {
 			return nil, err
 		}
-		// Field by field into the slab's zeroed event: a composite literal
-		// is built aside and copied whole.
+		// Field by field into the slab's zeroed event, rather than a
+		// composite literal built aside and copied in whole.
 		e := d.syscalls.next()
 		e.Header = d.hdr(&w.H)
 		e.Dur, e.Ret, e.Req, e.FD, e.FD2 = w.Dur, w.Ret, w.Req, w.Fd, w.Fd2

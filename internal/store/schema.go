@@ -28,7 +28,7 @@ var tables = []struct{ name, columns string }{
 	// syscall_raw view unpacks: DuckDB keeps a HyperLogLog of distinct values
 	// for every column of a plain type, hashing a sample of each appended
 	// chunk into it, and none for a STRUCT. At --full that was a sixth of the
-	// recorder's cost a call (BENCHMARKS.md, 2b). A query reads the fields
+	// recorder's cost a call (BENCHMARKS.md, 1d). A query reads the fields
 	// it names, filters on them with their min/max as it would on columns.
 	// The second file of sendfile, splice and copy_file_range is a row of
 	// syscall_second_file, which the view joins: four columns every call

@@ -128,10 +128,10 @@ func (w *Writer) init() error {
 	// Finish gives analyses their threads back.
 	ddl.WriteString("SET threads = 1;\n")
 	// No run-length encoding: trying it on every column of every row group
-	// (analysis, then compression where it won) was a tenth of the cost of
-	// a --full call's row; bit-packing, which stays, stores constant runs
+	// (analysis, then compression where it won) was ~6% of the cost of
+	// storing a --full call; bit-packing, which stays, stores constant runs
 	// as compactly, and a --full recording came out 4% smaller without it
-	// (BENCHMARKS.md, 2b).
+	// (BENCHMARKS.md, 1d).
 	ddl.WriteString("SET disabled_compression_methods = 'rle';\n")
 	ddl.WriteString("BEGIN TRANSACTION;\n")
 	for _, t := range tables {
