@@ -3,6 +3,7 @@ package analysis
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/whyslow/whyslow/internal/event"
@@ -120,5 +121,27 @@ func TestNeverIssuedRequest(t *testing.T) {
 	x := explainRecorded(t, r.Close(), 100)
 	if len(x.Devices) != 1 || x.Devices[0].QueueMS != 0 || x.Devices[0].ServiceMS < 1.9 || x.Devices[0].ServiceMS > 2.1 {
 		t.Errorf("devices: %+v, want one with 0 ms queued and 2 ms at the device", x.Devices)
+	}
+}
+
+// TestStatsOfAnUnknownSyscall: a call whose number syscall_names lacks (a
+// doctored recording's) is counted as class none, not a failed scan.
+func TestStatsOfAnUnknownSyscall(t *testing.T) {
+	r := storetest.New(t, "unknown-syscall", map[string]string{"level": "full", "scope": "system"})
+	tr := storetest.Thread{PID: 100, TID: 100, Comm: "odd"}
+	r.Add(&event.Syscall{Header: tr.At(1), Dur: storetest.MS(2), Nr: 999, FD: -1, FD2: -1},
+		tr.Call("read", 3, 1, 3, 10, event.FileRef{}))
+	rec, err := store.Open(r.Close())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	st, err := RunStats(NewSource(rec), NoFilter())
+	if err != nil {
+		t.Fatalf("stats with a syscall number syscall_names lacks: %v", err)
+	}
+	b, _ := json.Marshal(st)
+	if !strings.Contains(string(b), `"none"`) || !strings.Contains(string(b), `"read"`) {
+		t.Errorf("stats: %s, want classes none and read", b)
 	}
 }

@@ -6,8 +6,10 @@
 -- The streamed calls' latency per class, on the numeric table.
 -- Slots: {{where}} on syscall_raw (rawCols).
 -- Columns: class, count, min, avg, max, stddev (ns).
-SELECT n.class, count(*), min(dur), avg(dur), max(dur), coalesce(stddev_pop(dur), 0)
-FROM syscall_raw r LEFT JOIN syscall_names n USING (nr) WHERE {{where}} GROUP BY n.class ORDER BY n.class;
+-- A number syscall_names lacks (a damaged or doctored recording) is class
+-- 'none', as event.Class names an unknown one.
+SELECT coalesce(n.class, 'none') AS class, count(*), min(dur), avg(dur), max(dur), coalesce(stddev_pop(dur), 0)
+FROM syscall_raw r LEFT JOIN syscall_names n USING (nr) WHERE {{where}} GROUP BY 1 ORDER BY 1;
 
 -- name: stats_disks
 -- Block requests' latency per device: in the queue, at the device.
@@ -27,7 +29,7 @@ FROM disk WHERE {{where}} GROUP BY 1 ORDER BY 2 DESC;
 -- Columns: class, dur, c (calls).
 CREATE OR REPLACE TEMP TABLE stream_durs AS
   WITH h AS (SELECT nr, dur, count(*) AS c FROM syscall_raw WHERE {{where}} GROUP BY nr, dur)
-  SELECT n.class, h.dur, sum(h.c)::UBIGINT AS c FROM h LEFT JOIN syscall_names n USING (nr) GROUP BY n.class, h.dur;
+  SELECT coalesce(n.class, 'none') AS class, h.dur, sum(h.c)::UBIGINT AS c FROM h LEFT JOIN syscall_names n USING (nr) GROUP BY 1, 2;
 
 -- name: stream_quantiles
 -- p50, p90 and p99 of each class from stream_durs, as DuckDB's
