@@ -296,15 +296,7 @@ func (e *Engine) load(s *spool, out chan<- []event.Event, pace *pacer) error {
 		}
 		block, n := s.next(off)
 		if block != nil {
-			// A block holds whole records.
-			for p := block; len(p) >= 4; {
-				l := int(binary.LittleEndian.Uint32(p))
-				if len(p) < 4+l {
-					break
-				}
-				b.add(p[4 : 4+l])
-				p = p[4+l:]
-			}
+			b.addFramed(block) // a block holds whole records
 			s.loaded.Add(int64(len(block)))
 			s.recycle(block)
 			continue
@@ -332,15 +324,20 @@ func (e *Engine) load(s *spool, out chan<- []event.Event, pace *pacer) error {
 			punched = off
 		}
 		// Whole records go out; a record cut by the chunk waits for the next.
-		p := buf
-		for len(p) >= 4 {
-			l := int(binary.LittleEndian.Uint32(p))
-			if len(p) < 4+l {
-				break
-			}
-			b.add(p[4 : 4+l])
-			p = p[4+l:]
-		}
-		buf = append(buf[:0], p...)
+		buf = append(buf[:0], b.addFramed(buf)...)
 	}
+}
+
+// addFramed adds the whole records of p, as appendRecord frames them, and
+// returns what is left: the start of a record cut short.
+func (b *batches) addFramed(p []byte) (rest []byte) {
+	for len(p) >= 4 {
+		l := int(binary.LittleEndian.Uint32(p))
+		if len(p) < 4+l {
+			break
+		}
+		b.add(p[4 : 4+l])
+		p = p[4+l:]
+	}
+	return p
 }
