@@ -172,13 +172,9 @@ func (d *decoder) decode(raw []byte) (event.Event, error) {
 		if err != nil {
 			return nil, err
 		}
-		// Field by field into the slab's zeroed event, rather than a
-		// composite literal built aside and copied in whole.
 		e := d.syscalls.next()
-		e.Header = d.hdr(&w.H)
-		e.Dur, e.Ret, e.Req, e.FD, e.FD2 = w.Dur, w.Ret, w.Req, w.Fd, w.Fd2
-		e.Nr, e.Flags, e.Blocked = w.Nr, w.Flags, w.Blocked != 0
-		e.File, e.File2 = fileRef(w.F), fileRef(w.F2)
+		*e = event.Syscall{Header: d.hdr(&w.H), Dur: w.Dur, Ret: w.Ret, Req: w.Req, FD: w.Fd, FD2: w.Fd2,
+			Nr: w.Nr, Flags: w.Flags, Blocked: w.Blocked != 0, File: fileRef(w.F), File2: fileRef(w.F2)}
 		return e, nil
 	case evFile:
 		w, err := asFile(raw)

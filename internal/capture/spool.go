@@ -302,14 +302,9 @@ func (e *Engine) load(s *spool, out chan<- []event.Event, pace *pacer) error {
 			continue
 		}
 		if n == 0 {
-			// Put and counted, not yet where next looks: the next signal
-			// says it is there.
-			b.send()
-			select {
-			case <-s.more:
-			case <-time.After(time.Millisecond):
-			}
-			continue
+			// A block is counted in queued under the lock that places it:
+			// a backlog with nothing placed is a bug, not a wait.
+			return fmt.Errorf("the spool counts %d bytes it does not hold", backlog)
 		}
 		start := len(buf)
 		buf = buf[:start+int(n)]

@@ -120,7 +120,7 @@ func relations(rec *store.Recording) ([]string, error) {
 		if !plainName.MatchString(n) {
 			return nil, fmt.Errorf("table %q: %w (unexpected name)", n, store.ErrNotRecording)
 		}
-		if _, packed := store.Packed[n]; packed {
+		if store.IsPacked(n) {
 			continue // its rows are its view's, exported unpacked
 		}
 		out = append(out, n)

@@ -2,7 +2,11 @@
 // reported them, and views that analyses and users query (docs/trace-format.md).
 package store
 
-import "github.com/whyslow/whyslow/internal/event"
+import (
+	"slices"
+
+	"github.com/whyslow/whyslow/internal/event"
+)
 
 // SchemaVersion changes whenever a table or view changes shape; each
 // version's additions are listed in docs/trace-format.md ("Versions").
@@ -84,9 +88,12 @@ var tables = []struct{ name, columns string }{
 // writes them.
 const syscallPackedFields = "ts UBIGINT, dur UBIGINT, pid UINTEGER, tid UINTEGER, comm_id UINTEGER, nr USMALLINT, fd INTEGER, ret BIGINT, req UBIGINT, blocked BOOLEAN, dev UINTEGER, ino UBIGINT, gen UINTEGER, fkind UTINYINT, flags UINTEGER"
 
-// Packed names the tables whose rows a view of the same rows gives
-// unpacked, which is what to read (or export) instead.
-var Packed = map[string]string{"syscall_packed": "syscall_raw"}
+// packedTables hold rows that a view gives unpacked (syscall_raw).
+var packedTables = []string{"syscall_packed"}
+
+// IsPacked says whether a table's rows are read, and exported, through
+// the view that unpacks them rather than as they are stored.
+func IsPacked(name string) bool { return slices.Contains(packedTables, name) }
 
 // views are what analyses and `whyslow sql` read. Each joins a file's identity
 // (dev, ino, gen) to its latest description.
