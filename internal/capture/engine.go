@@ -67,6 +67,9 @@ type Options struct {
 	Slow time.Duration
 	// EventsRingBytes sizes the main ring buffer (16 MiB when zero); a power of two, at least a page.
 	EventsRingBytes int
+	// CallsRingBytes is what the per-call hooks' rings (one per CPU) hold
+	// together (EventsRingBytes when zero); a power of two.
+	CallsRingBytes int
 	// MetaRingBytes sizes the ring buffer for files, lifecycle and writeback (4 MiB when zero).
 	MetaRingBytes int
 	// DescribedFiles sizes the kernel's table of files already described
@@ -339,12 +342,16 @@ func open(opts Options, flavour string, kernel *kernelTypes) (*Engine, error) {
 		return nil, fmt.Errorf("setting meta_wake_at: %w", err)
 	}
 	// The per-call hooks' syscall records go to a ring per CPU (calls),
-	// together the size of the events ring.
+	// together CallsRingBytes, or the size of the events ring.
 	cpus, err := ebpf.PossibleCPU()
 	if err != nil {
 		return nil, fmt.Errorf("counting CPUs: %w", err)
 	}
-	callsRing := callsRingBytes(mapSpecs.Events.MaxEntries, cpus)
+	callsTotal := mapSpecs.Events.MaxEntries
+	if opts.CallsRingBytes > 0 {
+		callsTotal = uint32(opts.CallsRingBytes)
+	}
+	callsRing := callsRingBytes(callsTotal, cpus)
 	mapSpecs.Calls.MaxEntries = uint32(cpus)
 	mapSpecs.Calls.InnerMap.MaxEntries = callsRing
 	if err := vars.CallsWakeAt.Set(uint64(callsRing / 4)); err != nil {
@@ -393,15 +400,15 @@ func open(opts Options, flavour string, kernel *kernelTypes) (*Engine, error) {
 	return e, nil
 }
 
-// callsRingBytes sizes each CPU's ring of calls: the events ring's size
-// shared out, a power of two, at least 1 MiB (~7000 records, 7 ms of one
-// CPU's calls at full rate) unless the events ring is smaller (tests).
-func callsRingBytes(events uint32, cpus int) uint32 {
+// callsRingBytes sizes each CPU's ring of calls: their total shared out,
+// a power of two, at least 1 MiB (~7000 records, 7 ms of one CPU's calls
+// at full rate) unless the total is smaller (tests).
+func callsRingBytes(total uint32, cpus int) uint32 {
 	size := uint32(1 << 20)
-	if events < size {
-		return events
+	if total < size {
+		return total
 	}
-	for size*2*uint32(cpus) <= events {
+	for size*2*uint32(cpus) <= total {
 		size *= 2
 	}
 	return size

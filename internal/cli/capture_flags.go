@@ -35,7 +35,7 @@ func (c *captureFlags) bind(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.syscalls, "syscalls", false, "also hook every syscall: counts, bytes and latency of calls that never wait (aggregated in the kernel; slow ones streamed); costs a syscall-heavy program about a third of its throughput")
 	fs.BoolVar(&c.full, "full", false, "stream every I/O syscall (like an LTTng recording)")
 	fs.DurationVar(&c.slow, "slow", time.Millisecond, "with --syscalls: stream syscalls at least this slow")
-	fs.StringVar(&c.ring, "ring-size", "", "ring buffer for events (a power of two, 4K to 1G; default 4M, 16M with --syscalls or --full): bigger rides out bursts")
+	fs.StringVar(&c.ring, "ring-size", "", "ring buffer for events (a power of two, 4K to 1G; default 4M; the rings of calls of --syscalls and --full share 8M, or this size when given): bigger rides out bursts")
 	fs.BoolVar(&c.requests, "requests", false, "capture every socket call of the target, so that 'report requests' can cut its requests")
 	fs.BoolVar(&c.noPayload, "no-payload", false, "with --requests: do not take the first bytes of each request (its label, e.g. the HTTP request line)")
 	fs.BoolVar(&c.noPeers, "no-peers", false, "do not follow the processes outside the target that it waits on (a server, a lock holder): the critical path then stops at them; following them costs every process a little at each context switch (BENCHMARKS.md)")
@@ -56,12 +56,15 @@ func (c *captureFlags) options() (capture.Options, error) {
 		return o, usageErr("--slow must be positive")
 	}
 	if c.ring == "" {
-		// The default level streams a record per wait, not per call: a
-		// smaller ring holds its bursts, and a ring's pages are mapped
-		// (twice) into whyslow, most of a short run's memory.
+		// The events ring carries a record per wait, not per call, at
+		// every level: 4 MiB holds its bursts. The per-call hooks' calls go
+		// to a ring per CPU, 8 MiB between them: two fio jobs at --full
+		// lost nothing with 2 MiB. The kernel maps a ring's every page
+		// into whyslow: at 16 + 16 MiB the rings were a sixth of the
+		// recorder's memory (BENCHMARKS.md, 5).
 		o.EventsRingBytes = 4 << 20
 		if o.Hooks() {
-			o.EventsRingBytes = 16 << 20
+			o.CallsRingBytes = 8 << 20
 		}
 		return o, nil
 	}
