@@ -81,6 +81,12 @@ static __always_inline void rq_file(struct request *rq_p, struct file_ref *r)
 		fd_ref_cached(ts, in.fd, r);
 }
 
+/* A request's entry whose request completed: kept for the struct's next use. */
+static __always_inline bool rq_done(struct rqinfo *info)
+{
+	return !info->insert_ts && !info->issue_ts;
+}
+
 /* Notes a request's insert or issue time, tracking it from the first of the
  * two seen (a request issued directly is never inserted). */
 static __always_inline void rq_track(struct request *rq, bool issue)
@@ -96,9 +102,7 @@ static __always_inline void rq_track(struct request *rq, bool issue)
 	 * layer stamped the request with at its allocation tells them apart; a
 	 * queue that stamps none (0), only a request's insert, its first sight
 	 * (a requeued request, inserted again, keeps its entry where stamped). */
-	if (info && (info->born != born || (!born && !issue)))
-		info = NULL;
-	if (info) {
+	if (info && !rq_done(info) && info->born == born && (born || issue)) {
 		if (issue)
 			info->issue_ts = now;
 		else if (!info->insert_ts)
@@ -116,7 +120,28 @@ static __always_inline void rq_track(struct request *rq, bool issue)
 	fresh.tid = (__u32)id;
 	current_comm(fresh.comm);
 	rq_file(rq, &fresh.f);
-	bpf_map_update_elem(&requests, &key, &fresh, BPF_ANY);
+	if (info) {
+		/* the struct's last use (done, or freed unseen): its entry is
+		 * this request's now, written in place; nothing else reads it
+		 * until this request completes */
+		*info = fresh;
+		return;
+	}
+	if (bpf_map_update_elem(&requests, &key, &fresh, BPF_NOEXIST) == 0)
+		__sync_fetch_and_add(&requests_held, 1);
+}
+
+/* A request completed: its entry kept, done, for the struct's next
+ * request, or deleted past REQUESTS_KEPT. */
+static __always_inline void rq_finish(struct rqinfo *info, __u64 key)
+{
+	if (requests_held <= REQUESTS_KEPT) {
+		info->insert_ts = 0;
+		info->issue_ts = 0;
+		return;
+	}
+	if (bpf_map_delete_elem(&requests, &key) == 0)
+		__sync_fetch_and_add(&requests_held, -1);
 }
 
 static __always_inline int on_rq_insert(struct request *rq)
@@ -135,11 +160,11 @@ static __always_inline int on_rq_complete(struct request *rq, int error, unsigne
 {
 	__u64 key = (__u64)rq;
 	struct rqinfo *info = bpf_map_lookup_elem(&requests, &key);
-	if (!info)
+	if (!info || rq_done(info))
 		return 0;
 	struct block_event *e = reserve_event(sizeof(*e), LOST_BLOCK);
 	if (!e) {
-		bpf_map_delete_elem(&requests, &key);
+		rq_finish(info, key);
 		return 0;
 	}
 	e->h.ts = bpf_ktime_get_ns();
@@ -173,7 +198,7 @@ static __always_inline int on_rq_complete(struct request *rq, int error, unsigne
 	e->error = error;
 	e->f = info->f;
 	submit_event(e);
-	bpf_map_delete_elem(&requests, &key);
+	rq_finish(info, key);
 	return 0;
 }
 

@@ -323,13 +323,24 @@ struct rqinfo {
 	struct file_ref f;
 };
 /* Preallocated (~2 MB): an allocation at each request's first sight and a
- * deferred free at its completion were a quarter of the block hooks' time. */
+ * deferred free at its completion were a quarter of the block hooks' time.
+ * A completed request's entry is kept, marked done, up to REQUESTS_KEPT
+ * entries, and written in place when blk-mq hands its struct (one per tag,
+ * allocated with the queue) to the next request: the hash update and
+ * delete of each request, each taking a bucket's lock, were ~2 µs of an
+ * fsync loop's 21 µs iteration with the other block hooks (BENCHMARKS.md,
+ * 1d). Past REQUESTS_KEPT (a machine with more request structs than that,
+ * or queues come and gone) completions delete their entries again. */
+#define REQUESTS_MAX 16384
+#define REQUESTS_KEPT (REQUESTS_MAX / 2)
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
+	__uint(max_entries, REQUESTS_MAX);
 	__type(key, __u64);
 	__type(value, struct rqinfo);
 } requests SEC(".maps");
+/* Entries in requests, approximately: added at a new key, taken at a delete. */
+__s64 requests_held = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

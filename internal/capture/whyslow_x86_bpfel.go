@@ -547,6 +547,7 @@ const (
 	whyslowVarMetaWakeAt              = "meta_wake_at"
 	whyslowVarOtherSyncsOpen          = "other_syncs_open"
 	whyslowVarPayload                 = "payload"
+	whyslowVarRequestsHeld            = "requests_held"
 	whyslowVarSelfPid                 = "self_pid"
 	whyslowVarSlowNs                  = "slow_ns"
 	whyslowVarSyscallHooks            = "syscall_hooks"
@@ -718,6 +719,7 @@ type whyslowVariableSpecs struct {
 	MetaWakeAt           *ebpf.VariableSpec `ebpf:"meta_wake_at"`
 	OtherSyncsOpen       *ebpf.VariableSpec `ebpf:"other_syncs_open"`
 	Payload              *ebpf.VariableSpec `ebpf:"payload"`
+	RequestsHeld         *ebpf.VariableSpec `ebpf:"requests_held"`
 	SelfPid              *ebpf.VariableSpec `ebpf:"self_pid"`
 	SlowNs               *ebpf.VariableSpec `ebpf:"slow_ns"`
 	SyscallHooks         *ebpf.VariableSpec `ebpf:"syscall_hooks"`
@@ -851,6 +853,7 @@ type whyslowVariables struct {
 	MetaWakeAt           *ebpf.Variable `ebpf:"meta_wake_at"`
 	OtherSyncsOpen       *ebpf.Variable `ebpf:"other_syncs_open"`
 	Payload              *ebpf.Variable `ebpf:"payload"`
+	RequestsHeld         *ebpf.Variable `ebpf:"requests_held"`
 	SelfPid              *ebpf.Variable `ebpf:"self_pid"`
 	SlowNs               *ebpf.Variable `ebpf:"slow_ns"`
 	SyscallHooks         *ebpf.Variable `ebpf:"syscall_hooks"`
