@@ -199,15 +199,18 @@ static __always_inline void unix_addrs(struct file_event *e, struct file *file)
 }
 
 /* Describes a file to user space once per (dev, ino, gen); sockets again
- * once they have a peer (a unix one again once its peer has a socket). */
+ * once they are connected (a unix one again once its peer has a socket). */
 static __always_inline void describe_inline(struct file *file, struct inode *inode, struct dentry *dentry,
 					    struct vfsmount *mnt, struct file_ref *r)
 {
 	struct seen_key k = { .dev = r->dev, .gen = r->gen, .ino = r->ino };
 	__u8 state = 1;
 	if (r->kind == FK_SOCK_INET && file) {
+		/* Connected once it has both ports: connect sets its peer's, then
+		 * searches for its own (tcp_v4_connect), and the sampler or a
+		 * wakeup may describe it in between. */
 		struct socket *sock = CAST(struct socket, CAST(struct file, file)->private_data);
-		if (sock->sk->__sk_common.skc_dport)
+		if (sock->sk->__sk_common.skc_dport && sock->sk->__sk_common.skc_num)
 			state = 2;
 	} else if (r->kind == FK_SOCK_UNIX && file) {
 		struct sock *peer = unix_peer(file);
