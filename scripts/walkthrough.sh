@@ -24,6 +24,7 @@ each request a server reads (`--requests`, its HTTP request line):
 
 ```
 $ whyslow record -o board.db --full --requests -d 13s &
+whyslow: recording system-wide to board.db for 13s, or until Ctrl-C
 $ examples/session-stall/run.sh
 EOF
 echo "$latencies"

@@ -64,6 +64,7 @@ func runAttach(o attachOptions) error {
 	defer stop()
 	res, err := recorder.Record(ctx, recorder.Config{
 		Path: path, Capture: copts, PID: o.pid, Duration: o.duration, Status: statusWriter(), KeepOpen: true, Temporary: !keep,
+		Announce: func() { announce(o.pid, o.recording, o.duration) },
 	})
 	if err != nil {
 		if res == nil {

@@ -62,7 +62,7 @@ func codeOf(err error) int {
 		return ee.code
 	}
 	switch {
-	case errors.Is(err, store.ErrExists):
+	case errors.Is(err, store.ErrExists), errors.Is(err, store.ErrBadPath):
 		return ExitUsage
 	case errors.Is(err, store.ErrNotRecording), errors.Is(err, store.ErrUnreadable), store.Damaged(err):
 		return ExitBadFile

@@ -145,6 +145,9 @@ DIR as it was.`,
 			}
 			files, err := export.Parquet(args[0], dir)
 			if err != nil {
+				if errors.Is(err, store.ErrBadPath) {
+					return withCode(ExitUsage, err)
+				}
 				if errors.Is(err, store.ErrNotRecording) || errors.Is(err, os.ErrNotExist) && len(files) == 0 {
 					return withCode(ExitBadFile, err)
 				}

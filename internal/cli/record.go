@@ -69,10 +69,14 @@ func runRecord(o recordOptions, argv []string) error {
 		ctx, forward, stop = commandSignals()
 	}
 	defer stop()
-	res, err := recorder.Record(ctx, recorder.Config{
+	cfg := recorder.Config{
 		Path: o.output, Capture: copts, Command: argv, PID: o.pid, Duration: o.duration, Status: statusWriter(),
 		Forward: forward, LeaveRunning: true,
-	})
+	}
+	if len(argv) == 0 { // a command's own output says it has started
+		cfg.Announce = func() { announce(o.pid, o.output, o.duration) }
+	}
+	res, err := recorder.Record(ctx, cfg)
 	if res == nil {
 		return err
 	}
@@ -80,7 +84,7 @@ func runRecord(o recordOptions, argv []string) error {
 	for _, n := range res.Lost {
 		lost += n
 	}
-	fmt.Fprintf(os.Stderr, "recorded %d events in %s to %s", res.Rows, time.Since(res.Started).Round(time.Millisecond), o.output)
+	fmt.Fprintf(os.Stderr, "recorded %d events in %s to %s", res.Rows, time.Since(res.Started).Round(time.Millisecond), format.Safe(o.output))
 	if lost > 0 {
 		fmt.Fprintf(os.Stderr, " (%d lost: %v)", lost, res.Lost)
 	}
@@ -101,6 +105,26 @@ func runRecord(o recordOptions, argv []string) error {
 		return childExit(res.ExitCode)
 	}
 	return nil
+}
+
+// announce says, once capture is attached, what is recorded and until when:
+// what a process started from now on does is seen.
+func announce(pid int, path string, d time.Duration) {
+	what := "system-wide"
+	if pid != 0 {
+		what = fmt.Sprintf("pid %d and its descendants", pid)
+	}
+	if path != "" {
+		what += " to " + format.Safe(path)
+	}
+	until := "until Ctrl-C"
+	if pid != 0 {
+		until = "until it exits or Ctrl-C"
+	}
+	if d > 0 {
+		until = fmt.Sprintf("for %s, or %s", d, until)
+	}
+	fmt.Fprintf(os.Stderr, "whyslow: recording %s %s\n", what, until)
 }
 
 // commandSignals is record's way with signals while its command runs:

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -133,9 +134,18 @@ func holdsProcess(src *analysis.Source, pid uint32) error {
 func openSource(path string) (*analysis.Source, func(), error) {
 	rec, err := store.Open(path)
 	if err != nil {
-		return nil, nil, withCode(ExitBadFile, err)
+		return nil, nil, openErr(err)
 	}
 	return analysis.NewSource(rec), func() { rec.Close() }, nil
+}
+
+// openErr is a recording that did not open: a bad file (exit 3), or a path
+// no recording can have (exit 2, as a bad argument).
+func openErr(err error) error {
+	if errors.Is(err, store.ErrBadPath) {
+		return withCode(ExitUsage, err)
+	}
+	return withCode(ExitBadFile, err)
 }
 
 // finishedSource is the recording run or attach just made: still open when
@@ -145,7 +155,7 @@ func finishedSource(res *recorder.Result, path string) (src *analysis.Source, do
 	rec := res.Recording
 	if rec == nil {
 		if rec, err = store.Open(path); err != nil {
-			return nil, nil, withCode(ExitBadFile, err)
+			return nil, nil, openErr(err)
 		}
 	}
 	return analysis.NewSource(rec), rec.Close, nil

@@ -36,6 +36,10 @@ type Config struct {
 	Status io.Writer // a one-line live status, or nil
 	// Ready is closed once capture is attached (tests and harnesses wait on it).
 	Ready chan<- struct{}
+	// Announce, if set, is called once capture is attached, before the
+	// status line is drawn: the CLI says what it records, and a script
+	// waiting on stderr knows that what it starts now is seen.
+	Announce func()
 	// Forward delivers signals to the command (run forwards SIGTERM and SIGHUP).
 	Forward <-chan os.Signal
 	// LeaveRunning: the duration or ctx's end finishes the recording while

@@ -164,6 +164,9 @@ func (s *session) startCapture() {
 	if s.cfg.Ready != nil {
 		close(s.cfg.Ready)
 	}
+	if s.cfg.Announce != nil {
+		s.cfg.Announce()
+	}
 	s.stopStatus = startStatus(s.cfg, s.w, s.eng, s.res.Started)
 }
 

@@ -68,6 +68,9 @@ func OpenWritingTo(path, dir string) (*Recording, error) {
 }
 
 func open(path, dir string) (rec *Recording, err error) {
+	if err := checkPath(path); err != nil {
+		return nil, err
+	}
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, fileErr(err)

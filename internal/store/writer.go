@@ -88,6 +88,9 @@ func (w *Writer) CommitEvery(d time.Duration) {
 // Create makes a new recording at path; an existing file is an error, so a
 // recording is never overwritten by accident.
 func Create(path string) (*Writer, error) {
+	if err := checkPath(path); err != nil {
+		return nil, err
+	}
 	if _, err := os.Stat(path); err == nil {
 		return nil, fmt.Errorf("%s %w: choose another name or remove it", path, ErrExists)
 	}

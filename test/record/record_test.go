@@ -465,6 +465,10 @@ func TestRefusedInput(t *testing.T) {
 		{[]string{"run", "--json", filepath.Join(dir, "no", "x.json"), "--", "true"}, 2},
 		{[]string{"run", "--html", filepath.Join(dir, "no", "x.html"), "--", "true"}, 2},
 		{[]string{"attach", "-p", "1", "--json", dir}, 2},
+		// DuckDB would read what follows '?' as its options
+		{[]string{"record", "-o", out + "?access_mode=read_write", "--", "true"}, 2},
+		{[]string{"sql", good + "?access_mode=read_write", "SELECT 1"}, 2},
+		{[]string{"report", "usage", filepath.Join(dir, "evil\x1b]0;owned\x07.db")}, 2},
 	} {
 		done := make(chan struct{})
 		var errs string

@@ -1,7 +1,6 @@
 package scenarios
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/whyslow/whyslow/internal/slowdisk"
+	"github.com/whyslow/whyslow/test/harness"
 )
 
 // Requests as deployed (issue 25): nginx in front of PHP-FPM over a unix
@@ -208,12 +208,7 @@ func recordRequests(t *testing.T, verb string, args ...string) (stop func() (*pr
 	t.Helper()
 	rec := filepath.Join(t.TempDir(), "rec.db")
 	cmd := exec.Command(filepath.Join(bin, "whyslow"), append([]string{verb, "--requests", "-o", rec}, args...)...)
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(1500 * time.Millisecond) // loaded and attached
+	errb := harness.StartRecorder(t, cmd)
 	return func() (*proxyRequests, string, string) {
 		cmd.Process.Signal(os.Interrupt)
 		if err := cmd.Wait(); err != nil {

@@ -63,12 +63,7 @@ func attachRequests(t *testing.T, pid int) (stop func() (*requestsJSON, string))
 	dir := t.TempDir()
 	rec, js := filepath.Join(dir, "rec.db"), filepath.Join(dir, "requests.json")
 	cmd := exec.Command(filepath.Join(bin, "whyslow"), "attach", "-p", strconv.Itoa(pid), "--requests", "-o", rec, "--json", js)
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(1500 * time.Millisecond) // loaded and attached
+	errb := harness.StartRecorder(t, cmd)
 	return func() (*requestsJSON, string) {
 		cmd.Process.Signal(os.Interrupt)
 		if err := cmd.Wait(); err != nil {

@@ -2,12 +2,15 @@ package scenarios
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/whyslow/whyslow/test/harness"
 )
 
 // The ways whyslow is asked about a client: run at each capture level,
@@ -44,12 +47,7 @@ func explainWays(t *testing.T, setup func(t *testing.T), client []string, check 
 	t.Run("system-wide record", func(t *testing.T) {
 		rec := filepath.Join(t.TempDir(), "all.db")
 		r := exec.Command(filepath.Join(bin, "whyslow"), "record", "-o", rec, "-d", "6s")
-		var rerr bytes.Buffer
-		r.Stderr = &rerr
-		if err := r.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(1500 * time.Millisecond) // capture under way
+		rerr := harness.StartRecorder(t, r)
 		setup(t)
 		c := exec.Command(client[0], client[1:]...)
 		if out, err := c.CombinedOutput(); err != nil {
@@ -68,6 +66,13 @@ func explainWays(t *testing.T, setup func(t *testing.T), client []string, check 
 			t.Fatal(err)
 		}
 		check(t, readExplanation(t, js, string(text)), string(text))
+		if t.Failed() {
+			// What the chain is built from, for a failure seen only in CI.
+			waits, _ := exec.Command(filepath.Join(bin, "whyslow"), "sql", rec, fmt.Sprintf(
+				"SELECT ts, off_ns, tid, reason, syscall, waker_pid, waker_tid, waker_comm, waker_side, outside FROM offcpu WHERE pid = %d AND off_ns > 10000000 ORDER BY ts",
+				c.Process.Pid)).CombinedOutput()
+			t.Logf("the client's long waits:\n%s\nthe recorder said: %s", waits, rerr)
+		}
 	})
 }
 
