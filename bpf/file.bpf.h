@@ -98,6 +98,7 @@ struct walk_ctx {
 	struct dentry *d;
 	struct mount *mnt;
 	__u32 depth;
+	__u32 off;    /* bytes of names written */
 	__u32 flags;
 	__u32 slot;   /* of file_scratch */
 };
@@ -132,7 +133,14 @@ static long walk_step(__u32 i, struct walk_ctx *c)
 		return 1;
 	}
 	const unsigned char *name = BPF_CORE_READ(d, d_name.name);
-	bpf_probe_read_kernel_str(e->names[c->depth & (PATH_DEPTH - 1)], NAME_LEN, name);
+	__u32 off = c->off;
+	/* PATH_DEPTH names of NAME_MAX_LEN fit NAMES_BYTES: never cut here */
+	long n = bpf_probe_read_kernel_str(&e->names[off & (NAMES_BYTES - 1)], NAME_MAX_LEN, name);
+	if (n <= 0) {
+		e->names[off & (NAMES_BYTES - 1)] = 0;   /* unreadable: an empty name */
+		n = 1;
+	}
+	c->off = off + n;
 	c->depth++;
 	c->d = p;
 	return 0;
@@ -251,6 +259,7 @@ static __always_inline void describe_inline(struct file *file, struct inode *ino
 	else if (r->kind == FK_SOCK_UNIX && file)
 		unix_addrs(e, file);
 	e->depth = 0;
+	__u32 c_off = 0;
 	if (describe_hold_ns && slot == 0 && is_target(bpf_get_current_pid_tgid() >> 32)) {
 		__u64 until = bpf_ktime_get_ns() + describe_hold_ns;
 		bpf_loop(1 << 23, hold_step, &until, 0);
@@ -264,14 +273,14 @@ static __always_inline void describe_inline(struct file *file, struct inode *ino
 		bpf_loop(PATH_DEPTH + 8, walk_step, &c, 0);
 		e->depth = c.depth;
 		e->flags |= c.flags;
+		c_off = c.off;
 	}
-	/* Only the names walked: most paths are a few components deep, and a
-	 * burst of new files (a build, a package install) then fits the meta
-	 * ring two to three times over. */
-	__u32 depth = e->depth;
-	if (depth > PATH_DEPTH)
-		depth = PATH_DEPTH;
-	__u64 size = offsetof(struct file_event, names) + depth * NAME_LEN;
+	/* Only the bytes the names take: most paths are a few short components,
+	 * and a burst of new files (a build, a package install) then fits the
+	 * meta ring many times over. */
+	if (c_off > NAMES_BYTES)
+		c_off = NAMES_BYTES;
+	__u64 size = offsetof(struct file_event, names) + c_off;
 	if (output_meta(e, size, LOST_FILE))
 		bpf_map_delete_elem(&seen, &k);
 	*(volatile __u32 *)nest = slot;

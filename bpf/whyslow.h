@@ -6,7 +6,10 @@
 
 #define TASK_COMM_LEN 16
 #define PATH_DEPTH 16   /* path components resolved in the kernel */
-#define NAME_LEN 64     /* bytes kept of each component */
+#define NAME_MAX_LEN 256 /* a component's bytes, NAME_MAX, and its NUL */
+/* A description's names, packed: a power of two, so that an offset masked
+ * to it and one name more stay inside names[]. PATH_DEPTH names fit. */
+#define NAMES_BYTES 4096
 #define UNIX_PATH_LEN 108  /* sizeof(sockaddr_un.sun_path) */
 #define EXEC_ARGS_LEN 256
 #define EXEC_FILE_LEN 128
@@ -129,7 +132,9 @@ struct file_event {
 	 * FILEF_UNIX_BOUND, else its peer's (abstract: a leading NUL) */
 	__u64 peer_ino;
 	char unix_path[UNIX_PATH_LEN];
-	char names[PATH_DEPTH][NAME_LEN];  /* leaf first */
+	/* the path's components, leaf first, each whole and with its NUL,
+	 * one after the other: only the bytes they take are sent */
+	char names[NAMES_BYTES + NAME_MAX_LEN];
 };
 #define FILEF_NO_MOUNT 1    /* path is relative to the filesystem's root: user space adds the mount point */
 #define FILEF_DELETED 2

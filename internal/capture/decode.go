@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"unsafe"
 
@@ -146,10 +147,23 @@ func asFile(raw []byte) (*whyslowFileEvent, error) {
 		return nil, fmt.Errorf("short record: %d bytes for a file description of at least %d", len(raw), head)
 	}
 	copy(unsafe.Slice((*byte)(unsafe.Pointer(&w)), unsafe.Sizeof(w)), raw)
-	if walked := (len(raw) - head) / len(w.Names[0]); int(w.Depth) > walked {
+	if walked := bytes.Count(raw[head:min(len(raw), head+len(w.Names))], []byte{0}); int(w.Depth) > walked {
 		return nil, fmt.Errorf("file description of %d components holds %d", w.Depth, walked)
 	}
 	return &w, nil
+}
+
+// packedNames splits the first n names of a description, each ended by its
+// NUL (asFile checked that n are there).
+func packedNames(b []int8, n int) []string {
+	rest := int8s(b)
+	names := make([]string, 0, n)
+	for len(names) < n && len(rest) > 0 {
+		name, after, _ := bytes.Cut(rest, []byte{0})
+		names = append(names, string(name))
+		rest = after
+	}
+	return names
 }
 
 func (d *decoder) hdr(h *whyslowHdr) event.Header {
@@ -298,11 +312,9 @@ func (d *decoder) decode(raw []byte) (event.Event, error) {
 func (d *decoder) file(w *whyslowFileEvent) *event.File {
 	f := &event.File{Header: d.hdr(&w.H), Ref: fileRef(w.F), Size: w.Size,
 		Deleted: w.Flags&fileDeleted != 0, Truncated: w.Flags&fileTruncated != 0}
-	depth := min(int(w.Depth), len(w.Names))
-	parts := make([]string, 0, depth)
-	for i := depth - 1; i >= 0; i-- {
-		parts = append(parts, cString(int8s(w.Names[i][:])))
-	}
+	parts := packedNames(w.Names[:], int(w.Depth))
+	slices.Reverse(parts) // sent leaf first
+	depth := len(parts)
 	f.Path = "/" + strings.Join(parts, "/")
 	if w.Flags&fileNoMount != 0 {
 		// Completed with the mount point, then encoded, by the resolver.

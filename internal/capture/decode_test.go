@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math/rand"
 	"net/netip"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -46,13 +47,7 @@ func TestDecodeFilePathAndPeer(t *testing.T) {
 	var w whyslowFileEvent
 	w.H = whyslowHdr{Kind: evFile}
 	w.F = whyslowFileRef{Ino: 5, Kind: 6}
-	names := []string{"17.txt", "job-3f2a", "tmp"} // leaf first, as the kernel walks
-	for i, n := range names {
-		for j := 0; j < len(n); j++ {
-			w.Names[i][j] = int8(n[j])
-		}
-	}
-	w.Depth = 3
+	packNames(&w, "17.txt", "job-3f2a", "tmp") // leaf first, as the kernel walks
 	w.Family = 2
 	w.Lport, w.Rport = 40000, 8080
 	copy(w.Laddr[:], []byte{127, 0, 0, 1})
@@ -81,19 +76,14 @@ func TestDecodeFileSentShort(t *testing.T) {
 	var w whyslowFileEvent
 	w.H = whyslowHdr{Kind: evFile}
 	w.F = whyslowFileRef{Ino: 5, Kind: 1}
-	for i, n := range []string{"app.log", "var"} {
-		for j := 0; j < len(n); j++ {
-			w.Names[i][j] = int8(n[j])
-		}
-	}
-	w.Depth = 2
+	sentBytes := packNames(&w, "app.log", "var")
 	head := int(unsafe.Offsetof(w.Names))
 	full := wire(t, w)
-	sent := full[:head+2*len(w.Names[0])]
+	sent := full[:head+sentBytes]
 	if f := mustFile(t, sent); f.Path != "/var/app.log" {
 		t.Errorf("short description named %q", f.Path)
 	}
-	if _, err := newDecoder().decode(full[:head+len(w.Names[0])]); err == nil {
+	if _, err := newDecoder().decode(full[:head+len("app.log")+1]); err == nil {
 		t.Error("a description of 2 components holding 1 was decoded")
 	}
 	if _, err := newDecoder().decode(full[:head-1]); err == nil {
@@ -197,12 +187,7 @@ func TestDecodeNamesThatAreNotUTF8(t *testing.T) {
 	var f whyslowFileEvent
 	f.H = whyslowHdr{Kind: evFile, Comm: comm("\xff\xfeprog")}
 	f.F = whyslowFileRef{Ino: 5, Kind: 1}
-	for i, n := range []string{"bad\xffname.dat", `back\slash`, "tmp"} { // leaf first
-		for j := range len(n) {
-			f.Names[i][j] = int8(n[j])
-		}
-	}
-	f.Depth = 3
+	packNames(&f, "bad\xffname.dat", `back\slash`, "tmp") // leaf first
 	if got := mustFile(t, wire(t, f)); got.Path != `/tmp/back\\slash/bad\xffname.dat` || got.Comm != `\xff\xfeprog` {
 		t.Errorf("file %q of %q", got.Path, got.Comm)
 	}
@@ -248,5 +233,36 @@ func TestDecodeNamesThatAreNotUTF8(t *testing.T) {
 	}
 	if ev, err := newDecoder().decode(wire(t, s)); err != nil || ev.(*event.Sample).Path != `/p\xff` {
 		t.Errorf("sample %+v, %v", ev, err)
+	}
+}
+
+// packNames writes a description's names as the kernel does (file.bpf.h):
+// leaf first, each with its NUL, one after the other. It returns the bytes
+// they take.
+func packNames(w *whyslowFileEvent, leafFirst ...string) int {
+	off := 0
+	for _, n := range leafFirst {
+		for j := range len(n) {
+			w.Names[off+j] = int8(n[j])
+		}
+		off += len(n) + 1
+	}
+	w.Depth = uint16(len(leafFirst))
+	return off
+}
+
+// TestDecodeLongNames: a component is kept whole up to NAME_MAX (255 bytes);
+// a Go build cache's 66-byte names were cut at 63, and the files then
+// looked deleted at the recording's end.
+func TestDecodeLongNames(t *testing.T) {
+	var w whyslowFileEvent
+	w.H = whyslowHdr{Kind: evFile}
+	w.F = whyslowFileRef{Ino: 5, Kind: 1}
+	long := strings.Repeat("a", 64) + "-d"
+	longest := strings.Repeat("z", 255)
+	sent := packNames(&w, long, longest, "go-build")
+	f := mustFile(t, wire(t, w)[:int(unsafe.Offsetof(w.Names))+sent])
+	if want := "/go-build/" + longest + "/" + long; f.Path != want {
+		t.Errorf("path %q, want %q", f.Path, want)
 	}
 }

@@ -263,7 +263,7 @@ func TestIOUringDirectBlockFile(t *testing.T) {
 		for _, m := range modes {
 			for _, rw := range []string{"randread", "randwrite"} {
 				t.Run(level.String()+"/"+m.name+"/"+rw, func(t *testing.T) {
-					// a short name: a path component longer than NAME_LEN is cut
+					// a short name, as a user would give
 					sub := filepath.Join(dir, strings.ReplaceAll(strings.TrimPrefix(t.Name(), "TestIOUringDirectBlockFile/"), "/", "-"))
 					if err := os.Mkdir(sub, 0o755); err != nil {
 						t.Fatal(err)

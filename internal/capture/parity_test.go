@@ -153,8 +153,7 @@ func TestParityFileFlags(t *testing.T) {
 		var w whyslowFileEvent
 		w.H = whyslowHdr{Kind: evFile}
 		w.F = whyslowFileRef{Ino: 5, Kind: uint32(event.KindRegular)}
-		w.Names[0][0] = 'x'
-		w.Depth = 1
+		packNames(&w, "x")
 		w.Flags = uint16(flags)
 		return mustFile(t, wire(t, w))
 	}

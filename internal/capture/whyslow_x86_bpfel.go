@@ -138,7 +138,7 @@ type whyslowFileEvent struct {
 	Size     uint64
 	PeerIno  uint64
 	UnixPath [108]int8
-	Names    [16][64]int8
+	Names    [4352]int8
 	_        [4]byte
 }
 

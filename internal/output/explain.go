@@ -67,7 +67,7 @@ func Explanation(w io.Writer, x *analysis.Explanation) {
 		t.Write(w)
 	}
 	if len(x.FileGroups) > 0 {
-		Heading(w, "Files created and removed in bulk")
+		Heading(w, "Files created or removed in bulk")
 		for i, g := range x.FileGroups {
 			if i == 5 {
 				break
