@@ -52,9 +52,25 @@ func verdictSentence(v analysis.Verdict) string {
 		if d := detailWords(v.Detail); d != "" {
 			s += ": " + d
 		}
-		return s
+		return s + saturated(v)
 	}
 	return "nothing was recorded for this process"
+}
+
+// saturated adds to a CPU verdict the time spent waiting for a CPU, when
+// it is a good part of the rest: the CPUs were too few for what ran (a
+// build on two cores, a database with more busy backends than CPUs), which
+// "on CPU" alone hides.
+func saturated(v analysis.Verdict) string {
+	if v.Reason != string(event.ReasonCPU) || v.OfS <= 0 {
+		return ""
+	}
+	for _, r := range v.Ranked {
+		if r.Reason == string(event.ReasonRunqueue) && r.S >= 0.2*v.OfS {
+			return fmt.Sprintf("; and %s %s: the CPUs were saturated", format.Pct(r.S/v.OfS), reasonWords[r.Reason])
+		}
+	}
+	return ""
 }
 
 // detailWords names who and what for a verdict's top reason.

@@ -53,6 +53,13 @@ func TestVerdictSentences(t *testing.T) {
 			Kind: analysis.DetailSpread, Spread: &analysis.Spread{Threads: 150, Commands: []analysis.CommandTime{
 				{Comm: "cc1", S: 6, Processes: 145}, {Comm: "ld", S: 1}}}}},
 			"70% of 10.00 s on CPU: spread over 150 threads, in cc1 (6.00 s, 145 processes), ld (1.00 s)"},
+		// A CPU verdict says when the rest was mostly waiting for a CPU.
+		{analysis.Verdict{Kind: analysis.VerdictTop, Reason: "cpu", Share: 0.53, OfS: 8, Ranked: []analysis.Ranked{
+			{Reason: "cpu", S: 4.24}, {Reason: "runqueue", S: 3.68}, {Reason: "sync", S: 0.08}}},
+			"53% of 8.00 s on CPU; and 46% waiting for a CPU (runnable, not running): the CPUs were saturated"},
+		{analysis.Verdict{Kind: analysis.VerdictTop, Reason: "cpu", Share: 0.9, OfS: 8, Ranked: []analysis.Ranked{
+			{Reason: "cpu", S: 7.2}, {Reason: "runqueue", S: 0.8}}},
+			"90% of 8.00 s on CPU"},
 	} {
 		if got := verdictSentence(c.v); got != c.want {
 			t.Errorf("%s verdict:\n got %q\nwant %q", c.v.Kind, got, c.want)
