@@ -43,6 +43,7 @@ type Writer struct {
 	// inTx: the loads' connection has a transaction open (spill), which
 	// the next flush commits; committed: a flush has committed rows.
 	inTx, committed bool
+	memory          string // DuckDB's memory limit while recording
 }
 
 // flushRows bounds the rows a table's appender holds: past it they go into
@@ -67,6 +68,15 @@ const (
 	analysisMemory  = "128MB"
 )
 
+// commitMemory is DuckDB's limit while the rows of a second are flushed and
+// committed, set back to the recording's after. A commit pins every table's
+// open row groups at once: what it needs grows with the tables that have
+// rows, not with the rate, and a mix of many (a build, --full with
+// --requests) could pass recordingMemory. The commit then failed ("failed
+// to pin block"), and the recording stopped and lost its last second. The
+// pool keeps no more than it needs, so the common commit uses what it did.
+const commitMemory = "1GB"
+
 // FlushEvery bounds what a crash can lose.
 const FlushEvery = time.Second
 
@@ -87,7 +97,10 @@ func (w *Writer) CommitEvery(d time.Duration) {
 
 // Create makes a new recording at path; an existing file is an error, so a
 // recording is never overwritten by accident.
-func Create(path string) (*Writer, error) {
+func Create(path string) (*Writer, error) { return create(path, recordingMemory) }
+
+// create is Create with DuckDB's memory limit while recording.
+func create(path, memory string) (*Writer, error) {
 	if err := checkPath(path); err != nil {
 		return nil, err
 	}
@@ -100,7 +113,7 @@ func Create(path string) (*Writer, error) {
 	}
 	w := &Writer{path: path, connector: connector, db: sql.OpenDB(connector),
 		comms: map[uint32]string{}, commIDs: map[string]uint32{}, stacks: map[int32]bool{}, lastFlush: time.Now(), commitEvery: FlushEvery,
-		failed: make(chan struct{})}
+		failed: make(chan struct{}), memory: memory}
 	if err := w.init(); err != nil {
 		w.t.close()
 		if w.duck != nil {
@@ -123,7 +136,7 @@ func (w *Writer) init() error {
 	// A database-wide setting: Finish gives analyses analysisMemory before it
 	// locks the configuration. One row group written at a time by the open
 	// transaction (DuckDB's default buffers five, ~60 MB at --full).
-	fmt.Fprintf(&ddl, "SET memory_limit = '%s';\n", recordingMemory)
+	fmt.Fprintf(&ddl, "SET memory_limit = '%s';\n", w.memory)
 	ddl.WriteString("SET write_buffer_row_group_count = 1;\n")
 	// One thread: a commit's checkpoint otherwise ran on DuckDB's workers
 	// while the committing thread spun waiting for them (a sixth of the
@@ -294,6 +307,7 @@ func (w *Writer) flushLocked() error {
 		return err
 	}
 	w.inTx = false
+	defer w.roomToCommit()()
 	for _, t := range w.t.all {
 		if err := t.flush(); err != nil {
 			w.duck.exec("ROLLBACK")
@@ -305,6 +319,15 @@ func (w *Writer) flushLocked() error {
 	}
 	w.committed = true
 	return nil
+}
+
+// roomToCommit raises DuckDB's memory limit to commitMemory for a flush and
+// its commit, and returns what sets it back.
+func (w *Writer) roomToCommit() (restore func()) {
+	if w.duck.exec("SET memory_limit = '"+commitMemory+"'") != nil {
+		return func() {}
+	}
+	return func() { w.duck.exec("SET memory_limit = '" + w.memory + "'") }
 }
 
 // Close flushes, records lost counts and devices, and closes the file.
@@ -373,12 +396,14 @@ func (w *Writer) finish(lost map[string]uint64) []error {
 	// of the WAL each, a dozen at the end of every recording.
 	tx := w.inTx || w.duck.exec("BEGIN TRANSACTION") == nil
 	w.inTx = false
+	restore := w.roomToCommit()
 	errs = append(errs, w.t.close()...)
 	if tx {
 		if err := w.duck.exec("COMMIT"); err != nil {
 			errs = append(errs, fmt.Errorf("committing the last rows: %w", err))
 		}
 	}
+	restore()
 	w.duck.close()
 	w.duck = nil
 	if err := w.writeDerived(); err != nil {
