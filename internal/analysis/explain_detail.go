@@ -49,7 +49,10 @@ type VerdictDetail struct {
 	PathBytes uint64 `json:"path_bytes,omitempty"`
 	Bytes     uint64 `json:"bytes,omitempty"`
 	// Group is the files written in bulk, when they, not one file, were the target's.
-	Group    *FileGroup  `json:"file_group,omitempty"`
+	Group *FileGroup `json:"file_group,omitempty"`
+	// Tree is the files written under one directory, when Path took less
+	// than half of what Who wrote (an archive unpacked, a build's outputs).
+	Tree     *FileTree   `json:"tree,omitempty"`
 	Object   string      `json:"object,omitempty"`
 	HeldUpBy *Actor      `json:"held_up_by,omitempty"`
 	Peer     *PeerUse    `json:"peer,omitempty"`

@@ -147,6 +147,9 @@ func (x *Explanation) detail(reason string) *VerdictDetail {
 		if th != nil && th.TopFile != "" && (len(x.FileGroups) == 0 || pathPattern(th.TopFile) != x.FileGroups[0].Pattern) {
 			// The bytes go with the file they went to; the thread's total apart.
 			d.Path, d.PathBytes, d.Bytes = th.TopFile, th.TopFileWriteBytes, th.WriteBytes
+			if 2*d.PathBytes < d.Bytes {
+				d.Tree = writtenTree(x.Files)
+			}
 		} else if len(x.FileGroups) > 0 {
 			g := x.FileGroups[0]
 			d.Group = &g

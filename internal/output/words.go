@@ -89,6 +89,12 @@ func detailWords(d *analysis.VerdictDetail) string {
 	case analysis.DetailWrote:
 		s := who
 		switch {
+		case d.Tree != nil:
+			// "wrote 145.3 MiB to 2412 files under /srv/doc (the most, 8.0 MiB, to /srv/doc/all.html)"
+			s += fmt.Sprintf(" wrote %s to %d files under %s", format.Bytes(d.Tree.WriteBytes), d.Tree.Files, format.Safe(d.Tree.Dir))
+			if d.Path != "" && d.PathBytes > 0 {
+				s += fmt.Sprintf(" (the most, %s, to %s)", format.Bytes(d.PathBytes), format.Safe(d.Path))
+			}
 		case d.Path != "":
 			if d.PathBytes > 0 {
 				s += " wrote " + format.Bytes(d.PathBytes)

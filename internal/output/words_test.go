@@ -53,6 +53,11 @@ func TestVerdictSentences(t *testing.T) {
 			Kind: analysis.DetailSpread, Spread: &analysis.Spread{Threads: 150, Commands: []analysis.CommandTime{
 				{Comm: "cc1", S: 6, Processes: 145}, {Comm: "ld", S: 1}}}}},
 			"70% of 10.00 s on CPU: spread over 150 threads, in cc1 (6.00 s, 145 processes), ld (1.00 s)"},
+		// No one file took most of the bytes: the directory they went under.
+		{analysis.Verdict{Kind: analysis.VerdictTop, Reason: "dirty-throttle", Share: 0.94, OfS: 18, Detail: &analysis.VerdictDetail{
+			Kind: analysis.DetailWrote, Who: main, Path: "/srv/doc/all.html", PathBytes: 8 << 20, Bytes: 145 << 20,
+			Tree: &analysis.FileTree{Dir: "/srv/doc", Files: 2412, WriteBytes: 145 << 20}}},
+			"94% of 18.00 s throttled for dirtying pages faster than the disk writes them (balance_dirty_pages): main thread app (tid 7) wrote 145.0 MiB to 2412 files under /srv/doc (the most, 8.0 MiB, to /srv/doc/all.html)"},
 		// A CPU verdict says when the rest was mostly waiting for a CPU.
 		{analysis.Verdict{Kind: analysis.VerdictTop, Reason: "cpu", Share: 0.53, OfS: 8, Ranked: []analysis.Ranked{
 			{Reason: "cpu", S: 4.24}, {Reason: "runqueue", S: 3.68}, {Reason: "sync", S: 0.08}}},
