@@ -129,10 +129,12 @@ UPDATE target_offcpu t SET reason = r.reason, object = r.object FROM (
 
 -- name: target_io_inputs
 -- Whether the default level saw any I/O of the target beyond the dirtied
--- pages: a block request it issued, or a CPU sample in a call on a file.
+-- pages: a block request it issued (or a kworker for it), or a CPU sample in
+-- a call on a file.
 -- Columns: inputs BOOLEAN.
 SELECT EXISTS (SELECT 1 FROM block_raw WHERE is_target(pid))
-  OR EXISTS (SELECT 1 FROM samples s WHERE is_target(s.pid) AND sample_on_file(s.user, s.ino, s.path));
+  OR EXISTS (SELECT 1 FROM samples s WHERE is_target(s.pid) AND sample_on_file(s.user, s.ino, s.path))
+  OR EXISTS (SELECT 1 FROM dispatched_reads());
 
 -- name: target_calls
 -- Makes target_calls: the target's streamed calls summed per thread, file
@@ -194,6 +196,24 @@ CREATE OR REPLACE TEMP MACRO sample_weights() AS TABLE
 -- a file (samples' columns).
 CREATE OR REPLACE TEMP MACRO sample_on_file(in_user, ino, path) AS NOT in_user AND (ino <> 0 OR path LIKE '/%');
 
+-- name: dispatched_reads
+-- dispatched_reads(): disk reads of files the target was reading that a
+-- kernel worker issued for it. A throttled read (blkio, io.max) is held by
+-- blk-throttle and sent on later by a kworker, and a loop device's worker
+-- reads its backing file: the kernel sees the kworker issue them, though
+-- they are the target's. Matched by file and time: inserted between the
+-- target's first and last wait to read that file.
+-- Columns: tid (the target's thread with the longest wait to read it),
+-- path, dev, fdev, ino, gen, insert_ts, bytes.
+CREATE OR REPLACE TEMP MACRO dispatched_reads() AS TABLE
+  SELECT r.tid, d.path, d.dev, d.fdev, d.ino, d.gen, d.insert_ts, d.bytes
+  FROM disk d JOIN (
+      SELECT arg_max(tid, dur) AS tid, dev, ino, gen, min(ts) AS b, max(ts + dur) AS e
+      FROM syscalls WHERE is_target(pid) AND class = 'read' AND fkind = 'file' GROUP BY dev, ino, gen) r
+    ON r.dev = d.fdev AND r.ino = d.ino AND r.gen = d.gen
+  WHERE d.op = 'read' AND NOT d.lower AND d.comm LIKE 'kworker/%' AND NOT is_target(d.pid)
+    AND d.insert_ts BETWEEN r.b AND r.e;
+
 -- name: target_io_waits
 -- target_io_waits(): target_io's rows at the default level (no syscall
 -- hooked: no call returned its bytes), in its columns: what the target
@@ -206,6 +226,8 @@ CREATE OR REPLACE TEMP MACRO target_io_waits() AS TABLE
   UNION ALL
   SELECT tid, path, NULL, 'file', fdev, ino, gen, 'disk-read', bytes, 0, 0, 0
   FROM disk WHERE is_target(pid) AND op = 'read' AND NOT lower AND fkind <> 'blockdev'
+  UNION ALL
+  SELECT tid, path, NULL, 'file', fdev, ino, gen, 'disk-read', bytes, 0, 0, 0 FROM dispatched_reads()
   UNION ALL
   SELECT s.tid, coalesce(f.path, CASE WHEN s.path LIKE '/%' THEN s.path END), f.peer, coalesce(f.kind, 'file'),
          s.dev, s.ino, s.gen, n.name, 0, 0, 0, w.ns
