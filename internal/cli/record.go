@@ -29,9 +29,11 @@ func newRecord() *cobra.Command {
 (-- CMD). Stops at the duration, at Ctrl-C, or when the command exits. With a
 command: SIGTERM, SIGHUP and SIGINT sent to whyslow are passed on to it, and
 the recording ends when it exits; a second signal, or the duration, ends the
-recording at once while the command runs on (whyslow says so, exit 0). The
-file is a DuckDB database (docs/trace-format.md): question it with
-'whyslow report' or 'whyslow sql'.`,
+recording at once while the command runs on (whyslow says so, exit 0).
+Without a command it says on stderr when capture is attached ("whyslow:
+recording system-wide to rec.db until Ctrl-C"): what starts after that line
+is seen. The file is a DuckDB database (docs/trace-format.md): question it
+with 'whyslow report' or 'whyslow sql'.`,
 		Example: `  whyslow record -o rec.db -d 30s
   whyslow record -o rec.db --full -- ./server`,
 		RunE: func(cmd *cobra.Command, args []string) error {
