@@ -19,6 +19,10 @@ func TestDamaged(t *testing.T) {
 			Msg: "Invalid unicode (byte sequence mismatch) detected in segment statistics update"}), true},
 		{&duckdb.Error{Type: duckdb.ErrorTypeInvalidInput, Msg: "Malformed JSON at byte 0 of input"}, false},
 		{&duckdb.Error{Type: duckdb.ErrorTypeConversion, Msg: "Could not convert string 'x' to INT32"}, false},
+		// a doctored segment's compression code (CI, an explanation's query)
+		{fmt.Errorf("collecting the target's I/O: %w", &duckdb.Error{Type: duckdb.ErrorTypeNotImplemented,
+			Msg: `Enum value: unrecognized enum value "86" for enum "CompressionType"`}), true},
+		{&duckdb.Error{Type: duckdb.ErrorTypeNotImplemented, Msg: "Unsupported join type"}, false},
 		{fmt.Errorf("plain"), false},
 	} {
 		if got := Damaged(c.err); got != c.want {
