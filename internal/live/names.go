@@ -101,7 +101,16 @@ func (n *names) noteThread(pid, tid uint32, comm string) {
 	}
 	p, ok := n.procs.Get(pid)
 	if !ok {
-		n.procs.Add(pid, &procName{comm: comm, mainComm: tid == pid})
+		pn := &procName{comm: comm, mainComm: tid == pid}
+		if tid != pid {
+			// Met first through another thread (pid 1's tokio-rt-worker
+			// while its main thread, process_api, sleeps): a process is
+			// named after its main thread, which /proc has.
+			if main := n.commOf(pid); main != "" {
+				pn.comm, pn.mainComm = main, true
+			}
+		}
+		n.procs.Add(pid, pn)
 		return
 	}
 	if tid == pid || !p.mainComm {

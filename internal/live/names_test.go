@@ -58,3 +58,25 @@ func TestUnnamedFileIsDescribedAgain(t *testing.T) {
 		t.Errorf("taken out of the kernel's table: %v, want only the unnamed file", undescribed)
 	}
 }
+
+// A process met first through a worker thread is named after its main
+// thread, as /proc has it, not after the worker (top showed pid 1 as
+// "tokio-rt-wo…"); the worker keeps its own name as a thread.
+func TestProcessNamedAfterItsMainThread(t *testing.T) {
+	a := testAggregator(0)
+	a.names.commOf = func(pid uint32) string {
+		if pid == 50 {
+			return "process_api"
+		}
+		return ""
+	}
+	a.Feed([]event.Event{&event.CPUTime{Header: event.Header{Time: 100 * ms, PID: 50, TID: 59, Comm: "tokio-rt-worker"}, OnCPU: 5 * ms}})
+	f := a.Cut(1000*ms, nil)
+	p := f.Procs[50]
+	if p == nil || p.Comm != "process_api" {
+		t.Fatalf("pid 50: %+v, want it named after its main thread", p)
+	}
+	if th := p.Threads[59]; th == nil || th.Comm != "tokio-rt-worker" {
+		t.Errorf("thread 59: %+v, want its own name", th)
+	}
+}
