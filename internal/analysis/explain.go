@@ -30,6 +30,8 @@ type Explanation struct {
 	BlameOmitted int               `json:"blame_omitted"`
 	LostEvents   uint64            `json:"lost_events"`
 	Lost         map[string]uint64 `json:"lost_by_source,omitempty"`
+
+	diskReads diskReads // for the verdict (metadata_reads.go)
 }
 
 type TargetInfo struct {
@@ -272,6 +274,9 @@ func Explain(s *Source, pid uint32) (*Explanation, error) {
 		return nil, err
 	}
 	x.trimBlame()
+	if err := x.loadDiskReads(s, win); err != nil {
+		return nil, err
+	}
 	x.verdict()
 	return x, nil
 }

@@ -52,12 +52,15 @@ type VerdictDetail struct {
 	Group *FileGroup `json:"file_group,omitempty"`
 	// Tree is the files written under one directory, when Path took less
 	// than half of what Who wrote (an archive unpacked, a build's outputs).
-	Tree     *FileTree   `json:"tree,omitempty"`
-	Object   string      `json:"object,omitempty"`
-	HeldUpBy *Actor      `json:"held_up_by,omitempty"`
-	Peer     *PeerUse    `json:"peer,omitempty"`
-	OnCPUS   float64     `json:"on_cpu_s,omitempty"`
-	Kernel   *KernelTime `json:"kernel,omitempty"`
+	Tree *FileTree `json:"tree,omitempty"`
+	// Metadata is Who's disk reads when most of their time was the
+	// filesystem's own (directories, inodes), not a file's data.
+	Metadata *MetadataRead `json:"metadata,omitempty"`
+	Object   string        `json:"object,omitempty"`
+	HeldUpBy *Actor        `json:"held_up_by,omitempty"`
+	Peer     *PeerUse      `json:"peer,omitempty"`
+	OnCPUS   float64       `json:"on_cpu_s,omitempty"`
+	Kernel   *KernelTime   `json:"kernel,omitempty"`
 	// Blame is other processes' part in storage waits, when it is large: a
 	// copy of an entry of the explanation's blame.
 	Blame *Blame `json:"blame,omitempty"`

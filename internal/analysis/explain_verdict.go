@@ -166,6 +166,7 @@ func (x *Explanation) detail(reason string) *VerdictDetail {
 		d.Kind = DetailRead
 		if th != nil {
 			d.Bytes, d.Path, d.PathBytes = th.ReadBytes, th.TopFile, th.TopFileReadBytes
+			d.Metadata = x.metadataRead(th.TID)
 		}
 	case event.ReasonLock, event.ReasonIPC, event.ReasonOther:
 		d.Kind, d.Object, d.HeldUpBy = DetailWaited, object, by

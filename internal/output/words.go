@@ -120,6 +120,19 @@ func detailWords(d *analysis.VerdictDetail) string {
 		return s
 	case analysis.DetailRead:
 		s := who
+		if m := d.Metadata; m != nil {
+			// "waited on the filesystem's metadata (directories, inodes), not file data:
+			// getdents64 (4222 waits, 204.9 ms), ...; 34.0 MiB of it read from disk"
+			var calls []string
+			for _, c := range m.Calls {
+				calls = append(calls, fmt.Sprintf("%s (%d waits, %s)", format.Safe(c.Syscall), c.Waits, format.Seconds(c.S)))
+			}
+			s += " waited on the filesystem's metadata (directories, inodes), not file data: " + strings.Join(calls, ", ")
+			if m.Bytes > 0 {
+				s += fmt.Sprintf("; %s of it read from disk", format.Bytes(m.Bytes))
+			}
+			return s
+		}
 		if d.Bytes > 0 {
 			s += " read " + format.Bytes(d.Bytes)
 		}

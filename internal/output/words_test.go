@@ -58,6 +58,12 @@ func TestVerdictSentences(t *testing.T) {
 			Kind: analysis.DetailWrote, Who: main, Path: "/srv/doc/all.html", PathBytes: 8 << 20, Bytes: 145 << 20,
 			Tree: &analysis.FileTree{Dir: "/srv/doc", Files: 2412, WriteBytes: 145 << 20}}},
 			"94% of 18.00 s throttled for dirtying pages faster than the disk writes them (balance_dirty_pages): main thread app (tid 7) wrote 145.0 MiB to 2412 files under /srv/doc (the most, 8.0 MiB, to /srv/doc/all.html)"},
+		// A tree walk on a cold cache reads the filesystem's metadata, not file data.
+		{analysis.Verdict{Kind: analysis.VerdictTop, Reason: "disk-read", Share: 0.66, OfS: 1.09, Detail: &analysis.VerdictDetail{
+			Kind: analysis.DetailRead, Who: main, Bytes: 1 << 20, Path: "/usr/lib/libpcre2-8.so", PathBytes: 616 << 10,
+			Metadata: &analysis.MetadataRead{Bytes: 34 << 20, Calls: []analysis.CallWaits{
+				{Syscall: "getdents64", Waits: 4222, S: 0.2049}, {Syscall: "newfstatat", Waits: 143, S: 0.0218}}}}},
+			"66% of 1.09 s waiting for disk reads: main thread app (tid 7) waited on the filesystem's metadata (directories, inodes), not file data: getdents64 (4222 waits, 204.9 ms), newfstatat (143 waits, 21.8 ms); 34.0 MiB of it read from disk"},
 		// A CPU verdict says when the rest was mostly waiting for a CPU.
 		{analysis.Verdict{Kind: analysis.VerdictTop, Reason: "cpu", Share: 0.53, OfS: 8, Ranked: []analysis.Ranked{
 			{Reason: "cpu", S: 4.24}, {Reason: "runqueue", S: 3.68}, {Reason: "sync", S: 0.08}}},

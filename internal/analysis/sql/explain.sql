@@ -183,3 +183,19 @@ WHERE b.ts > $end AND b.op = 'write';
 -- Columns: born, died (ns; NULL: not seen).
 SELECT (SELECT min(ts) FROM forks WHERE child_pid = $pid AND child_tid = $pid),
   (SELECT max(ts) FROM exits WHERE pid = $pid AND group_dead);
+
+-- name: disk_read_calls
+-- The target's threads' disk-read waits by syscall (off CPU, without the
+-- run queue's tail): what a read of the disk was for, a file's data or the
+-- filesystem's own (getdents64 reading a directory, newfstatat an inode).
+-- Columns: tid, syscall ('' unknown), waits, wait_ns.
+SELECT tid, coalesce(syscall, ''), count(*), sum(off_ns - runq_ns)
+FROM target_offcpu WHERE reason = 'disk-read' GROUP BY ALL;
+
+-- name: metadata_read_bytes
+-- Bytes the target read from disk that belong to no file: directories,
+-- inodes and the journal, through the block device's own cache.
+-- Parameters: $b, $e (UBIGINT): the window (completions in it).
+-- Columns: bytes.
+SELECT coalesce(sum(bytes), 0) FROM disk
+WHERE is_target(pid) AND op = 'read' AND fkind = 'blockdev' AND NOT lower AND ts BETWEEN $b AND $e;
