@@ -132,6 +132,26 @@ func TestReads(t *testing.T) {
 		}
 	})
 
+	t.Run("a cold tree walk reads the filesystem's metadata", func(t *testing.T) {
+		tree := filepath.Join(d.Dir, "tree")
+		mk := "import os, sys\nfor i in range(2000):\n    d = sys.argv[1] + '/d%d' % i; os.makedirs(d)\n    for j in range(10): open(d + '/f%d' % j, 'w').close()"
+		if out, err := exec.Command(harness.Python(t), "-c", mk, tree).CombinedOutput(); err != nil {
+			t.Fatalf("making the tree: %v\n%s", err, out)
+		}
+		// Inodes just written stay dirty a moment after sync: the first
+		// drop leaves them cached.
+		dropCaches(t)
+		time.Sleep(time.Second)
+		dropCaches(t)
+		x, log := runExplained(t, "du", "-s", tree) // a stat of every file: their inodes
+		if x.Verdict.Reason != "disk-read" {
+			t.Fatalf("verdict %s (%s), want disk-read\n%s", x.Verdict.Reason, x.Verdict.Summary, log)
+		}
+		if !strings.Contains(x.Verdict.Summary, "filesystem's metadata") || !strings.Contains(x.Verdict.Summary, "stat") {
+			t.Errorf("verdict %q: want the inodes' reads (a stat call) named, not a file's data\n%s", x.Verdict.Summary, log)
+		}
+	})
+
 	t.Run("attach sees a read already in progress", func(t *testing.T) {
 		dropCaches(t)
 		// One read(2) of 8 MiB takes about 2 s at 4 MiB/s; attach starts inside it.
