@@ -43,19 +43,23 @@ func (s *Source) targetWaits(pids []uint32, win window) error {
 // when it is empty.
 type targetIO struct{ rows bool }
 
-// targetIO makes target_calls and target_io (sql/target.sql), after
-// targetWaits: the target's I/O, one shape for syscalls and io_uring.
+// targetIO makes target_calls, target_dispatched_reads and target_io
+// (sql/target.sql), after targetWaits: the target's I/O, one shape for
+// syscalls and io_uring.
 // Explain reads them; requests do not.
 func (s *Source) targetIO() (targetIO, error) {
 	if err := s.run("target_calls"); err != nil {
 		return targetIO{}, fmt.Errorf("summing the target's calls: %w", err)
+	}
+	if err := s.run("target_dispatched_reads"); err != nil {
+		return targetIO{}, fmt.Errorf("finding the reads kernel workers issued for the target: %w", err)
 	}
 	if inputs, err := s.ioInputs(); err != nil || !inputs {
 		return targetIO{}, err
 	}
 	q := sqlOf("target_io")
 	if s.WaitsOnly() {
-		q += "\n  UNION ALL FROM target_io_waits()"
+		q += "\n  UNION ALL FROM target_io_waits()\n  UNION ALL " + sqlOf("target_io_dispatched")
 	}
 	if _, err := s.exec(q); err != nil {
 		return targetIO{}, fmt.Errorf("collecting the target's I/O: %w", err)

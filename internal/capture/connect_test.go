@@ -17,11 +17,11 @@ import (
 // to describe the socket in between.
 const connectMidSearch = `
 import errno, resource, select, socket, struct, sys, threading
+IP_LOCAL_PORT_RANGE = 51
 def ports(s, lo, hi):
     s.setsockopt(socket.IPPROTO_IP, IP_LOCAL_PORT_RANGE, struct.pack('I', hi << 16 | lo))
-def wait(s, ev):
+def wait(s, ev):   # poll, not select: the fds pass 1024
     p = select.poll(); p.register(s, ev); p.poll()
-IP_LOCAL_PORT_RANGE = 51
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 limit = min(hard, 20000) if hard != resource.RLIM_INFINITY else 20000
 resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))

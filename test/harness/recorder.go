@@ -16,6 +16,7 @@ import (
 type Output struct {
 	mu        sync.Mutex
 	buf       bytes.Buffer
+	said      bool // the line came
 	recording chan struct{}
 }
 
@@ -24,9 +25,9 @@ const announced = "whyslow: recording "
 func (o *Output) Write(p []byte) (int, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	was := strings.Contains(o.buf.String(), announced)
 	o.buf.Write(p)
-	if !was && strings.Contains(o.buf.String(), announced) {
+	if !o.said && strings.Contains(o.buf.String(), announced) {
+		o.said = true
 		close(o.recording)
 	}
 	return len(p), nil

@@ -104,10 +104,10 @@ GROUP BY 1;
 
 -- name: device_use
 -- Block I/O during the window by device, all issuers, with the target's own
--- part (issued by it, or by a kworker for it: dispatched_reads; or of data
--- it dirtied), and where requests waited: in the queue (inserted, not yet
--- issued) and at the device (issued to complete). The disk view's columns
--- this needs, straight from block_raw:
+-- part (issued by it, or by a kworker for it: target_dispatched_reads; or
+-- of data it dirtied), and where requests waited: in the queue (inserted,
+-- not yet issued) and at the device (issued to complete). The disk view's
+-- columns this needs, straight from block_raw:
 -- the view also joins every file's latest name, the comms and the op
 -- names, which cost most of the time: ops are compared as codes
 -- (block_op, from internal/event). A request never issued (an
@@ -123,7 +123,7 @@ SELECT coalesce(device, 'dev ' || (dev >> 20) || ':' || (dev & 1048575)), dev,
   count(*), avg(total_ns) / 1e6, avg(queue_ns) / 1e6, avg(service_ns) / 1e6,
   sum(CASE WHEN lower THEN bytes ELSE 0 END),
   sum(CASE WHEN is_target(pid) OR (fdev, ino, gen) IN (SELECT dev, ino, gen FROM dirtied WHERE is_target(pid))
-        OR (dev, insert_ts, fdev, ino) IN (SELECT dev, insert_ts, fdev, ino FROM dispatched_reads()) THEN bytes ELSE 0 END)
+        OR (dev, insert_ts, fdev, ino) IN (SELECT dev, insert_ts, fdev, ino FROM target_dispatched_reads) THEN bytes ELSE 0 END)
 FROM (SELECT b.pid, b.dev, b.bytes, b.op, b.fdev, b.ino, b.gen, b.insert_ts, d.name AS device,
         (b.ts - b.issued) AS service_ns, (b.issued - b.insert_ts) AS queue_ns, (b.ts - b.insert_ts) AS total_ns,
         coalesce(d.lower, false) OR (b.fdev, b.ino) IN (SELECT backing_dev, backing_ino FROM devices WHERE backing_ino > 0) AS lower

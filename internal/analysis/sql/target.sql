@@ -129,12 +129,12 @@ UPDATE target_offcpu t SET reason = r.reason, object = r.object FROM (
 
 -- name: target_io_inputs
 -- Whether the default level saw any I/O of the target beyond the dirtied
--- pages: a block request it issued (or a kworker for it), or a CPU sample in
--- a call on a file.
+-- pages: a block request it issued (or a kworker for it:
+-- target_dispatched_reads), or a CPU sample in a call on a file.
 -- Columns: inputs BOOLEAN.
 SELECT EXISTS (SELECT 1 FROM block_raw WHERE is_target(pid))
   OR EXISTS (SELECT 1 FROM samples s WHERE is_target(s.pid) AND sample_on_file(s.user, s.ino, s.path))
-  OR EXISTS (SELECT 1 FROM dispatched_reads());
+  OR EXISTS (SELECT 1 FROM target_dispatched_reads);
 
 -- name: target_calls
 -- Makes target_calls: the target's streamed calls summed per thread, file
@@ -196,16 +196,17 @@ CREATE OR REPLACE TEMP MACRO sample_weights() AS TABLE
 -- a file (samples' columns).
 CREATE OR REPLACE TEMP MACRO sample_on_file(in_user, ino, path) AS NOT in_user AND (ino <> 0 OR path LIKE '/%');
 
--- name: dispatched_reads
--- dispatched_reads(): disk reads of files the target was reading that a
--- kernel worker issued for it. A throttled read (blkio, io.max) is held by
+-- name: target_dispatched_reads
+-- Makes target_dispatched_reads, once per explanation (targetIO), read by
+-- target_io_inputs, target_io_waits and device_use: disk reads of files the
+-- target was reading that a kernel worker issued for it. A throttled read (blkio, io.max) is held by
 -- blk-throttle and sent on later by a kworker, and a loop device's worker
 -- reads its backing file: the kernel sees the kworker issue them, though
 -- they are the target's. Matched by file and time: inserted between the
 -- target's first and last wait to read that file.
 -- Columns: tid (the target's thread with the longest wait to read it),
 -- path, dev, fdev, ino, gen, insert_ts, bytes.
-CREATE OR REPLACE TEMP MACRO dispatched_reads() AS TABLE
+CREATE OR REPLACE TEMP TABLE target_dispatched_reads AS
   SELECT r.tid, d.path, d.dev, d.fdev, d.ino, d.gen, d.insert_ts, d.bytes
   FROM disk d JOIN (
       SELECT arg_max(tid, dur) AS tid, dev, ino, gen, min(ts) AS b, max(ts + dur) AS e
@@ -227,10 +228,15 @@ CREATE OR REPLACE TEMP MACRO target_io_waits() AS TABLE
   SELECT tid, path, NULL, 'file', fdev, ino, gen, 'disk-read', bytes, 0, 0, 0
   FROM disk WHERE is_target(pid) AND op = 'read' AND NOT lower AND fkind <> 'blockdev'
   UNION ALL
-  SELECT tid, path, NULL, 'file', fdev, ino, gen, 'disk-read', bytes, 0, 0, 0 FROM dispatched_reads()
-  UNION ALL
   SELECT s.tid, coalesce(f.path, CASE WHEN s.path LIKE '/%' THEN s.path END), f.peer, coalesce(f.kind, 'file'),
          s.dev, s.ino, s.gen, n.name, 0, 0, 0, w.ns
   FROM samples s JOIN sample_weights() w USING (tid) JOIN syscall_names n ON n.nr = s.syscall_nr
     LEFT JOIN file_names f USING (dev, ino, gen)
   WHERE is_target(s.pid) AND sample_on_file(s.user, s.ino, s.path);
+
+-- name: target_io_dispatched
+-- target_io's rows at the default level for the disk reads kernel workers
+-- issued for the target (target_dispatched_reads), in its columns: a
+-- statement apart from target_io_waits, a macro, which is made before the
+-- table.
+SELECT tid, path, NULL, 'file', fdev, ino, gen, 'disk-read', bytes, 0, 0, 0 FROM target_dispatched_reads;
