@@ -329,6 +329,9 @@ static __always_inline void send_waker_wait(struct recent_wait *w)
 	e->h.cpu = bpf_get_smp_processor_id();
 	__builtin_memcpy(e->h.comm, w->waker_comm, sizeof(e->h.comm));
 	e->off_ns = w->by_end - w->by_start;
+	e->waits = 1;
+	e->max_ns = e->off_ns;
+	e->start_ts = w->by_start;
 	e->state = w->by_state;
 	e->stack_id = -1;
 	e->syscall = w->by_syscall;
@@ -358,6 +361,9 @@ static __always_inline __u32 send_recent_of(struct task_struct *task, __u32 pid,
 		__builtin_memset(e, 0, sizeof(*e));
 		fill_hdr_of(&e->h, EV_OFFCPU, w->end, task, pid, tid);
 		e->off_ns = w->end - w->start;
+		e->waits = 1;
+		e->max_ns = e->off_ns;
+		e->start_ts = w->start;
 		e->state = w->state;
 		e->stack_id = -1;
 		e->syscall = w->syscall;

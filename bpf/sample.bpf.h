@@ -156,18 +156,18 @@ static __always_inline int on_wakeup(struct task_struct *p, bool btf)
 		return 0;
 	}
 	__u32 tid = t->pid;
-	/* Written in place once the thread has an entry: a hash update takes
-	 * the bucket's lock and swaps elements through the free list, at every
-	 * wakeup of a target (~200 ns of a 460 ns program). The reader, the
-	 * wakee's switch-in, comes after this waking has finished. */
-	struct waker *w = bpf_map_lookup_elem(&wakers, &tid);
-	if (!w) {
-		struct waker zero = {};
-		bpf_map_update_elem(&wakers, &tid, &zero, BPF_NOEXIST);
-		w = bpf_map_lookup_elem(&wakers, &tid);
-		if (!w)
+	/* Written in place in the thread's slot (sched.bpf.h): a hash update
+	 * takes the bucket's lock and swaps elements through the free list, at
+	 * every wakeup of a target (~200 ns of a 460 ns program). The reader,
+	 * the wakee's switch-in, comes after this waking has finished. */
+	struct wait_slot *slot = bpf_map_lookup_elem(&offcpu_start, &tid);
+	if (!slot) {
+		bpf_map_update_elem(&offcpu_start, &tid, &empty_slot, BPF_NOEXIST);
+		slot = bpf_map_lookup_elem(&offcpu_start, &tid);
+		if (!slot)
 			return 0;
 	}
+	struct waker *w = &slot->wk;
 	__u64 now = bpf_ktime_get_ns();
 	w->ts = now;
 	w->pid = waker_tgid;
@@ -180,13 +180,16 @@ static __always_inline int on_wakeup(struct task_struct *p, bool btf)
 	w->sock.nr = -1;
 	if (!id || waker_tgid == tgid || waker_tgid == self_pid || !user_task(bpf_get_current_task_btf()))
 		return 0;
-	/* Another process woke it: from which side of a socket, and, if it is
-	 * new to the capture, it is a peer now, with the waits that led here. */
-	waker_socket(&w->sock);
-	if (follow_peers && task_kind(waker_tgid) == KIND_NONE && add_peer(waker_tgid, hops_of(kind) + 1)) {
-		struct offstart *o = bpf_map_lookup_elem(&offcpu_start, &tid);
-		send_recent(o && o->ts ? o->ts : now - 1000000000ULL, now, hops_of(kind) + 1, btf);
-	}
+	/* Another process woke it: from which side of a socket (not asked of a
+	 * wait on a pipe or a file, whose reason and peer the waker's socket
+	 * does not change: the waker's fd table is a walk of cold memory), and,
+	 * if it is new to the capture, it is a peer now, with the waits that
+	 * led here. */
+	__u32 wk = slot->w.ts ? slot->w.f.kind : FK_UNKNOWN;
+	if (wk != FK_FIFO && wk != FK_REG)
+		waker_socket(&w->sock);
+	if (follow_peers && task_kind(waker_tgid) == KIND_NONE && add_peer(waker_tgid, hops_of(kind) + 1))
+		send_recent(slot->w.ts ? slot->w.ts : now - 1000000000ULL, now, hops_of(kind) + 1, btf);
 	return 0;
 }
 

@@ -33,7 +33,7 @@ static __always_inline __u32 state_char(bool preempt, unsigned int state)
  * registers (default level: no entry hook). Unlinks are left out: their name
  * is only worth reading at entry. A global function: the verifier checks it
  * once, not at each of the two places sched_switch reads a wait's call. */
-__noinline int wait_syscall(struct offstart *s)
+__noinline int wait_syscall(struct offstart *s, struct offcpu_event *run)
 {
 	if (!s)
 		return 0;
@@ -48,7 +48,13 @@ __noinline int wait_syscall(struct offstart *s)
 	s->fd = in.fd;
 	s->req = in.req;
 	s->flags = in.flags;
-	if (in.fd >= 0 && cls != CLS_OPEN)
+	if (in.fd < 0 || cls == CLS_OPEN)
+		return 0;
+	/* The same call on the same fd as the thread's run of short waits (a
+	 * pipe's reader, a socket's): the file is the run's, described once. */
+	if (run && run->waits && run->syscall == s->syscall && run->fd == in.fd)
+		s->f = run->f;
+	else
 		fd_ref_current(in.fd, &s->f);
 	return 0;
 }
@@ -75,6 +81,122 @@ static __always_inline void emit_wait(struct task_struct *task, __u32 pid, __u32
 	e->f = s->f;
 	__builtin_memset(&e->f2, 0, sizeof(e->f2));
 	submit_event(e);
+}
+
+/* ---- runs: short waits summed in the kernel ----
+ *
+ * A context-switch-heavy thread (a pipe's or a socket's ping-pong, a lock
+ * handed to and fro) waits hundreds of thousands of times a second, each
+ * wait a few microseconds. Sending each one cost the machine more than the
+ * attach points themselves (BENCHMARKS.md, bystanders). A wait shorter than
+ * run_below_ns that has the facts of the thread's previous short wait (state,
+ * syscall, fd and file, peer or not, and the same waker by the same call and
+ * socket) is added to that wait's record, kept in the thread's slot: a run.
+ * The run is sent when its waits add up to run_below_ns, when it spans
+ * RUN_SPAN_NS, when a wait with other facts or a longer one comes (sent
+ * first, so each thread's records stay in order), when the thread dies, and
+ * at the end of the capture (user space reads the slots left).
+ *
+ * A run's record is one wait as the analyses see it: off_ns and runq_ns are
+ * sums, h.ts the last wait's end, waits how many, start_ts the first one's
+ * start. Totals per thread and reason are exact; the order of a run's waits
+ * among its thread's running is given up, within RUN_SPAN_NS. Uninterruptible
+ * waits (disk, journal, page locks: the ones with stacks) are always sent one
+ * by one. 0 (--full, --requests): every wait is sent. */
+const volatile __u64 run_below_ns = 0;
+#define RUN_SPAN_NS 10000000ULL
+/* Tests only: each wait summed in a run is also sent alone, marked waits 0,
+ * so that a test compares a run's sums with its waits' on the same run. */
+const volatile bool check_runs = false;
+
+/* An empty slot, the value a new thread's entry starts from (too big for
+ * the stack). */
+static struct wait_slot empty_slot;
+
+/* Whether the wait s (woken by wk if woken) has the facts of run r. */
+static __always_inline bool same_run(struct offcpu_event *r, struct offstart *s, struct waker *wk, bool woken)
+{
+	if (r->state != s->state || r->syscall != s->syscall || r->fd != s->fd || r->outside != s->peer ||
+	    r->f.ino != s->f.ino || r->f.dev != s->f.dev)
+		return false;
+	if (!woken)
+		return r->waker_tid == 0;
+	return r->waker_tid == wk->tid && r->waker_pid == wk->pid && r->waker_sock.nr == wk->sock.nr &&
+	       r->waker_sock.f.ino == wk->sock.f.ino && r->waker_sock.lport == wk->sock.lport;
+}
+
+/* Fills e with the wait s of task next (tgid, tid), ended now, woken as its
+ * slot says (slot may be NULL: no waker known). */
+static __always_inline void fill_offcpu(struct offcpu_event *e, struct task_struct *next, __u32 tgid, __u32 tid,
+					struct offstart *s, struct wait_slot *slot, __u64 now)
+{
+	fill_hdr_of(&e->h, EV_OFFCPU, now, next, tgid, tid);
+	e->off_ns = now - s->ts;
+	e->state = s->state;
+	e->stack_id = s->stack_id;
+	e->syscall = s->syscall;
+	e->runq_ns = s->state == 'R' ? e->off_ns : 0;
+	e->waker_pid = 0;
+	e->waker_tid = 0;
+	e->fkind = s->f.kind;
+	__builtin_memset(e->waker_comm, 0, sizeof(e->waker_comm));
+	/* A call row for a wait without one of its own: every wait at the
+	 * default level, an io thread's at every level (it has no syscalls). */
+	e->call = s->cls && (!syscall_hooks || s->io_worker || s->peer);
+	e->fd = s->fd;
+	e->req = s->req;
+	e->flags = s->flags;
+	e->outside = s->peer;
+	e->f = s->f;
+	__builtin_memset(&e->waker_sock, 0, sizeof(e->waker_sock));
+	e->waker_sock.nr = -1;
+	e->waits = 1;
+	e->_pad2 = 0;
+	e->max_ns = e->off_ns;
+	e->start_ts = s->ts;
+	if (slot && slot->wk.ts >= s->ts) {
+		struct waker *w = &slot->wk;
+		e->runq_ns = now - w->ts;
+		e->waker_pid = w->pid;
+		e->waker_tid = w->tid;
+		__builtin_memcpy(e->waker_comm, w->comm, sizeof(e->waker_comm));
+		e->waker_sock = w->sock;
+	}
+}
+
+/* Sends the run in slot, if any, and empties it. */
+static __always_inline void flush_run(struct wait_slot *slot)
+{
+	if (!slot->run.waits)
+		return;
+	output_event(&slot->run, sizeof(slot->run), LOST_OFFCPU);
+	slot->run.waits = 0;
+}
+
+/* Adds the short wait s (its slot's open one) to the thread's run, or
+ * begins a run with it. */
+static __always_inline void add_to_run(struct task_struct *next, __u32 tgid, __u32 tid, struct wait_slot *slot,
+				       struct offstart *s, __u64 now)
+{
+	struct offcpu_event *r = &slot->run;
+	bool woken = slot->wk.ts >= s->ts;
+	__u64 off = now - s->ts;
+	if (r->waits && now - r->start_ts < RUN_SPAN_NS && same_run(r, s, &slot->wk, woken)) {
+		r->off_ns += off;
+		if (woken)
+			r->runq_ns += now - slot->wk.ts;
+		else if (s->state == 'R')
+			r->runq_ns += off;
+		r->h.ts = now;
+		r->waits++;
+		if (off > r->max_ns)
+			r->max_ns = off;
+		if (r->off_ns >= run_below_ns)
+			flush_run(slot);
+		return;
+	}
+	flush_run(slot);
+	fill_offcpu(r, next, tgid, tid, s, slot, now);
 }
 
 /* The kernel stack of a wait, or -1. Unwinding is most of a context
@@ -116,69 +238,67 @@ static __always_inline __s32 wait_stack(void *ctx, __u32 state, long nr, __u64 n
  * each end instead of an update (bucket lock, an element from the free
  * list) and a delete (lock, back to the free list): ~280 ns a wait. Only
  * the thread's own switches write its entry, one after the other. */
-static __always_inline void open_wait(__u32 tid, struct offstart *s)
+static __always_inline void open_wait(__u32 tid, struct offstart *s, struct wait_slot *o)
 {
-	struct offstart *o = bpf_map_lookup_elem(&offcpu_start, &tid);
-	if (o && !o->other)
-		*o = *s;
-	else if (bpf_map_update_elem(&offcpu_start, &tid, s, BPF_ANY))
-		count_lost(LOST_OFFCPU);   /* full: more live threads than entries (system-wide) */
+	if (!o) {
+		if (bpf_map_update_elem(&offcpu_start, &tid, &empty_slot, BPF_NOEXIST) == 0)
+			o = bpf_map_lookup_elem(&offcpu_start, &tid);
+		if (!o) {
+			count_lost(LOST_OFFCPU);   /* full: more live threads than entries (system-wide) */
+			return;
+		}
+	}
+	o->w = *s;
 }
 
 /* Closes the wait open in entry o (NULL: none, or one begun before
  * capture). Another process's sync found open when it became a target is
  * deleted, as other waits are, so that its entry is never reused as one. */
-static __always_inline void close_wait(__u32 tid, struct offstart *o)
+static __always_inline void close_wait(__u32 tid, struct wait_slot *o)
 {
 	if (!o)
 		return;
-	if (o->other)
+	if (o->w.other)
 		bpf_map_delete_elem(&offcpu_start, &tid);
 	else
-		o->ts = 0;
+		o->w.ts = 0;
 }
 
-/* Sends the wait s of task next (tgid, tid), ended now, and closes its
- * entry open. A target's and a peer's alike; a peer's calls are not hooked,
- * so its wait carries its call at every level. */
+/* Sends the wait s of task next (tgid, tid), ended now, woken as its slot
+ * says (NULL: no waker known). A target's and a peer's alike; a peer's calls
+ * are not hooked, so its wait carries its call at every level. */
 static __always_inline void send_offcpu(struct task_struct *next, __u32 tgid, __u32 tid, struct offstart *s,
-					struct offstart *open, __u64 now)
+					struct wait_slot *slot, __u64 now)
 {
 	struct offcpu_event *e = reserve_event(sizeof(*e), LOST_OFFCPU);
-	if (!e) {
-		close_wait(tid, open);
+	if (!e)
 		return;
-	}
-	fill_hdr_of(&e->h, EV_OFFCPU, now, next, tgid, tid);
-	e->off_ns = now - s->ts;
-	e->state = s->state;
-	e->stack_id = s->stack_id;
-	e->syscall = s->syscall;
-	e->runq_ns = s->state == 'R' ? e->off_ns : 0;
-	e->waker_pid = 0;
-	e->waker_tid = 0;
-	e->fkind = s->f.kind;
-	__builtin_memset(e->waker_comm, 0, sizeof(e->waker_comm));
-	/* A call row for a wait without one of its own: every wait at the
-	 * default level, an io thread's at every level (it has no syscalls). */
-	e->call = s->cls && (!syscall_hooks || s->io_worker || s->peer);
-	e->fd = s->fd;
-	e->req = s->req;
-	e->flags = s->flags;
-	e->outside = s->peer;
-	e->f = s->f;
-	__builtin_memset(&e->waker_sock, 0, sizeof(e->waker_sock));
-	e->waker_sock.nr = -1;
-	struct waker *w = bpf_map_lookup_elem(&wakers, &tid);
-	if (w && w->ts >= s->ts) {
-		e->runq_ns = now - w->ts;
-		e->waker_pid = w->pid;
-		e->waker_tid = w->tid;
-		__builtin_memcpy(e->waker_comm, w->comm, sizeof(e->waker_comm));
-		e->waker_sock = w->sock;
-	}
+	fill_offcpu(e, next, tgid, tid, s, slot, now);
 	submit_event(e);
-	close_wait(tid, open);
+}
+
+/* Ends the open wait of task next in its slot at now: into the thread's run
+ * if it is short and not uninterruptible, else sent on its own after the
+ * run. The slot's wait is closed. */
+static __always_inline void end_wait(struct task_struct *next, __u32 tgid, __u32 tid, struct wait_slot *slot,
+				     __u64 now)
+{
+	struct offstart *s = &slot->w;
+	if (now - s->ts < run_below_ns && s->state != 'D' && !s->other) {
+		if (check_runs) {
+			struct offcpu_event *e = reserve_event(sizeof(*e), LOST_OFFCPU);
+			if (e) {
+				fill_offcpu(e, next, tgid, tid, s, slot, now);
+				e->waits = 0;
+				submit_event(e);
+			}
+		}
+		add_to_run(next, tgid, tid, slot, s, now);
+	} else {
+		flush_run(slot);
+		send_offcpu(next, tgid, tid, s, slot, now);
+	}
+	close_wait(tid, slot);
 }
 
 /* A peer's switch-in ends its wait: the one opened at its switch-out, or,
@@ -186,9 +306,9 @@ static __always_inline void send_offcpu(struct task_struct *next, __u32 tgid, __
  * (tp_btf only). */
 static __always_inline int peer_switch_in(struct task_struct *next, __u32 tgid, __u32 tid, __u64 now, bool btf)
 {
-	struct offstart *s = bpf_map_lookup_elem(&offcpu_start, &tid);
-	if (s && s->ts) {
-		send_offcpu(next, tgid, tid, s, s, now);
+	struct wait_slot *slot = bpf_map_lookup_elem(&offcpu_start, &tid);
+	if (slot && slot->w.ts) {
+		end_wait(next, tgid, tid, slot, now);
 		return 0;
 	}
 	if (!btf)
@@ -205,7 +325,7 @@ static __always_inline int peer_switch_in(struct task_struct *next, __u32 tgid, 
 	before.syscall = rw->syscall;
 	before.peer = 1;
 	before.fd = -1;
-	send_offcpu(next, tgid, tid, &before, NULL, now);
+	send_offcpu(next, tgid, tid, &before, slot, now);
 	return 0;
 }
 
@@ -232,15 +352,16 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 	/* A dying task's last switch is no wait: it never runs again. */
 	bool dead = (prev_state & 0x80) || pv->exit_state;
 	if (prev_tid && dead) {
-		struct offstart *o = bpf_map_lookup_elem(&offcpu_start, &prev_tid);
+		struct wait_slot *o = bpf_map_lookup_elem(&offcpu_start, &prev_tid);
 		if (o) {
-			bool other = o->other;
+			bool other = o->w.other;
+			flush_run(o);
 			if (bpf_map_delete_elem(&offcpu_start, &prev_tid) == 0 && other)
 				__sync_fetch_and_add(&other_syncs_open, -1);
 		}
-		bpf_map_delete_elem(&wakers, &prev_tid);
 	}
 	if ((prev_target || prev_peer) && !dead) {
+		struct wait_slot *slot = bpf_map_lookup_elem(&offcpu_start, &prev_tid);
 		struct offstart s = {};
 		s.ts = now;
 		s.pid = prev_tgid;
@@ -261,11 +382,11 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 				struct pt_regs *regs = CAST(struct pt_regs, bpf_task_pt_regs(bpf_get_current_task_btf()));
 				s.syscall = regs->orig_ax;
 				if (!syscall_hooks || prev_peer)
-					wait_syscall(&s);
+					wait_syscall(&s, slot ? &slot->run : NULL);
 			}
 			s.stack_id = wait_stack(ctx, s.state, s.syscall, now);
 		}
-		open_wait(prev_tid, &s);
+		open_wait(prev_tid, &s, slot);
 	} else if (prev_user && !dead && state_char(preempt, prev_state) != 'R') {
 		note_recent(state_char(preempt, prev_state), now);
 	}
@@ -282,10 +403,14 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 			s.pid = prev_tgid;
 			s.syscall = nr;
 			s.other = 1;
-			wait_syscall(&s);
-			__sync_fetch_and_add(&other_syncs_open, 1);
-			if (bpf_map_update_elem(&offcpu_start, &prev_tid, &s, BPF_ANY))
-				__sync_fetch_and_add(&other_syncs_open, -1);
+			wait_syscall(&s, NULL);
+			struct wait_slot *o = bpf_map_lookup_elem(&offcpu_start, &prev_tid);
+			if (!o && bpf_map_update_elem(&offcpu_start, &prev_tid, &empty_slot, BPF_NOEXIST) == 0)
+				o = bpf_map_lookup_elem(&offcpu_start, &prev_tid);
+			if (o) {
+				o->w = s;
+				__sync_fetch_and_add(&other_syncs_open, 1);
+			}
 		}
 	}
 	/* close the on-CPU stretch, dying or not (only targets have one) */
@@ -300,11 +425,11 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 	if (!syscall_hooks && next_tid && !next_target && !next_peer) {
 		if (!other_syncs_open)
 			return 0;
-		struct offstart *o = bpf_map_lookup_elem(&offcpu_start, &next_tid);
-		if (o && o->other) {
+		struct wait_slot *o = bpf_map_lookup_elem(&offcpu_start, &next_tid);
+		if (o && o->w.other) {
 			if (!now)   /* opened on another CPU since it was read above */
 				now = bpf_ktime_get_ns();
-			emit_wait(nx, next_tgid, next_tid, o, now);
+			emit_wait(nx, next_tgid, next_tid, &o->w, now);
 			if (bpf_map_delete_elem(&offcpu_start, &next_tid) == 0)
 				__sync_fetch_and_add(&other_syncs_open, -1);
 		}
@@ -324,25 +449,25 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		if (c)
 			c->on_since = now;
 
-		struct offstart *s = bpf_map_lookup_elem(&offcpu_start, &next_tid);
-		struct offstart *open = s;
-		struct offstart before = {};
-		if (!s || !s->ts) {
-			/* No switch-out seen: a wait begun before capture, if user
-			 * space found the thread waiting when it attached. */
-			__u64 *since = bpf_map_lookup_elem(&waiting_at_start, &next_tid);
-			if (!since)
-				return 0;
-			before.ts = *since;
-			before.pid = next_tgid;
-			before.state = '?';
-			before.stack_id = STACK_BEFORE_CAPTURE;
-			before.syscall = -1;
-			bpf_map_delete_elem(&waiting_at_start, &next_tid);
-			s = &before;
+		struct wait_slot *slot = bpf_map_lookup_elem(&offcpu_start, &next_tid);
+		if (slot && slot->w.ts) {
+			end_wait(next, next_tgid, next_tid, slot, now);
+			return 0;
 		}
-		send_offcpu(next, next_tgid, next_tid, s, open, now);
-		close_wait(next_tid, open);
+		/* No switch-out seen: a wait begun before capture, if user space
+		 * found the thread waiting when it attached. */
+		__u64 *since = bpf_map_lookup_elem(&waiting_at_start, &next_tid);
+		if (!since)
+			return 0;
+		struct offstart before = {};
+		before.ts = *since;
+		before.pid = next_tgid;
+		before.state = '?';
+		before.stack_id = STACK_BEFORE_CAPTURE;
+		before.syscall = -1;
+		bpf_map_delete_elem(&waiting_at_start, &next_tid);
+		send_offcpu(next, next_tgid, next_tid, &before, slot, now);
+		close_wait(next_tid, slot);
 	}
 	return 0;
 }

@@ -233,16 +233,6 @@ struct offstart {
 	__u64 req;
 	struct file_ref f;
 };
-/* tid -> its wait, open from its switch-out (ts set) to its switch-in. A
- * target thread's entry stays, closed (ts 0), until the thread dies; another
- * process's sync wait is deleted when it ends (sched.bpf.h, open_wait). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 32768);
-	__type(key, __u32);
-	__type(value, struct offstart);
-} offcpu_start SEC(".maps");
-
 /* Threads already off CPU when capture began (attach): tid -> when capture
  * began. Their first switch-in ends a wait whose start was not seen. */
 struct {
@@ -260,12 +250,25 @@ struct waker {
 	char comm[TASK_COMM_LEN];
 	struct waker_sock sock;   /* the socket the waker was sending on, if any */
 };
+
+/* A thread's slot: its open wait, who woke it, and its run of short waits
+ * not sent yet (sched.bpf.h, runs). One lookup at each end of a wait finds
+ * all three: the waker was a map of its own, a lookup more at every wakeup
+ * and switch-in. */
+struct wait_slot {
+	struct offstart w;        /* the open wait: w.ts 0 when none */
+	struct waker wk;          /* the last wakeup, set at sched_waking */
+	struct offcpu_event run;  /* short waits alike, summed: run.waits 0 when none */
+};
+/* tid -> its slot. A target thread's entry stays, its wait closed (w.ts 0)
+ * between waits, until the thread dies; another process's sync wait is
+ * deleted when it ends (sched.bpf.h, open_wait). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 32768);
 	__type(key, __u32);
-	__type(value, struct waker);
-} wakers SEC(".maps");
+	__type(value, struct wait_slot);
+} offcpu_start SEC(".maps");
 
 /* LRU: threads come and go in a long system-wide recording. */
 struct {

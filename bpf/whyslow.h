@@ -173,6 +173,13 @@ struct offcpu_event {
 	__u32 outside;   /* the thread is a peer's, not a target's (peers.bpf.h) */
 	struct file_ref f;
 	struct waker_sock waker_sock;
+	/* How many waits this record sums (sched.bpf.h, runs): 1 for a wait of
+	 * its own. A run's off_ns and runq_ns are its waits' sums, max_ns its
+	 * longest, start_ts its first wait's start; h.ts is its last one's end. */
+	__u32 waits;     /* 0: a wait also summed in a run, sent alone for the tests (check_runs) */
+	__u32 _pad2;
+	__u64 max_ns;
+	__u64 start_ts;
 };
 
 struct block_event {

@@ -170,6 +170,41 @@ func (d *decoder) hdr(h *whyslowHdr) event.Header {
 	return event.Header{Time: h.Ts, PID: h.Pid, TID: h.Tid, CPU: h.Cpu, Cgroup: h.Cgroup, Comm: d.comm(h.Comm)}
 }
 
+// offcpu makes a wait, or a run of short waits, into its event, and the
+// call it waited in, if it carried one, into d.extra.
+func (d *decoder) offcpu(w *whyslowOffcpuEvent) *event.OffCPU {
+	o := d.offcpus.next()
+	*o = event.OffCPU{Header: d.hdr(&w.H), Off: w.OffNs, Runq: w.RunqNs, State: byte(w.State),
+		StackID: w.StackId, Syscall: w.Syscall, WakerPID: w.WakerPid, WakerTID: w.WakerTid,
+		WakerComm: d.comm(w.WakerComm), FileKind: event.FileKind(w.Fkind), Outside: w.Outside != 0,
+		WakerFile: fileRef(w.WakerSock.F), WakerSide: sideOf(w.WakerSock), WakerSyscall: w.WakerSock.Nr,
+		Waits: w.Waits, MaxOff: w.MaxNs, RunStart: w.StartTs}
+	if o.MaxOff == 0 {
+		o.MaxOff = o.Off
+	}
+	if o.RunStart == 0 {
+		o.RunStart = o.Time - o.Off
+	}
+	if w.Call == 0 {
+		return o
+	}
+	if o.Waits > 1 {
+		// A run's calls, each waited in once: counted as the syscalls
+		// level counts short calls, without their latencies' histogram.
+		d.extra = &event.SyscallTotals{Header: event.Header{Time: o.RunStart, PID: o.PID, TID: o.TID, CPU: o.CPU, Comm: o.Comm},
+			Last: o.Time, Nr: uint32(w.Syscall), File: fileRef(w.F), Count: uint64(o.Waits), TotalNS: w.OffNs, MaxNS: o.MaxOff}
+		return o
+	}
+	// The syscalls row of a wait seen at the switch: it spans the wait.
+	h := o.Header
+	h.Time -= w.OffNs
+	x := d.syscalls.next()
+	*x = event.Syscall{Header: h, Dur: w.OffNs, Req: w.Req, FD: w.Fd, FD2: -1, Nr: uint32(w.Syscall),
+		Flags: w.Flags, Blocked: true, File: fileRef(w.F)}
+	d.extra = x
+	return o
+}
+
 func fileRef(r whyslowFileRef) event.FileRef {
 	return event.FileRef{Dev: r.Dev, Ino: r.Ino, Gen: r.Gen, Kind: event.FileKind(r.Kind)}
 }
@@ -208,21 +243,7 @@ func (d *decoder) decode(raw []byte) (event.Event, error) {
 		if err != nil {
 			return nil, err
 		}
-		o := d.offcpus.next()
-		*o = event.OffCPU{Header: d.hdr(&w.H), Off: w.OffNs, Runq: w.RunqNs, State: byte(w.State),
-			StackID: w.StackId, Syscall: w.Syscall, WakerPID: w.WakerPid, WakerTID: w.WakerTid,
-			WakerComm: d.comm(w.WakerComm), FileKind: event.FileKind(w.Fkind), Outside: w.Outside != 0,
-			WakerFile: fileRef(w.WakerSock.F), WakerSide: sideOf(w.WakerSock), WakerSyscall: w.WakerSock.Nr}
-		if w.Call != 0 {
-			// The syscalls row of a wait seen at the switch: it spans the wait.
-			h := o.Header
-			h.Time -= w.OffNs
-			x := d.syscalls.next()
-			*x = event.Syscall{Header: h, Dur: w.OffNs, Req: w.Req, FD: w.Fd, FD2: -1, Nr: uint32(w.Syscall),
-				Flags: w.Flags, Blocked: true, File: fileRef(w.F)}
-			d.extra = x
-		}
-		return o, nil
+		return d.offcpu(w), nil
 	case evBlock:
 		w, err := as[whyslowBlockEvent](raw)
 		if err != nil {

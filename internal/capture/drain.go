@@ -50,7 +50,17 @@ func (e *Engine) drain(final bool) []event.Event {
 
 	if final {
 		out = append(out, e.stillWaiting(now)...)
-		readMap(e.maps.OffcpuStart, false, func(tid *uint32, os *whyslowOffstart) {
+		readMap(e.maps.OffcpuStart, false, func(tid *uint32, slot *whyslowWaitSlot) {
+			// A run of short waits not sent yet comes first: it ended
+			// before the wait open now began.
+			if slot.Run.Waits > 0 {
+				out = append(out, dec.offcpu(&slot.Run))
+				if x := dec.extra; x != nil {
+					dec.extra = nil
+					out = append(out, x)
+				}
+			}
+			os := &slot.W
 			if os.Ts != 0 && now > os.Ts { // 0: a target thread between waits
 				out = append(out, &event.OffCPU{Header: event.Header{Time: now, PID: os.Pid, TID: *tid},
 					Off: now - os.Ts, State: byte(os.State), StackID: os.StackId, Syscall: os.Syscall, WakerSyscall: -1})

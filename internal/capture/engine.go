@@ -56,6 +56,22 @@ func (l Level) String() string {
 // and at any level when requests are cut from socket calls.
 func (o Options) Hooks() bool { return o.Level != Default || o.Requests }
 
+// ShortWait is the default level's threshold: a wait shorter than it, and
+// not uninterruptible, is summed into a run of its thread's short waits
+// alike (bpf/sched.bpf.h) rather than sent alone. Every wait that matters
+// to a verdict is longer, or uninterruptible.
+const ShortWait = time.Millisecond
+
+// RunBelow is the capture's threshold for runs of short waits: ShortWait at
+// the default level, 0 (every wait sent) where each wait is wanted on its
+// own: --full, and --requests, whose requests are cut at waits.
+func (o Options) RunBelow() time.Duration {
+	if o.Level != Default || o.Requests || o.EveryWait {
+		return 0
+	}
+	return ShortWait
+}
+
 // Options say what to capture. The zero value is a default-level, targeted capture.
 type Options struct {
 	Level      Level
@@ -87,6 +103,12 @@ type Options struct {
 	// to an unlinked file there, decoded behind it: the ring is drained at
 	// the speed of a copy, not of the store (Full uses it).
 	SpoolDir string
+	// EveryWait sends every wait on its own at the default level, as
+	// --full and --requests do: no runs of short waits (RunBelow).
+	EveryWait bool
+	// checkRuns, tests only: each wait summed in a run is also sent on its
+	// own, with Waits 0 (bpf/sched.bpf.h, check_runs).
+	checkRuns bool
 	// describeHold, tests only: each description of a target's file is held
 	// open this long, so that the timer tick's sampler runs inside it.
 	describeHold time.Duration
@@ -301,6 +323,8 @@ func open(opts Options, flavour string, kernel *kernelTypes) (*Engine, error) {
 		{vars.SyscallHooks, opts.Hooks()},
 		{vars.AllStacks, opts.Level == Full},
 		{vars.DescribeHoldNs, uint64(opts.describeHold)},
+		{vars.RunBelowNs, uint64(opts.RunBelow())},
+		{vars.CheckRuns, opts.checkRuns},
 	} {
 		if err := v.spec.Set(v.value); err != nil {
 			return nil, fmt.Errorf("setting %s: %w", v.spec.Name, err)

@@ -36,9 +36,10 @@ func (w *Waits) Now() (now uint64, out []*event.OffCPU) {
 	}
 	now = monotonicNow()
 	var tid uint32
-	var s whyslowOffstart
+	var slot whyslowWaitSlot
 	it := w.e.maps.OffcpuStart.Iterate()
-	for it.Next(&tid, &s) {
+	for it.Next(&tid, &slot) {
+		s := &slot.W
 		if s.Ts == 0 || now <= s.Ts {
 			continue
 		}

@@ -222,24 +222,10 @@ type whyslowOffcpuEvent struct {
 	Outside   uint32
 	F         whyslowFileRef
 	WakerSock whyslowWakerSock
-}
-
-type whyslowOffstart struct {
-	_        structs.HostLayout
-	Ts       uint64
-	State    uint32
-	StackId  int32
-	Syscall  int32
-	Pid      uint32
-	Cls      uint32
-	Other    uint8
-	IoWorker uint8
-	Peer     uint8
-	Pad      uint8
-	Fd       int32
-	Flags    uint32
-	Req      uint64
-	F        whyslowFileRef
+	Waits     uint32
+	Pad2      uint32
+	MaxNs     uint64
+	StartTs   uint64
 }
 
 type whyslowPayloadEvent struct {
@@ -427,13 +413,34 @@ type whyslowUringPending struct {
 	F        whyslowFileRef
 }
 
-type whyslowWaker struct {
-	_    structs.HostLayout
-	Ts   uint64
-	Pid  uint32
-	Tid  uint32
-	Comm [16]int8
-	Sock whyslowWakerSock
+type whyslowWaitSlot struct {
+	_ structs.HostLayout
+	W struct {
+		_        structs.HostLayout
+		Ts       uint64
+		State    uint32
+		StackId  int32
+		Syscall  int32
+		Pid      uint32
+		Cls      uint32
+		Other    uint8
+		IoWorker uint8
+		Peer     uint8
+		Pad      uint8
+		Fd       int32
+		Flags    uint32
+		Req      uint64
+		F        whyslowFileRef
+	}
+	Wk struct {
+		_    structs.HostLayout
+		Ts   uint64
+		Pid  uint32
+		Tid  uint32
+		Comm [16]int8
+		Sock whyslowWakerSock
+	}
+	Run whyslowOffcpuEvent
 }
 
 type whyslowWakerSock struct {
@@ -490,7 +497,6 @@ const (
 	whyslowMapThreads                 = "threads"
 	whyslowMapUringInflight           = "uring_inflight"
 	whyslowMapWaitingAtStart          = "waiting_at_start"
-	whyslowMapWakers                  = "wakers"
 	whyslowMapWbInflight              = "wb_inflight"
 	whyslowProgBtfBalanceDirtyPages   = "btf_balance_dirty_pages"
 	whyslowProgBtfBlockRqComplete     = "btf_block_rq_complete"
@@ -540,6 +546,7 @@ const (
 	whyslowVarByRequest               = "by_request"
 	whyslowVarCallsWakeAt             = "calls_wake_at"
 	whyslowVarCaptureStartNs          = "capture_start_ns"
+	whyslowVarCheckRuns               = "check_runs"
 	whyslowVarDescribeHoldNs          = "describe_hold_ns"
 	whyslowVarEventsWakeAt            = "events_wake_at"
 	whyslowVarFollowPeers             = "follow_peers"
@@ -548,6 +555,7 @@ const (
 	whyslowVarOtherSyncsOpen          = "other_syncs_open"
 	whyslowVarPayload                 = "payload"
 	whyslowVarRequestsHeld            = "requests_held"
+	whyslowVarRunBelowNs              = "run_below_ns"
 	whyslowVarSelfPid                 = "self_pid"
 	whyslowVarSlowNs                  = "slow_ns"
 	whyslowVarSyscallHooks            = "syscall_hooks"
@@ -700,7 +708,6 @@ type whyslowMapSpecs struct {
 	Threads        *ebpf.MapSpec `ebpf:"threads"`
 	UringInflight  *ebpf.MapSpec `ebpf:"uring_inflight"`
 	WaitingAtStart *ebpf.MapSpec `ebpf:"waiting_at_start"`
-	Wakers         *ebpf.MapSpec `ebpf:"wakers"`
 	WbInflight     *ebpf.MapSpec `ebpf:"wb_inflight"`
 }
 
@@ -712,6 +719,7 @@ type whyslowVariableSpecs struct {
 	ByRequest            *ebpf.VariableSpec `ebpf:"by_request"`
 	CallsWakeAt          *ebpf.VariableSpec `ebpf:"calls_wake_at"`
 	CaptureStartNs       *ebpf.VariableSpec `ebpf:"capture_start_ns"`
+	CheckRuns            *ebpf.VariableSpec `ebpf:"check_runs"`
 	DescribeHoldNs       *ebpf.VariableSpec `ebpf:"describe_hold_ns"`
 	EventsWakeAt         *ebpf.VariableSpec `ebpf:"events_wake_at"`
 	FollowPeers          *ebpf.VariableSpec `ebpf:"follow_peers"`
@@ -720,6 +728,7 @@ type whyslowVariableSpecs struct {
 	OtherSyncsOpen       *ebpf.VariableSpec `ebpf:"other_syncs_open"`
 	Payload              *ebpf.VariableSpec `ebpf:"payload"`
 	RequestsHeld         *ebpf.VariableSpec `ebpf:"requests_held"`
+	RunBelowNs           *ebpf.VariableSpec `ebpf:"run_below_ns"`
 	SelfPid              *ebpf.VariableSpec `ebpf:"self_pid"`
 	SlowNs               *ebpf.VariableSpec `ebpf:"slow_ns"`
 	SyscallHooks         *ebpf.VariableSpec `ebpf:"syscall_hooks"`
@@ -800,7 +809,6 @@ type whyslowMaps struct {
 	Threads        *ebpf.Map `ebpf:"threads"`
 	UringInflight  *ebpf.Map `ebpf:"uring_inflight"`
 	WaitingAtStart *ebpf.Map `ebpf:"waiting_at_start"`
-	Wakers         *ebpf.Map `ebpf:"wakers"`
 	WbInflight     *ebpf.Map `ebpf:"wb_inflight"`
 }
 
@@ -833,7 +841,6 @@ func (m *whyslowMaps) Close() error {
 		m.Threads,
 		m.UringInflight,
 		m.WaitingAtStart,
-		m.Wakers,
 		m.WbInflight,
 	)
 }
@@ -846,6 +853,7 @@ type whyslowVariables struct {
 	ByRequest            *ebpf.Variable `ebpf:"by_request"`
 	CallsWakeAt          *ebpf.Variable `ebpf:"calls_wake_at"`
 	CaptureStartNs       *ebpf.Variable `ebpf:"capture_start_ns"`
+	CheckRuns            *ebpf.Variable `ebpf:"check_runs"`
 	DescribeHoldNs       *ebpf.Variable `ebpf:"describe_hold_ns"`
 	EventsWakeAt         *ebpf.Variable `ebpf:"events_wake_at"`
 	FollowPeers          *ebpf.Variable `ebpf:"follow_peers"`
@@ -854,6 +862,7 @@ type whyslowVariables struct {
 	OtherSyncsOpen       *ebpf.Variable `ebpf:"other_syncs_open"`
 	Payload              *ebpf.Variable `ebpf:"payload"`
 	RequestsHeld         *ebpf.Variable `ebpf:"requests_held"`
+	RunBelowNs           *ebpf.Variable `ebpf:"run_below_ns"`
 	SelfPid              *ebpf.Variable `ebpf:"self_pid"`
 	SlowNs               *ebpf.Variable `ebpf:"slow_ns"`
 	SyscallHooks         *ebpf.Variable `ebpf:"syscall_hooks"`

@@ -115,6 +115,13 @@ type OffCPU struct {
 	// WakerSyscall is the syscall another process was in when it woke the
 	// thread (kill: it signalled it), -1 none seen.
 	WakerSyscall int32
+	// Waits is how many waits the record sums: more than one for a run of
+	// short waits alike (the default level's, bpf/sched.bpf.h), whose Off and
+	// Runq are sums, MaxOff the longest, and RunStart the first one's start;
+	// 0 or 1 for a wait of its own.
+	Waits    uint32
+	MaxOff   uint64
+	RunStart uint64
 }
 
 // Side is the end of a conversation a process spoke from.

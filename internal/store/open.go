@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -156,10 +157,10 @@ func open(path, dir string) (rec *Recording, err error) {
 		db.Close()
 		return nil, fmt.Errorf("%s: %w", path, ErrNotRecording)
 	}
-	if v, _ := strconv.Atoi(meta["schema_version"]); v != SchemaVersion && v != readsToo {
+	if v, _ := strconv.Atoi(meta["schema_version"]); v != SchemaVersion && !slices.Contains(readsToo, v) {
 		db.Close()
-		return nil, fmt.Errorf("%s: %w: it is a version %s recording, this whyslow reads versions %d and %d (docs/trace-format.md, Versions): open it with the whyslow that made it (its meta.whyslow_version: %s)",
-			path, ErrNotRecording, format.Safe(meta["schema_version"]), readsToo, SchemaVersion, format.Safe(meta["whyslow_version"]))
+		return nil, fmt.Errorf("%s: %w: it is a version %s recording, this whyslow reads versions %d to %d (docs/trace-format.md, Versions): open it with the whyslow that made it (its meta.whyslow_version: %s)",
+			path, ErrNotRecording, format.Safe(meta["schema_version"]), readsToo[0], SchemaVersion, format.Safe(meta["whyslow_version"]))
 	}
 	// A recording cut short keeps its views: they were committed first.
 	var n int

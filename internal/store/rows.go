@@ -200,10 +200,12 @@ func (w *Writer) append(ev event.Event) error {
 		if err != nil {
 			return err
 		}
+		waits, first, longest := runOf(e)
 		return t.offcpuRaw.row().u64(e.Time).u64(e.Time - e.Off).u64(e.Off).u64(e.Runq).u32(e.PID).u32(e.TID).u32(cid).u8(e.State).
 			i32(e.StackID).i16(syscallNr(e.Syscall)).u32(e.WakerPID).u32(e.WakerTID).u32(wid).
 			bool(e.Outside).u8(uint8(e.WakerSide)).u32(e.WakerFile.Dev).u64(e.WakerFile.Ino).u32(e.WakerFile.Gen).
-			u8(uint8(e.FileKind)).u8(uint8(e.WakerFile.Kind)).i16(syscallNr(e.WakerSyscall)).end()
+			u8(uint8(e.FileKind)).u8(uint8(e.WakerFile.Kind)).i16(syscallNr(e.WakerSyscall)).
+			u32(waits).u64(first).u64(longest).end()
 	case *event.Block:
 		cid, err := w.namedCommID(e.TID, e.Comm)
 		if err != nil {
@@ -299,4 +301,13 @@ func (w *Writer) endRows(lost map[string]uint64) []error {
 func (l *tableLoad) taskIO(h *event.Header, comm, phase string, io event.TaskIO) error {
 	return l.row().u64(h.Time).u32(h.PID).u32(h.TID).str(comm).str(phase).u64(io.RChar).u64(io.WChar).
 		u64(io.SyscR).u64(io.SyscW).u64(io.ReadBytes).u64(io.WriteBytes).u64(io.CancelledWriteBytes).end()
+}
+
+// runOf is a wait's run: how many waits it sums, when the first began and
+// the longest; a wait of its own (Waits 0 or 1) is a run of one.
+func runOf(e *event.OffCPU) (waits uint32, first, longest uint64) {
+	if e.Waits <= 1 {
+		return 1, e.Time - e.Off, e.Off
+	}
+	return e.Waits, e.RunStart, e.MaxOff
 }

@@ -12,13 +12,14 @@ import (
 // version's additions are listed in docs/trace-format.md ("Versions").
 // A recording of another version (but readsToo) is refused with one line
 // naming it.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
-// readsToo is the one earlier version whyslow also reads: version 3 stored
-// as a table what version 4 packs (syscall_packed) and gives back through
-// a view of the same name and columns (syscall_raw), and differs in
-// nothing else, so every query whyslow makes reads both.
-const readsToo = 3
+// readsToo are the earlier versions whyslow also reads: version 3 stored as
+// a table what version 4 packs (syscall_packed) and gives back through a
+// view of the same name and columns (syscall_raw); version 5 added columns
+// to offcpu_raw (a run's waits) that no analysis needs. Every query whyslow
+// makes reads all three.
+var readsToo = []int{3, 4}
 
 // Times (ts, *_ts) are CLOCK_MONOTONIC nanoseconds; meta.clock_offset_ns maps them to wall time.
 var tables = []struct{ name, columns string }{
@@ -45,8 +46,11 @@ var tables = []struct{ name, columns string }{
 	{"syscall_totals_raw", "ts UBIGINT, last_ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, name VARCHAR, class VARCHAR, dev UINTEGER, ino UBIGINT, gen UINTEGER, fkind UTINYINT, count UBIGINT, bytes UBIGINT, total_ns UBIGINT, max_ns UBIGINT, errors UBIGINT, slots UBIGINT[]"},
 	// offcpu_raw holds the facts a wait's reason is derived from (state,
 	// stack, syscall, the kinds of its file and of the waker's, the waker's
-	// syscall), not the reason: wait_reasons derives it (reasons.go).
-	{"offcpu_raw", "ts UBIGINT, start_ts UBIGINT, off_ns UBIGINT, runq_ns UBIGINT, pid UINTEGER, tid UINTEGER, comm_id UINTEGER, state UTINYINT, stack_id INTEGER, syscall_nr SMALLINT, waker_pid UINTEGER, waker_tid UINTEGER, waker_comm_id UINTEGER, outside BOOLEAN, waker_side UTINYINT, waker_dev UINTEGER, waker_ino UBIGINT, waker_gen UINTEGER, fkind UTINYINT, waker_fkind UTINYINT, waker_nr SMALLINT"},
+	// syscall), not the reason: wait_reasons derives it (reasons.go). A row
+	// is one wait, or a run of short waits alike (waits > 1: off_ns and
+	// runq_ns their sums, max_ns the longest, run_start the first's start;
+	// start_ts is ts - off_ns, as if they were one wait).
+	{"offcpu_raw", "ts UBIGINT, start_ts UBIGINT, off_ns UBIGINT, runq_ns UBIGINT, pid UINTEGER, tid UINTEGER, comm_id UINTEGER, state UTINYINT, stack_id INTEGER, syscall_nr SMALLINT, waker_pid UINTEGER, waker_tid UINTEGER, waker_comm_id UINTEGER, outside BOOLEAN, waker_side UTINYINT, waker_dev UINTEGER, waker_ino UBIGINT, waker_gen UINTEGER, fkind UTINYINT, waker_fkind UTINYINT, waker_nr SMALLINT, waits UINTEGER, run_start UBIGINT, max_ns UBIGINT"},
 	{"stacks", "stack_id INTEGER, frames VARCHAR[]"},
 	{"block_raw", "ts UBIGINT, insert_ts UBIGINT, issue_ts UBIGINT, pid UINTEGER, tid UINTEGER, comm_id UINTEGER, dev UINTEGER, sector UBIGINT, bytes UINTEGER, op UTINYINT, sync BOOLEAN, meta BOOLEAN, fua BOOLEAN, error INTEGER, fdev UINTEGER, ino UBIGINT, gen UINTEGER"},
 	{"throttle", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, pause_ns UBIGINT, period_ns UBIGINT, dirtied UBIGINT, bdi_dev UINTEGER"},
@@ -121,7 +125,8 @@ var views = []string{
 	 SELECT r.ts, r.start_ts, r.off_ns, r.runq_ns, r.pid, r.tid, c.comm, chr(r.state::INTEGER) AS state,
 	        wr.reason, r.stack_id, coalesce(n.name, CASE WHEN r.syscall_nr >= 0 THEN 'syscall_' || r.syscall_nr END) AS syscall,
 	        r.waker_pid, r.waker_tid, w.comm AS waker_comm, r.outside,
-	        CASE r.waker_side WHEN 1 THEN 'server' WHEN 2 THEN 'client' END AS waker_side, r.waker_dev, r.waker_ino, r.waker_gen
+	        CASE r.waker_side WHEN 1 THEN 'server' WHEN 2 THEN 'client' END AS waker_side, r.waker_dev, r.waker_ino, r.waker_gen,
+	        r.waits, r.run_start, r.max_ns
 	 FROM offcpu_raw r LEFT JOIN comms c USING (comm_id)
 	      LEFT JOIN socket_users su USING (pid)
 	      LEFT JOIN wait_reasons wr ON wr.stack_id = r.stack_id AND wr.syscall_nr = r.syscall_nr AND wr.state = r.state
