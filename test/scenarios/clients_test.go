@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptrace"
 	"os/exec"
@@ -150,8 +151,12 @@ func matchClients(t *testing.T, rec string) ([]seenRequest, map[int]sentRequest)
 			}
 		}
 		if match == nil {
-			t.Errorf("%s %s from %s at %s, %v server-side (queued %.3fs): no client sent it in that time (the client's from there: %+v)",
-				q.Comm, q.Label, q.Peer, q.Begin, d, q.QueuedS, cands)
+			var theirs []string
+			for _, c := range cands {
+				theirs = append(theirs, fmt.Sprintf("%s for %v", c.start.UTC().Format("15:04:05.000000"), c.took))
+			}
+			t.Errorf("%s %s from %s at %s, %v server-side (queued %.3fs): no client sent it in that time (the client's from there: %v)",
+				q.Comm, q.Label, q.Peer, q.Begin, d, q.QueuedS, theirs)
 			continue
 		}
 		used[match] = true
