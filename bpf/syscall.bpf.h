@@ -255,7 +255,7 @@ static __always_inline void note_request(struct inflight *in, __u32 pid, long re
 		bpf_map_update_elem(&conn_dir, &k, &now, BPF_ANY);
 	if (!first)
 		return;
-	__u64 arrived = in->f.kind == FK_SOCK_INET ? arrival_of(in->fd) : 0;
+	__u64 arrived = in->f.kind == FK_SOCK_INET ? arrival_of(in->fd, ret) : 0;
 	if (!arrived && (!payload || !in->buf))
 		return;
 	struct payload_event *e = reserve_event(sizeof(*e), LOST_PAYLOAD);

@@ -679,7 +679,7 @@ TWIN(writeback_single_inode, wb_inode,
      struct inode *inode COMMA struct writeback_control *wbc COMMA unsigned long nr_to_write,
      on_wb_inode(inode, wbc, nr_to_write))
 TWIN(inet_sock_set_state, sock_state, const struct sock *sk COMMA const int oldstate COMMA const int newstate,
-     on_sock_state(sk, oldstate, newstate))
+     on_established(sk, oldstate, newstate) | on_sock_state(sk, oldstate, newstate))
 TWIN(tcp_probe, tcp_probe, struct sock *sk COMMA const struct sk_buff *skb, on_tcp_probe(sk, skb))
 TWIN(io_uring_submit_req, uring_submit, struct io_kiocb *req, on_uring_submit(req))
 TWIN(io_uring_complete, uring_complete,

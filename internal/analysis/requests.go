@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/whyslow/whyslow/internal/event"
 )
 
 // Requests is what a server did, request by request: the schema
@@ -163,15 +165,10 @@ func FindRequests(s *Source, opts RequestOptions) (*Requests, error) {
 	if err != nil {
 		return nil, err
 	}
-	prevEnd := map[connKey]uint64{}
-	for _, r := range reqs { // in time order
-		f := starts[labelKey{r.conn, r.firstRead}]
-		r.Label = f.label
-		if r.Label == "" {
-			r.Label = "(no request line)"
-		}
-		r.fromArrival(f.arrived, prevEnd[r.conn])
-		prevEnd[r.conn] = r.end
+	placeArrivals(reqs, starts, s.Meta["arrivals"] == event.ArrivalsPerConnection)
+	// The server waking its own workers is no client's request.
+	if reqs, err = s.dropWakeups(calls, clients, reqs); err != nil {
+		return nil, err
 	}
 	// A request passed on to an upstream is the front's: counted there once.
 	if reqs, err = s.nestUpstreams(calls, clients, reqs); err != nil {

@@ -100,11 +100,31 @@ func (s *Source) requestStarts(pids []uint32, keepQuery bool) (map[labelKey]firs
 	return out, rows.Err()
 }
 
+// placeArrivals labels requests (in time order) and makes each begin at its
+// bytes' arrival where that is known to be its own. Where arrivals were not
+// matched to their connection (an older recording), a connection's first
+// request begins at its read: its socket's address may have been another
+// connection's, whose bytes' arrival it kept.
+func placeArrivals(reqs []*request, starts map[labelKey]firstBytes, perConnection bool) {
+	prevEnd := map[connKey]uint64{}
+	for _, r := range reqs {
+		f := starts[labelKey{r.conn, r.firstRead}]
+		r.Label = f.label
+		if r.Label == "" {
+			r.Label = "(no request line)"
+		}
+		if end, later := prevEnd[r.conn]; later || perConnection {
+			r.fromArrival(f.arrived, end)
+		}
+		prevEnd[r.conn] = r.end
+	}
+}
+
 // fromArrival makes a request begin when its first bytes reached the socket
 // rather than when the server read them: the client waited from there. The
-// difference is QueuedS. An arrival after the read (bytes that came later,
-// a socket's address reused) or before the connection's previous request
-// ended is none of this request's.
+// difference is QueuedS. An arrival after the read (bytes that came later)
+// or before the connection's previous request ended is none of this
+// request's.
 func (r *request) fromArrival(arrived, prevEnd uint64) {
 	if arrived == 0 || arrived >= r.begin || arrived < prevEnd {
 		return

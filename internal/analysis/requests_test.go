@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -228,6 +229,114 @@ func TestFromArrival(t *testing.T) {
 		if r.begin != c.begin || math.Abs(r.QueuedS-c.queued) > 1e-9 {
 			t.Errorf("arrived %d prev end %d: begin %d queued %v, want %d %v", c.arrived, c.prevEnd, r.begin, r.QueuedS, c.begin, c.queued)
 		}
+	}
+}
+
+// TestPlaceArrivals (issue 42): a connection's first request begins at its
+// bytes' arrival only when the kernel matched the arrival to the connection.
+// Before that, a prefork worker's new connection on a reused socket address
+// kept the previous connection's arrival: Apache's stalled request was 3.98 s
+// server-side against 3.36 s at the client, and a GET read at once showed
+// 264 ms queued.
+func TestPlaceArrivals(t *testing.T) {
+	ms := uint64(1e6)
+	a, b := connKey{pid: 1, ino: 10}, connKey{pid: 2, ino: 11}
+	cut := func() []*request {
+		reqs, _ := cutRequests([]socketCall{
+			{conn: a, tid: 1, ts: 100 * ms, dur: ms, name: "read", class: "read", ret: 100},
+			{conn: a, tid: 1, ts: 110 * ms, dur: ms, name: "writev", class: "write", ret: 300},
+			{conn: a, tid: 1, ts: 200 * ms, dur: ms, name: "read", class: "read", ret: 100},
+			{conn: a, tid: 1, ts: 205 * ms, dur: ms, name: "writev", class: "write", ret: 300},
+			{conn: b, tid: 2, ts: 150 * ms, dur: ms, name: "read", class: "read", ret: 100},
+			{conn: b, tid: 2, ts: 160 * ms, dur: ms, name: "writev", class: "write", ret: 300},
+		})
+		return reqs
+	}
+	starts := map[labelKey]firstBytes{
+		{a, 100 * ms}: {label: "GET /a", arrived: 60 * ms},  // 40 ms before its read
+		{a, 200 * ms}: {label: "GET /a", arrived: 190 * ms}, // keep-alive: after the first answer
+		{b, 150 * ms}: {label: "GET /b", arrived: 149 * ms},
+	}
+	for _, c := range []struct {
+		perConnection bool
+		begins        []uint64 // by the read's time
+	}{
+		{true, []uint64{60 * ms, 149 * ms, 190 * ms}},
+		{false, []uint64{101 * ms, 151 * ms, 190 * ms}}, // an older recording: first requests begin at their read
+	} {
+		reqs := cut()
+		placeArrivals(reqs, starts, c.perConnection)
+		var got []uint64
+		for _, r := range reqs {
+			got = append(got, r.begin)
+			if !strings.HasPrefix(r.Label, "GET /") {
+				t.Errorf("label %q", r.Label)
+			}
+		}
+		if !slices.Equal(got, c.begins) {
+			t.Errorf("per connection %v: begins %v, want %v", c.perConnection, got, c.begins)
+		}
+	}
+}
+
+// TestWakeupsAreNoRequests (issue 42): Apache's parent wakes a prefork
+// worker blocked in accept() with a connection of its own ("OPTIONS *",
+// written, closed, never read): the worker's answer is no client's request.
+// A client that reads its answer, or one that is no ancestor of the worker,
+// sends requests.
+func TestWakeupsAreNoRequests(t *testing.T) {
+	ms := uint64(1e6)
+	parent, worker, other := uint32(100), uint32(101), uint32(300)
+	wake, woken := connKey{pid: parent, ino: 1}, connKey{pid: worker, ino: 2}
+	mine, served := connKey{pid: parent, ino: 3}, connKey{pid: worker, ino: 4}
+	outside, served2 := connKey{pid: other, ino: 5}, connKey{pid: worker, ino: 6}
+	calls := []socketCall{
+		{conn: wake, tid: 100, ts: 0, name: "connect", class: "net", ret: -115},
+		{conn: wake, tid: 100, ts: ms, name: "write", class: "write", ret: 86},
+		{conn: wake, tid: 100, ts: 2 * ms, name: "close", class: "close"},
+		{conn: woken, tid: 101, ts: 3 * ms, name: "accept4", class: "net", ret: 8},
+		{conn: woken, tid: 101, ts: 4 * ms, name: "read", class: "read", ret: 86},
+		{conn: woken, tid: 101, ts: 5 * ms, name: "writev", class: "write", ret: 200},
+		// the parent as a client that waits for its answer
+		{conn: mine, tid: 100, ts: 10 * ms, name: "connect", class: "net", ret: -115},
+		{conn: mine, tid: 100, ts: 11 * ms, name: "write", class: "write", ret: 80},
+		{conn: mine, tid: 100, ts: 12 * ms, name: "read", class: "read", ret: -11},
+		{conn: served, tid: 101, ts: 13 * ms, name: "accept4", class: "net", ret: 8},
+		{conn: served, tid: 101, ts: 14 * ms, name: "read", class: "read", ret: 80},
+		{conn: served, tid: 101, ts: 15 * ms, name: "writev", class: "write", ret: 200},
+		// a silent client outside the worker's ancestry (system-wide)
+		{conn: outside, tid: 300, ts: 20 * ms, name: "connect", class: "net", ret: -115},
+		{conn: outside, tid: 300, ts: 21 * ms, name: "write", class: "write", ret: 80},
+		{conn: served2, tid: 101, ts: 22 * ms, name: "accept4", class: "net", ret: 8},
+		{conn: served2, tid: 101, ts: 23 * ms, name: "read", class: "read", ret: 80},
+		{conn: served2, tid: 101, ts: 24 * ms, name: "writev", class: "write", ret: 200},
+	}
+	sort.SliceStable(calls, func(i, j int) bool { return calls[i].conn.ino < calls[j].conn.ino })
+	reqs, clients := cutRequests(calls)
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests cut, want 3", len(reqs))
+	}
+	addr := func(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
+	pairs := otherEnds(map[connKey]connEnds{
+		wake: {local: addr(40001), peer: addr(80)}, woken: {local: addr(80), peer: addr(40001)},
+		mine: {local: addr(40002), peer: addr(80)}, served: {local: addr(80), peer: addr(40002)},
+		outside: {local: addr(40003), peer: addr(80)}, served2: {local: addr(80), peer: addr(40003)},
+	})
+	silent := silentClients(calls, clients)
+	if !silent[wake] || silent[mine] || !silent[outside] || len(silent) != 2 {
+		t.Errorf("silent clients %v, want the wake-up's and the outside one's", silent)
+	}
+	drop := wakeups(reqs, silent, pairs, map[uint32]uint32{worker: parent, parent: 1})
+	if len(drop) != 1 {
+		t.Fatalf("%d wake-ups, want 1", len(drop))
+	}
+	for r := range drop {
+		if r.conn != woken {
+			t.Errorf("the request on %v taken for a wake-up, want the one on %v", r.conn, woken)
+		}
+	}
+	if ancestorOrSelf(map[uint32]uint32{3: 2, 2: 3}, 1, 3) {
+		t.Error("1 found among parents that loop")
 	}
 }
 

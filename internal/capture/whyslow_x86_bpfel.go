@@ -37,6 +37,13 @@ type whyslowAggVal struct {
 	Comm    [16]int8
 }
 
+type whyslowArrival struct {
+	_   structs.HostLayout
+	Ts  uint64
+	Seq uint32
+	Pad uint32
+}
+
 type whyslowBlockEvent struct {
 	_        structs.HostLayout
 	H        whyslowHdr

@@ -188,6 +188,14 @@ type Payload struct {
 	Arrived uint64
 }
 
+// ArrivalsPerConnection is a recording's meta "arrivals" when each
+// Payload.Arrived is its own connection's: the kernel sends it only when its
+// sequence number is where the read began, and a connection's handshake
+// stamps its socket (bpf/arrival.bpf.h). Recordings without it may hold, for
+// a connection's first request, the arrival of bytes of another connection
+// that used the same socket's address before it.
+const ArrivalsPerConnection = "connection"
+
 // Sample is a target thread found on CPU at a local timer interrupt (the
 // scheduler tick): the default level's evidence of where kernel CPU time
 // goes, since no syscall is hooked. Syscall is the call it was in (-1 in

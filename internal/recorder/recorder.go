@@ -136,6 +136,7 @@ func startMeta(cfg Config, eng *capture.Engine, start time.Time) map[string]stri
 		"whyslow_pid":   fmt.Sprint(os.Getpid()),
 		"requests":      fmt.Sprint(cfg.Capture.Requests),
 		"payload_bytes": fmt.Sprint(payloadBytes(cfg.Capture)),
+		"arrivals":      event.ArrivalsPerConnection,
 	}
 }
 

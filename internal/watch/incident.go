@@ -214,8 +214,8 @@ func (w *watcher) meta(win window, t *Trigger, pid uint32) map[string]string {
 		"flavour": w.info.Flavour, "missing": strings.Join(w.info.Missing, ","),
 		"slow_ns": strconv.FormatInt(opts.Slow.Nanoseconds(), 10), "recording": event.EncodeText(path(w.o.Dir)),
 		"whyslow_pid": strconv.Itoa(int(w.self)), "requests": strconv.FormatBool(opts.Requests),
-		"payload_bytes": strconv.Itoa(payload),
-		"target_pid":    strconv.Itoa(int(pid)), "exit_code": "-1",
+		"payload_bytes": strconv.Itoa(payload), "arrivals": event.ArrivalsPerConnection,
+		"target_pid": strconv.Itoa(int(pid)), "exit_code": "-1",
 		"target_start_mono": strconv.FormatUint(begin, 10), "target_end_mono": strconv.FormatUint(exit, 10),
 		// What fired, for the incident's reader (docs/watch.md).
 		"trigger": t.Kind, "trigger_mono": strconv.FormatUint(t.At, 10), "trigger_pid": strconv.Itoa(int(t.PID)),

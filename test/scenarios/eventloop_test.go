@@ -126,8 +126,9 @@ func TestRequestsEventLoopQueued(t *testing.T) {
 	pid, port := startNodeSaver(t, filepath.Join(d.Dir, "saved.log"))
 	stop := recordRequests(t, "attach", "-p", strconv.Itoa(pid))
 	fast := queuedBehindSave(t, fmt.Sprintf("http://127.0.0.1:%d", port))
-	r, text, _ := stop()
+	r, text, rec := stop()
 	t.Logf("report requests:\n%s", text)
+	matchClients(t, rec)
 	checkQueued(t, r, fast)
 	for _, q := range r.Requests {
 		if q.Label == "GET /fast" && (!q.Approximate || q.QueuedS < 0.05) {
@@ -151,8 +152,9 @@ func TestRequestsProxyToEventLoop(t *testing.T) {
 	_, port := startNginx(t, dir, fmt.Sprintf(`location / { proxy_pass http://127.0.0.1:%d; }`, nodePort))
 	stop := recordRequests(t, "record")
 	fast := queuedBehindSave(t, fmt.Sprintf("http://127.0.0.1:%d", port))
-	r, text, _ := stop()
+	r, text, rec := stop()
 	t.Logf("report requests:\n%s", text)
+	matchClients(t, rec)
 	if r.Count != 4 {
 		t.Errorf("%d requests, want the 4 sent: each once, at nginx", r.Count)
 	}
@@ -226,8 +228,9 @@ func TestRequestsGoServerNotQueued(t *testing.T) {
 		fast[i] = curlTimed(t, base+"/fast", filepath.Join(dir, "jar"+strconv.Itoa(i)))
 	}
 	wg.Wait()
-	r, text, _ := stop()
+	r, text, rec := stop()
 	t.Logf("client: /save %v, /fast %v\nreport requests:\n%s", save, fast, text)
+	matchClients(t, rec)
 	if save < 150*time.Millisecond {
 		t.Fatalf("/save took %v: the fsync did not stall", save)
 	}

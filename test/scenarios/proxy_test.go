@@ -171,15 +171,20 @@ func startGroup(t *testing.T, name string, args ...string) *exec.Cmd {
 
 // curlTimed fetches url with curl keeping the session in jar, and returns
 // curl's own %{time_total}: the client's latency.
+// Each request is noted in the test's log of what its clients sent.
 func curlTimed(t *testing.T, url, jar string) time.Duration {
 	t.Helper()
-	out, err := exec.Command("curl", "-sS", "-o", "/dev/null", "-b", jar, "-c", jar, "-w", "%{http_code} %{time_total}", url).Output()
+	start := time.Now()
+	out, err := exec.Command("curl", "-sS", "-o", "/dev/null", "-b", jar, "-c", jar, "-w", "%{http_code} %{time_total} %{local_ip}:%{local_port}", url).Output()
+	end := time.Now()
 	f := strings.Fields(string(out))
-	if err != nil || len(f) != 2 || f[0] != "200" {
+	if err != nil || len(f) != 3 || f[0] != "200" {
 		t.Fatalf("curl %s: %v %q", url, err, out)
 	}
 	s, _ := strconv.ParseFloat(f[1], 64)
-	return time.Duration(s * 1e9)
+	took := time.Duration(s * 1e9)
+	sent(t).note(sentRequest{from: f[2], start: start, end: end, took: took})
+	return took
 }
 
 // sessionStall sends 16 requests of one session while another process
@@ -246,6 +251,7 @@ func TestRequestsNginxFPM(t *testing.T) {
 			latencies := sessionStall(t, web.url, d.Dir, jar)
 			r, text, rec := stop()
 			t.Logf("report requests:\n%s", text)
+			matchClients(t, rec)
 			if way.args[0] != "record" || len(way.args) > 1 {
 				serverReadsAsServer(t, rec)
 			}

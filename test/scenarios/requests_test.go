@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -104,14 +105,14 @@ func waitPort(t *testing.T, port int) {
 // get fetches url and returns how long it took, as the client saw it.
 func get(t *testing.T, c *http.Client, url string) time.Duration {
 	t.Helper()
-	start := time.Now()
-	resp, err := c.Get(url)
+	req, _ := http.NewRequest("GET", url, nil)
+	resp, done, err := doTimed(t, c, req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	return time.Since(start)
+	return done()
 }
 
 // TestRequestsWordPop: the seed's Flask app, threaded, on a slow disk.
@@ -136,6 +137,7 @@ func TestRequestsWordPop(t *testing.T) {
 	}
 	slow := get(t, client, base+"/popularity/linux?n=1")
 	r, rec := stop()
+	matchClients(t, rec)
 
 	labels := map[string]int{}
 	for _, l := range r.ByLabel {
@@ -198,6 +200,38 @@ echo "visits: " . $_SESSION['visits'] . "\n";
 // pid is Apache's parent.
 func startApacheSessions(t *testing.T, dir0 string) (fetch func() time.Duration, pid int) {
 	t.Helper()
+	url, pid, aerr := startApache(t, dir0, "StartServers 3\nMinSpareServers 3\nMaxSpareServers 5")
+	client := &http.Client{} // keep-alive: Apache serves several requests on a connection
+	jar := ""
+	fetch = func() time.Duration {
+		req, _ := http.NewRequest("GET", url, nil)
+		if jar != "" {
+			req.Header.Set("Cookie", jar)
+		}
+		resp, done, err := doTimed(t, client, req)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, aerr.String())
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		took := done()
+		if c := resp.Header.Get("Set-Cookie"); c != "" {
+			jar, _, _ = strings.Cut(c, ";")
+		}
+		if !strings.HasPrefix(string(body), "visits: ") {
+			t.Fatalf("PHP did not answer: %q\n%s", body, aerr.String())
+		}
+		return took
+	}
+	return fetch, pid
+}
+
+// startApache starts Apache prefork with mod_php serving session.php, with
+// its workers' numbers set by spares (StartServers, MinSpareServers,
+// MaxSpareServers), keeping PHP sessions under dir0, stopped when the test
+// ends. It returns session.php's URL, the parent's pid, and its stderr.
+func startApache(t *testing.T, dir0, spares string) (url string, pid int, aerr *bytes.Buffer) {
+	t.Helper()
 	mods, php := apacheModules(t)
 	// The workers run as nobody: the document root must be reachable by it.
 	dir, err := os.MkdirTemp("", "whyslow-apache-")
@@ -223,9 +257,7 @@ ServerName localhost
 PidFile %[1]s/httpd.pid
 ErrorLog %[1]s/error.log
 DocumentRoot %[5]s
-StartServers 3
-MinSpareServers 3
-MaxSpareServers 5
+%[7]s
 <Directory %[5]s>
   AllowOverride None
   Require all granted
@@ -234,12 +266,12 @@ MaxSpareServers 5
   SetHandler application/x-httpd-php
 </FilesMatch>
 php_admin_value session.save_path %[6]s
-`, dir, mods, php, port, www, sessions)
+`, dir, mods, php, port, www, sessions, spares)
 	os.WriteFile(filepath.Join(dir, "httpd.conf"), []byte(conf), 0o644)
 	apache := exec.Command("apache2", "-f", filepath.Join(dir, "httpd.conf"), "-D", "FOREGROUND")
 	apache.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var aerr bytes.Buffer
-	apache.Stderr = &aerr
+	var stderr bytes.Buffer
+	apache.Stderr = &stderr
 	if err := apache.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -255,30 +287,7 @@ php_admin_value session.save_path %[6]s
 		}
 	})
 	waitPort(t, port)
-	url := fmt.Sprintf("http://127.0.0.1:%d/session.php", port)
-	client := &http.Client{} // keep-alive: Apache serves several requests on a connection
-	jar := ""
-	fetch = func() time.Duration {
-		req, _ := http.NewRequest("GET", url, nil)
-		if jar != "" {
-			req.Header.Set("Cookie", jar)
-		}
-		start := time.Now()
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatalf("%v\n%s", err, aerr.String())
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if c := resp.Header.Get("Set-Cookie"); c != "" {
-			jar, _, _ = strings.Cut(c, ";")
-		}
-		if !strings.HasPrefix(string(body), "visits: ") {
-			t.Fatalf("PHP did not answer: %q\n%s", body, aerr.String())
-		}
-		return time.Since(start)
-	}
-	return fetch, apache.Process.Pid
+	return fmt.Sprintf("http://127.0.0.1:%d/session.php", port), apache.Process.Pid, &stderr
 }
 
 // TestRequestsApacheSessionStall: the LTTng story on its own stack. Apache
@@ -305,6 +314,7 @@ func TestRequestsApacheSessionStall(t *testing.T) {
 	}
 	noisy.Wait()
 	r, rec := stop()
+	matchClients(t, rec)
 
 	var worst time.Duration
 	for _, l := range latencies {
@@ -337,5 +347,91 @@ func TestRequestsApacheSessionStall(t *testing.T) {
 	}
 	if !session {
 		t.Errorf("the session file is not among the stalled request's files: %+v", top.Files)
+	}
+}
+
+// TestRequestsApachePrefork (issue 42): the stall as curl users meet it,
+// each request on a new connection, accepted by whichever prefork worker is
+// free (Apache defers the accept until the request's bytes come). While one
+// request stalls behind another process's sync, six more of the same session
+// come at once and wait for its lock: Apache forks workers, then retires the
+// idle ones, waking each with a connection of its own (OPTIONS *). Every
+// request counted is one a client sent, inside the client's time; the
+// stalled one within 80-102% of the client's, its sync blamed.
+func TestRequestsApachePrefork(t *testing.T) {
+	d := newSlowDisk(t, slowdisk.Options{WriteBPS: 8 << 20, DirtyBytes: 256 << 20, DirtyBackground: 128 << 20})
+	url, pid, _ := startApache(t, d.Dir, "StartServers 3\nMinSpareServers 2\nMaxSpareServers 3")
+	dir := t.TempDir()
+	jar := filepath.Join(dir, "jar")
+	curlTimed(t, url, jar) // the session exists before the recording
+	cookie, _ := os.ReadFile(jar)
+
+	stop := recordRequests(t, "record", "-p", strconv.Itoa(pid))
+	noisy := exec.Command("sh", filepath.Join(repo, "examples", "session-stall", "noisy.sh"), d.Dir, "24")
+	var latencies []time.Duration
+	var burst sync.WaitGroup
+	burstAt := -1
+	for i := range 16 {
+		if i == 4 {
+			if err := noisy.Start(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		done := make(chan time.Duration)
+		go func() { done <- curlTimed(t, url, jar) }()
+		select {
+		case l := <-done:
+			latencies = append(latencies, l)
+		case <-time.After(150 * time.Millisecond):
+			if burstAt < 0 { // stalled: six more of the session now
+				burstAt = i
+				for j := range 6 {
+					own := filepath.Join(dir, "jar"+strconv.Itoa(j))
+					os.WriteFile(own, cookie, 0o600)
+					burst.Add(1)
+					go func() { defer burst.Done(); curlTimed(t, url, own) }()
+				}
+			}
+			latencies = append(latencies, <-done)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	burst.Wait()
+	noisy.Wait()
+	time.Sleep(1500 * time.Millisecond) // Apache retires a spare worker a second
+	r, text, rec := stop()
+	t.Logf("client latencies %v (the burst at %d)\nreport requests:\n%s", latencies, burstAt, text)
+	if burstAt < 0 {
+		t.Fatalf("no request stalled (client latencies %v): the scenario did not reproduce", latencies)
+	}
+	out, err := exec.Command(filepath.Join(bin, "whyslow"), "sql", rec, fmt.Sprintf("SELECT count(*) FROM syscalls WHERE pid = %d AND name = 'connect'", pid), "--format", "csv").Output()
+	if f := strings.Fields(string(out)); err != nil || len(f) != 2 || f[1] == "0" {
+		t.Errorf("Apache's parent woke no worker with a connection of its own (%v, %q): the phantom case was not met", err, out)
+	}
+	if r.Count != 16+6 {
+		t.Errorf("%d requests counted, want the %d sent", r.Count, 16+6)
+	}
+	seen, clients := matchClients(t, rec)
+	stalled := latencies[burstAt]
+	var found bool
+	for i, q := range seen {
+		if c, ok := clients[i]; !ok || c.took != stalled {
+			continue
+		}
+		found = true
+		server := time.Duration(q.DurationS * 1e9)
+		if server < stalled*80/100 || server > stalled*102/100 {
+			t.Errorf("the stalled request %v server-side, %v at the client: want 80-102%%", server, stalled)
+		}
+		var sync bool
+		for _, b := range q.Blame {
+			sync = sync || b.Comm == "sync" && b.Activity == "sync"
+		}
+		if !sync {
+			t.Errorf("the stalled request does not blame sync: %s: %s %+v", q.Verdict.Reason, q.Verdict.Summary, q.Blame)
+		}
+	}
+	if !found {
+		t.Errorf("the stalled request (%v at the client) was not counted", stalled)
 	}
 }
