@@ -28,4 +28,21 @@ static __always_inline unsigned long mutex_owner(struct mutex *m)
 	return 0;
 }
 
+/**
+ * CFS bandwidth control (CONFIG_CFS_BANDWIDTH, a cgroup's cpu.cfs_quota_us or
+ * cpu.max): a cfs_rq out of quota is throttled, and throttle_count counts it
+ * and its throttled ancestors. Without CONFIG_FAIR_GROUP_SCHED a task has no
+ * se.cfs_rq, and without bandwidth control a cfs_rq no throttle_count:
+ * never throttled then. With the task based throttle model (6.18: struct
+ * task_struct has a `throttled` field), a throttled cfs_rq's tasks leave
+ * the CPU as they return to user mode, and throttle_count counts the same.
+ */
+static __always_inline bool cpu_quota_throttled(struct task_struct *t)
+{
+	if (!bpf_core_field_exists(struct sched_entity, cfs_rq) || !bpf_core_field_exists(struct cfs_rq, throttle_count))
+		return false;
+	struct cfs_rq *cq = BPF_CORE_READ(t, se.cfs_rq);
+	return cq && BPF_CORE_READ(cq, throttle_count) > 0;
+}
+
 #endif

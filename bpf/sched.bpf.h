@@ -116,7 +116,7 @@ static struct wait_slot empty_slot;
 /* Whether the wait s (woken by wk if woken) has the facts of run r. */
 static __always_inline bool same_run(struct offcpu_event *r, struct offstart *s, struct waker *wk, bool woken)
 {
-	if (r->state != s->state || r->syscall != s->syscall || r->fd != s->fd || r->outside != s->peer ||
+	if (r->state != s->state || r->quota != s->quota || r->syscall != s->syscall || r->fd != s->fd || r->outside != s->peer ||
 	    r->f.ino != s->f.ino || r->f.dev != s->f.dev)
 		return false;
 	if (!woken)
@@ -135,7 +135,9 @@ static __always_inline void fill_offcpu(struct offcpu_event *e, struct task_stru
 	e->state = s->state;
 	e->stack_id = s->stack_id;
 	e->syscall = s->syscall;
-	e->runq_ns = s->state == 'R' ? e->off_ns : 0;
+	/* A quota's wait is not for a CPU: the CPUs may be idle. */
+	e->runq_ns = s->state == 'R' && !s->quota ? e->off_ns : 0;
+	e->quota = s->quota;
 	e->waker_pid = 0;
 	e->waker_tid = 0;
 	e->fkind = s->f.kind;
@@ -151,10 +153,9 @@ static __always_inline void fill_offcpu(struct offcpu_event *e, struct task_stru
 	__builtin_memset(&e->waker_sock, 0, sizeof(e->waker_sock));
 	e->waker_sock.nr = -1;
 	e->waits = 1;
-	e->_pad2 = 0;
 	e->max_ns = e->off_ns;
 	e->start_ts = s->ts;
-	if (slot && slot->wk.ts >= s->ts) {
+	if (slot && slot->wk.ts >= s->ts && !s->quota) {
 		struct waker *w = &slot->wk;
 		e->runq_ns = now - w->ts;
 		e->waker_pid = w->pid;
@@ -179,13 +180,13 @@ static __always_inline void add_to_run(struct task_struct *next, __u32 tgid, __u
 				       struct offstart *s, __u64 now)
 {
 	struct offcpu_event *r = &slot->run;
-	bool woken = slot->wk.ts >= s->ts;
+	bool woken = slot->wk.ts >= s->ts && !s->quota;
 	__u64 off = now - s->ts;
 	if (r->waits && now - r->start_ts < RUN_SPAN_NS && same_run(r, s, &slot->wk, woken)) {
 		r->off_ns += off;
 		if (woken)
 			r->runq_ns += now - slot->wk.ts;
-		else if (s->state == 'R')
+		else if (s->state == 'R' && !s->quota)
 			r->runq_ns += off;
 		r->h.ts = now;
 		r->waits++;
@@ -369,6 +370,7 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		s.syscall = -1;
 		s.stack_id = -1;
 		s.peer = prev_peer;
+		s.quota = s.state == 'R' && cpu_quota_throttled(pv);
 		if (s.state != 'R') {
 			/* prev is current here; a peer's calls are not hooked */
 			struct inflight *in = syscall_hooks && prev_target ? current_call() : NULL;

@@ -227,7 +227,7 @@ struct offstart {
 	__u8 other;
 	__u8 io_worker;   /* an io_uring thread: the call is its operation's (uring_wait) */
 	__u8 peer;        /* a peer's wait (peers.bpf.h): a call row at every level */
-	__u8 _pad;
+	__u8 quota;       /* preempted by its cgroup's CPU quota (cpu_quota_throttled) */
 	__s32 fd;
 	__u32 flags;
 	__u64 req;

@@ -177,7 +177,7 @@ struct offcpu_event {
 	 * its own. A run's off_ns and runq_ns are its waits' sums, max_ns its
 	 * longest, start_ts its first wait's start; h.ts is its last one's end. */
 	__u32 waits;     /* 0: a wait also summed in a run, sent alone for the tests (check_runs) */
-	__u32 _pad2;
+	__u32 quota;     /* runnable, held off the CPU by its cgroup's CPU quota (state R) */
 	__u64 max_ns;
 	__u64 start_ts;
 };

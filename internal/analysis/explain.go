@@ -32,6 +32,7 @@ type Explanation struct {
 	Lost         map[string]uint64 `json:"lost_by_source,omitempty"`
 
 	diskReads diskReads // for the verdict (metadata_reads.go)
+	quota     *CPUQuota // for the verdict (cpu_quota.go)
 }
 
 type TargetInfo struct {
@@ -275,6 +276,9 @@ func Explain(s *Source, pid uint32) (*Explanation, error) {
 	}
 	x.trimBlame()
 	if err := x.loadDiskReads(s, win); err != nil {
+		return nil, err
+	}
+	if x.quota, err = x.cpuQuota(s, pid); err != nil {
 		return nil, err
 	}
 	x.verdict()

@@ -33,6 +33,7 @@ const (
 	DetailWaited DetailKind = "waited" // lock, ipc, other: Who waited on Object, held up by HeldUpBy
 	DetailPeer   DetailKind = "peer"   // network: Who waited on Peer
 	DetailRan    DetailKind = "ran"    // cpu: Who ran OnCPUS; Kernel
+	DetailQuota  DetailKind = "quota"  // cpu-quota: Who was held off by Quota (nil: its cgroup not read)
 )
 
 // VerdictDetail is what a verdict names beyond its reason: who spent the
@@ -64,6 +65,8 @@ type VerdictDetail struct {
 	// Blame is other processes' part in storage waits, when it is large: a
 	// copy of an entry of the explanation's blame.
 	Blame *Blame `json:"blame,omitempty"`
+	// Quota is the cgroup CPU quota that held Who off the CPU.
+	Quota *CPUQuota `json:"cpu_quota,omitempty"`
 	// Via is the process outside the target where most of the reason's time
 	// was spent, when it was (the server whose fsync a client waited on):
 	// Who waited on it, and Path is then its file.

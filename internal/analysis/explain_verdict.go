@@ -179,6 +179,8 @@ func (x *Explanation) detail(reason string) *VerdictDetail {
 			// waited on, and the local server that answered.
 			d.Kind, d.Object, d.HeldUpBy = DetailWaited, object, by
 		}
+	case event.ReasonCPUQuota:
+		d.Kind, d.Quota = DetailQuota, x.quota
 	case event.ReasonCPU:
 		if th == nil {
 			return nil

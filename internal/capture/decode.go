@@ -178,7 +178,7 @@ func (d *decoder) offcpu(w *whyslowOffcpuEvent) *event.OffCPU {
 		StackID: w.StackId, Syscall: w.Syscall, WakerPID: w.WakerPid, WakerTID: w.WakerTid,
 		WakerComm: d.comm(w.WakerComm), FileKind: event.FileKind(w.Fkind), Outside: w.Outside != 0,
 		WakerFile: fileRef(w.WakerSock.F), WakerSide: sideOf(w.WakerSock), WakerSyscall: w.WakerSock.Nr,
-		Waits: w.Waits, MaxOff: w.MaxNs, RunStart: w.StartTs}
+		Waits: w.Waits, MaxOff: w.MaxNs, RunStart: w.StartTs, Quota: w.Quota != 0}
 	if o.MaxOff == 0 {
 		o.MaxOff = o.Off
 	}

@@ -200,6 +200,12 @@ func (b *batches) add(rec []byte) {
 		b.e.resolver.complete(v)
 	case *event.Exec:
 		v.Cgroup = event.EncodeText(sysinfo.Host.Cgroup(v.PID))
+	case *event.OffCPU:
+		if v.Quota {
+			if q := b.e.quotas.first(v); q != nil {
+				b.batch = append(b.batch, q)
+			}
+		}
 	}
 	b.batch = append(b.batch, ev)
 	if x := b.dec.takeExtra(); x != nil {

@@ -230,7 +230,7 @@ type whyslowOffcpuEvent struct {
 	F         whyslowFileRef
 	WakerSock whyslowWakerSock
 	Waits     uint32
-	Pad2      uint32
+	Quota     uint32
 	MaxNs     uint64
 	StartTs   uint64
 }
@@ -433,7 +433,7 @@ type whyslowWaitSlot struct {
 		Other    uint8
 		IoWorker uint8
 		Peer     uint8
-		Pad      uint8
+		Quota    uint8
 		Fd       int32
 		Flags    uint32
 		Req      uint64

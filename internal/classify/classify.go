@@ -30,6 +30,9 @@ type Input struct {
 	// wait for it to signal: PostgreSQL's latches, on which a backend waits
 	// for a row lock another session holds.
 	WakerSyscall int32
+	// Quota: a runnable thread held off the CPU by its cgroup's CPU quota
+	// (CFS bandwidth throttling), not by other work: the CPUs may be idle.
+	Quota bool
 }
 
 // rule maps a kernel function (matched as a prefix) to a reason. Rules are in
@@ -134,6 +137,9 @@ var readSyscalls = map[int32]bool{0: true, 17: true, 19: true, 295: true, 327: t
 
 // Reason classifies one off-CPU interval.
 func Reason(in Input) event.Reason {
+	if in.State == 'R' && in.Quota {
+		return event.ReasonCPUQuota
+	}
 	if in.State == 'R' {
 		return event.ReasonRunqueue
 	}

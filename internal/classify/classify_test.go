@@ -13,6 +13,8 @@ func TestReason(t *testing.T) {
 		want event.Reason
 	}{
 		{"preempted", Input{State: 'R', Syscall: -1}, event.ReasonRunqueue},
+		{"throttled by its cgroup's CPU quota", Input{State: 'R', Syscall: -1, Quota: true}, event.ReasonCPUQuota},
+		{"preempted in a syscall, over quota", Input{State: 'R', Syscall: 0, Quota: true}, event.ReasonCPUQuota},
 		{"fsync waits on writeback", Input{State: 'D', Syscall: 74, Frames: []string{"__schedule", "io_schedule", "folio_wait_bit", "folio_wait_writeback", "__filemap_fdatawait_range"}}, event.ReasonSync},
 		{"dirty throttle", Input{State: 'D', Syscall: 1, Frames: []string{"schedule_timeout", "io_schedule_timeout", "balance_dirty_pages", "generic_perform_write"}}, event.ReasonDirtyThrottle},
 		{"truncate waits on writeback: specific beats generic", Input{State: 'D', Syscall: 263, Frames: []string{"io_schedule", "folio_wait_bit", "folio_wait_writeback", "truncate_inode_partial_folio"}}, event.ReasonDiskWrite},

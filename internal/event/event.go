@@ -122,6 +122,10 @@ type OffCPU struct {
 	Waits    uint32
 	MaxOff   uint64
 	RunStart uint64
+	// Quota: the thread was runnable but held off the CPU by its cgroup's
+	// CPU quota (CFS bandwidth: cpu.cfs_quota_us, cpu.max), not by other
+	// work; Runq is 0 then.
+	Quota bool
 }
 
 // Side is the end of a conversation a process spoke from.
@@ -283,6 +287,27 @@ type SyscallTotals struct {
 	Errors  uint64
 	Slots   []uint64 // log2(ns) histogram
 }
+
+// CPUQuota is a cgroup's CPU quota and the kernel's counts of its
+// throttling, read when a process of it was first held off the CPU by it
+// (Phase QuotaFirst, Header that process's) and at the end of the capture
+// (QuotaEnd).
+type CPUQuota struct {
+	Header
+	Phase   string
+	Cgroup  string // path in its hierarchy, encoded as names are (EncodeText)
+	Version string // "v1" or "v2"
+	// QuotaUS of CPU time per PeriodUS (-1: none); Periods, Throttled and
+	// ThrottledNS are cpu.stat's nr_periods, nr_throttled and throttled time.
+	QuotaUS, PeriodUS               int64
+	Periods, Throttled, ThrottledNS uint64
+}
+
+// The phases of a CPUQuota reading.
+const (
+	QuotaFirst = "first"
+	QuotaEnd   = "end"
+)
 
 // Dirtied counts pages a task dirtied in an inode over [Time, Last].
 type Dirtied struct {

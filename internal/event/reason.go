@@ -4,8 +4,11 @@ package event
 type Reason string
 
 const (
-	ReasonCPU           Reason = "cpu"
-	ReasonRunqueue      Reason = "runqueue"
+	ReasonCPU      Reason = "cpu"
+	ReasonRunqueue Reason = "runqueue"
+	// ReasonCPUQuota: runnable, but held off the CPU by its cgroup's CPU
+	// quota (a container's --cpus, a systemd unit's CPUQuota).
+	ReasonCPUQuota      Reason = "cpu-quota"
 	ReasonDiskRead      Reason = "disk-read"
 	ReasonDiskWrite     Reason = "disk-write"
 	ReasonDirtyThrottle Reason = "dirty-throttle"
@@ -27,7 +30,7 @@ const (
 const ReasonIdle Reason = "idle"
 
 // Reasons lists the vocabulary in report order.
-var Reasons = []Reason{ReasonCPU, ReasonRunqueue, ReasonDiskRead, ReasonDiskWrite, ReasonDirtyThrottle,
+var Reasons = []Reason{ReasonCPU, ReasonRunqueue, ReasonCPUQuota, ReasonDiskRead, ReasonDiskWrite, ReasonDirtyThrottle,
 	ReasonSync, ReasonNetwork, ReasonLock, ReasonSleep, ReasonChild, ReasonIPC, ReasonOther}
 
 // Disk reports whether the reason is waiting on storage in any form.

@@ -2,6 +2,7 @@ package output
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/whyslow/whyslow/internal/analysis"
@@ -17,6 +18,7 @@ import (
 var reasonWords = map[string]string{
 	string(event.ReasonCPU):           "on CPU",
 	string(event.ReasonRunqueue):      "waiting for a CPU (runnable, not running)",
+	string(event.ReasonCPUQuota):      "held off the CPU by its cgroup's CPU quota (runnable, throttled)",
 	string(event.ReasonDiskRead):      "waiting for disk reads",
 	string(event.ReasonDiskWrite):     "waiting for disk writes",
 	string(event.ReasonDirtyThrottle): "throttled for dirtying pages faster than the disk writes them (balance_dirty_pages)",
@@ -160,8 +162,27 @@ func detailWords(d *analysis.VerdictDetail) string {
 		return fmt.Sprintf("%s waited on %s (%s in, %s out)", who, format.Safe(p.Peer), format.Bytes(p.BytesIn), format.Bytes(p.BytesOut))
 	case analysis.DetailRan:
 		return fmt.Sprintf("%s ran %s", who, format.Seconds(d.OnCPUS)) + kernelWords(d.Kernel)
+	case analysis.DetailQuota:
+		return who + quotaWords(d.Quota)
 	}
 	return who
+}
+
+// quotaWords: " in cgroup /docker/4f1e, limited to 0.2 CPU (20 ms every
+// 100 ms): the kernel throttled it in 26 of 32 periods, 1.85 s held off".
+func quotaWords(q *analysis.CPUQuota) string {
+	if q == nil {
+		return ""
+	}
+	s := " in cgroup " + format.Safe(q.Cgroup)
+	if q.CPUs > 0 {
+		s += fmt.Sprintf(", limited to %s CPU (%s every %s)", strconv.FormatFloat(q.CPUs, 'f', -1, 64),
+			format.Seconds(float64(q.QuotaUS)/1e6), format.Seconds(float64(q.PeriodUS)/1e6))
+	}
+	if q.ThrottledPeriods > 0 {
+		s += fmt.Sprintf(": the kernel throttled it in %d of %d periods, %s held off", q.ThrottledPeriods, q.Periods, format.Seconds(q.ThrottledS))
+	}
+	return s
 }
 
 // actorWords: "main thread app (tid 7)", "process cc1 (pid 9)", "flock (pid 12)".

@@ -59,7 +59,9 @@ func TestEveryTableRoundTrips(t *testing.T) {
 			WakerSide: event.SideServer, WakerFile: event.FileRef{Dev: maxU32, Ino: maxU64, Gen: maxU32 - 2, Kind: event.KindSocketUnix},
 			FileKind: event.KindSocketInet, WakerSyscall: 62},
 		&event.OffCPU{Header: at(31, "off"), Off: 6, State: 'S', StackID: 9, Syscall: -1, Reason: event.Reason("nonsense"),
-			Stack: []string{"another stack, same id: not written again"}, Waits: 3, MaxOff: 4, RunStart: 20}, // a run
+			Stack: []string{"another stack, same id: not written again"}, Waits: 3, MaxOff: 4, RunStart: 20, Quota: true}, // a run, held off by a CPU quota
+		&event.CPUQuota{Header: at(35, "q"), Phase: event.QuotaFirst, Cgroup: odd[2], Version: "v1", QuotaUS: -1,
+			PeriodUS: math.MaxInt64, Periods: maxU64, Throttled: 2, ThrottledNS: 3},
 		&event.Block{Header: at(40, "blk"), InsertTime: 38, IssueTime: 39, Sector: maxU64, Bytes: maxU32, Dev: 5,
 			Op: 9, Sync: true, FUA: true, Error: -5, File: f},
 		&event.Throttle{Header: at(50, "thr"), Pause: 1, Period: 2, Dirtied: 3, BDIDev: maxU32},
@@ -127,10 +129,13 @@ func TestEveryTableRoundTrips(t *testing.T) {
 			"(SELECT comm FROM comms WHERE comm_id = r.waker_comm_id) AS waker_comm_id) FROM offcpu_raw r ORDER BY ts", [][]any{
 			{uint64(30), uint64(5), uint64(25), uint64(maxU64), uint32(7), uint32(8), "off", uint8('D'), int32(9),
 				int16(-1), uint32(1), uint32(2), odd[4], true, uint8(event.SideServer), uint32(maxU32), uint64(maxU64), uint32(maxU32 - 2),
-				uint8(event.KindSocketInet), uint8(event.KindSocketUnix), int16(62), uint32(1), uint64(5), uint64(25)},
+				uint8(event.KindSocketInet), uint8(event.KindSocketUnix), int16(62), uint32(1), uint64(5), uint64(25), false},
 			{uint64(31), uint64(25), uint64(6), uint64(0), uint32(7), uint32(8), "off", uint8('S'), int32(9),
 				int16(-1), uint32(0), uint32(0), "", false, uint8(0), uint32(0), uint64(0), uint32(0), uint8(0), uint8(0), int16(0),
-				uint32(3), uint64(20), uint64(4)},
+				uint32(3), uint64(20), uint64(4), true},
+		}},
+		{"SELECT * FROM cpu_quotas", [][]any{
+			{uint64(35), uint32(7), uint32(8), "first", odd[2], "v1", int64(-1), int64(math.MaxInt64), uint64(maxU64), uint64(2), uint64(3)},
 		}},
 		{"SELECT * FROM stacks ORDER BY stack_id", [][]any{
 			{int32(9), strs(odd)},

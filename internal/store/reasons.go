@@ -27,7 +27,7 @@ import (
 // waitReasonsColumns: the facts, then the reason. sockets is whether the
 // process was seen using an internet socket anywhere in the recording
 // (socket_users): a poll of such a process waits on the network.
-const waitReasonsColumns = "stack_id INTEGER, syscall_nr SMALLINT, state UTINYINT, fkind UTINYINT, waker_fkind UTINYINT, waker_nr SMALLINT, sockets BOOLEAN, reason VARCHAR"
+const waitReasonsColumns = "stack_id INTEGER, syscall_nr SMALLINT, state UTINYINT, fkind UTINYINT, waker_fkind UTINYINT, waker_nr SMALLINT, sockets BOOLEAN, quota BOOLEAN, reason VARCHAR"
 
 // derivedTables are written from the others, by the writer and again by
 // each reader.
@@ -77,7 +77,12 @@ func derive(query queryFunc) (derived, error) {
 	if len(pids) > 0 {
 		users = "SELECT * FROM (VALUES (" + strings.Join(pids, "), (") + ")) t(pid)"
 	}
-	facts, err := query(`SELECT DISTINCT r.stack_id, r.syscall_nr, r.state, r.fkind, r.waker_fkind, r.waker_nr, u.pid IS NOT NULL
+	// Recordings before version 5 have no quota column: never throttled.
+	quota := "false"
+	if has, err := query(`SELECT 1 FROM duckdb_columns() WHERE table_name = 'offcpu_raw' AND column_name = 'quota' AND NOT internal`); err == nil && len(has) > 0 {
+		quota = "coalesce(r.quota, false)"
+	}
+	facts, err := query(`SELECT DISTINCT r.stack_id, r.syscall_nr, r.state, r.fkind, r.waker_fkind, r.waker_nr, u.pid IS NOT NULL, ` + quota + `
 	  FROM offcpu_raw r LEFT JOIN (` + users + `) u USING (pid) ORDER BY ALL`)
 	if err != nil {
 		return derived{}, fmt.Errorf("reading the waits' facts: %w", err)
@@ -87,9 +92,11 @@ func derive(query queryFunc) (derived, error) {
 		stack, nr, state := Int64(f[0]), Int64(f[1]), Int64(f[2])
 		fkind, wkind, wnr := Int64(f[3]), Int64(f[4]), Int64(f[5])
 		sockets, _ := f[6].(bool)
+		quota, _ := f[7].(bool)
 		r := classify.Reason(classify.Input{State: byte(state), Syscall: int32(nr), Frames: frames[stack],
-			PollOnSockets: sockets, FileKind: event.FileKind(fkind), WakerKind: event.FileKind(wkind), WakerSyscall: int32(wnr)})
-		rows[i] = fmt.Sprintf("(%d, %d, %d, %d, %d, %d, %t, '%s')", stack, nr, state, fkind, wkind, wnr, sockets, r)
+			PollOnSockets: sockets, FileKind: event.FileKind(fkind), WakerKind: event.FileKind(wkind), WakerSyscall: int32(wnr),
+			Quota: quota})
+		rows[i] = fmt.Sprintf("(%d, %d, %d, %d, %d, %d, %t, %t, '%s')", stack, nr, state, fkind, wkind, wnr, sockets, quota, r)
 	}
 	d := derived{reasons: strings.Join(rows, ", ")}
 	if len(pids) > 0 {

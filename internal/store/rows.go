@@ -11,7 +11,7 @@ import (
 type loads struct {
 	files, syscalls, secondFiles, comms, syscallNames, kinds, syscallTotals, offcpuRaw, stacks,
 	blockRaw, throttle, writeback, dirtied, cputime, forks, execs, exits, taskIO, tcpBytes, payloads, samples,
-	existing, uring, unlinkRaw, lost, devices, interfaces *tableLoad
+	existing, uring, unlinkRaw, lost, devices, interfaces, cpuQuotas *tableLoad
 	all []*tableLoad
 }
 
@@ -24,6 +24,7 @@ func (l *loads) byName() map[string]**tableLoad {
 		"dirtied": &l.dirtied, "cputime": &l.cputime, "forks": &l.forks, "execs": &l.execs, "exits": &l.exits,
 		"task_io": &l.taskIO, "tcp_bytes": &l.tcpBytes, "payloads": &l.payloads, "samples": &l.samples, "existing": &l.existing, "uring_raw": &l.uring,
 		"unlink_raw": &l.unlinkRaw, "lost": &l.lost, "devices": &l.devices, "interfaces": &l.interfaces,
+		"cpu_quotas": &l.cpuQuotas,
 	}
 }
 
@@ -188,6 +189,9 @@ func (w *Writer) append(ev event.Event) error {
 		return t.files.row().u64(e.Time).u32(e.Ref.Dev).u64(e.Ref.Ino).u32(e.Ref.Gen).u8(uint8(e.Ref.Kind)).str(e.Path).
 			bool(e.Deleted).bool(e.Truncated).u64(e.Size).
 			strOrNull(e.LocalName(), e.LocalName() != "").strOrNull(e.PeerName(), e.PeerName() != "").u64(e.PeerIno).end()
+	case *event.CPUQuota:
+		return t.cpuQuotas.row().u64(e.Time).u32(e.PID).u32(e.TID).str(e.Phase).str(e.Cgroup).str(e.Version).
+			i64(e.QuotaUS).i64(e.PeriodUS).u64(e.Periods).u64(e.Throttled).u64(e.ThrottledNS).end()
 	case *event.OffCPU:
 		if err := w.stack(e.StackID, e.Stack); err != nil {
 			return err
@@ -205,7 +209,7 @@ func (w *Writer) append(ev event.Event) error {
 			i32(e.StackID).i16(syscallNr(e.Syscall)).u32(e.WakerPID).u32(e.WakerTID).u32(wid).
 			bool(e.Outside).u8(uint8(e.WakerSide)).u32(e.WakerFile.Dev).u64(e.WakerFile.Ino).u32(e.WakerFile.Gen).
 			u8(uint8(e.FileKind)).u8(uint8(e.WakerFile.Kind)).i16(syscallNr(e.WakerSyscall)).
-			u32(waits).u64(first).u64(longest).end()
+			u32(waits).u64(first).u64(longest).bool(e.Quota).end()
 	case *event.Block:
 		cid, err := w.namedCommID(e.TID, e.Comm)
 		if err != nil {

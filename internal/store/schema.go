@@ -50,7 +50,7 @@ var tables = []struct{ name, columns string }{
 	// is one wait, or a run of short waits alike (waits > 1: off_ns and
 	// runq_ns their sums, max_ns the longest, run_start the first's start;
 	// start_ts is ts - off_ns, as if they were one wait).
-	{"offcpu_raw", "ts UBIGINT, start_ts UBIGINT, off_ns UBIGINT, runq_ns UBIGINT, pid UINTEGER, tid UINTEGER, comm_id UINTEGER, state UTINYINT, stack_id INTEGER, syscall_nr SMALLINT, waker_pid UINTEGER, waker_tid UINTEGER, waker_comm_id UINTEGER, outside BOOLEAN, waker_side UTINYINT, waker_dev UINTEGER, waker_ino UBIGINT, waker_gen UINTEGER, fkind UTINYINT, waker_fkind UTINYINT, waker_nr SMALLINT, waits UINTEGER, run_start UBIGINT, max_ns UBIGINT"},
+	{"offcpu_raw", "ts UBIGINT, start_ts UBIGINT, off_ns UBIGINT, runq_ns UBIGINT, pid UINTEGER, tid UINTEGER, comm_id UINTEGER, state UTINYINT, stack_id INTEGER, syscall_nr SMALLINT, waker_pid UINTEGER, waker_tid UINTEGER, waker_comm_id UINTEGER, outside BOOLEAN, waker_side UTINYINT, waker_dev UINTEGER, waker_ino UBIGINT, waker_gen UINTEGER, fkind UTINYINT, waker_fkind UTINYINT, waker_nr SMALLINT, waits UINTEGER, run_start UBIGINT, max_ns UBIGINT, quota BOOLEAN"},
 	{"stacks", "stack_id INTEGER, frames VARCHAR[]"},
 	{"block_raw", "ts UBIGINT, insert_ts UBIGINT, issue_ts UBIGINT, pid UINTEGER, tid UINTEGER, comm_id UINTEGER, dev UINTEGER, sector UBIGINT, bytes UINTEGER, op UTINYINT, sync BOOLEAN, meta BOOLEAN, fua BOOLEAN, error INTEGER, fdev UINTEGER, ino UBIGINT, gen UINTEGER"},
 	{"throttle", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, pause_ns UBIGINT, period_ns UBIGINT, dirtied UBIGINT, bdi_dev UINTEGER"},
@@ -80,6 +80,11 @@ var tables = []struct{ name, columns string }{
 	// stacked on, throttle_* the blkio cgroup's limits (bytes/s, 0 for none).
 	{"devices", "dev UINTEGER, name VARCHAR, backing VARCHAR, backing_dev UINTEGER, backing_ino UBIGINT, lower BOOLEAN, throttle_read_bps UBIGINT, throttle_write_bps UBIGINT"},
 	{"interfaces", "name VARCHAR, addr VARCHAR"},
+	// cpu_quotas: the CPU quota of each cgroup whose tasks the kernel held
+	// off the CPU (offcpu_raw.quota), read at the first such wait of a
+	// process (phase 'first', pid that process) and at the end ('end'):
+	// quota_us per period_us (-1: none), and cpu.stat's counts then.
+	{"cpu_quotas", "ts UBIGINT, pid UINTEGER, tid UINTEGER, phase VARCHAR, cgroup VARCHAR, version VARCHAR, quota_us BIGINT, period_us BIGINT, periods UBIGINT, throttled UBIGINT, throttled_ns UBIGINT"},
 	// Derived at the end of a recording, and again by every reader with its
 	// own rules (reasons.go): wait_reasons, the reason of each distinct set
 	// of a wait's facts; socket_users, the processes seen using an internet
@@ -126,12 +131,12 @@ var views = []string{
 	        wr.reason, r.stack_id, coalesce(n.name, CASE WHEN r.syscall_nr >= 0 THEN 'syscall_' || r.syscall_nr END) AS syscall,
 	        r.waker_pid, r.waker_tid, w.comm AS waker_comm, r.outside,
 	        CASE r.waker_side WHEN 1 THEN 'server' WHEN 2 THEN 'client' END AS waker_side, r.waker_dev, r.waker_ino, r.waker_gen,
-	        r.waits, r.run_start, r.max_ns
+	        r.waits, r.run_start, r.max_ns, r.quota
 	 FROM offcpu_raw r LEFT JOIN comms c USING (comm_id)
 	      LEFT JOIN socket_users su USING (pid)
 	      LEFT JOIN wait_reasons wr ON wr.stack_id = r.stack_id AND wr.syscall_nr = r.syscall_nr AND wr.state = r.state
 	        AND wr.fkind = r.fkind AND wr.waker_fkind = r.waker_fkind AND wr.waker_nr = r.waker_nr
-	        AND wr.sockets = (su.pid IS NOT NULL)
+	        AND wr.sockets = (su.pid IS NOT NULL) AND wr.quota = r.quota
 	      LEFT JOIN syscall_names n ON n.nr = r.syscall_nr LEFT JOIN comms w ON w.comm_id = r.waker_comm_id`,
 	`CREATE OR REPLACE VIEW block AS
 	 SELECT r.ts, r.insert_ts, r.issue_ts, r.pid, r.tid, c.comm, r.dev, r.sector, r.bytes, coalesce(o.name, 'other') AS op,

@@ -199,3 +199,18 @@ FROM target_offcpu WHERE reason = 'disk-read' GROUP BY ALL;
 -- Columns: bytes.
 SELECT coalesce(sum(bytes), 0) FROM disk
 WHERE is_target(pid) AND op = 'read' AND fkind = 'blockdev' AND NOT lower AND ts BETWEEN $b AND $e;
+
+-- name: cpu_quota
+-- The CPU quota of the cgroup of the target's process $pid (any of the
+-- target's when $pid has none) that held it off the CPU: what the capture
+-- read at its first such wait, and the kernel's counts at the end of the
+-- capture when the cgroup was still there (else at that first read).
+-- Parameters: $pid (UINTEGER).
+-- Columns: cgroup, version, quota_us, period_us, periods, throttled, throttled_ns.
+WITH first AS (
+    SELECT * FROM cpu_quotas WHERE phase = 'first' AND is_target(pid)
+    ORDER BY pid = $pid DESC, ts LIMIT 1)
+SELECT f.cgroup, f.version, f.quota_us, f.period_us,
+       coalesce(e.periods, f.periods), coalesce(e.throttled, f.throttled), coalesce(e.throttled_ns, f.throttled_ns)
+FROM first f LEFT JOIN (SELECT * FROM cpu_quotas WHERE phase = 'end') e USING (cgroup)
+ORDER BY e.ts DESC NULLS LAST LIMIT 1;

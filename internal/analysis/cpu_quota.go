@@ -1,0 +1,52 @@
+package analysis
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/whyslow/whyslow/internal/event"
+)
+
+// CPUQuota is the cgroup CPU quota that held a verdict's thread off the CPU
+// (reason cpu-quota): which cgroup, how much CPU it may use, and what the
+// kernel counted of its throttling (cpu.stat, since the cgroup began, at
+// the end of the capture).
+type CPUQuota struct {
+	Cgroup  string `json:"cgroup"`
+	Version string `json:"version"`
+	// CPUs is QuotaUS/PeriodUS: 0.2 for `docker run --cpus 0.2`.
+	CPUs     float64 `json:"cpus"`
+	QuotaUS  int64   `json:"quota_us"`
+	PeriodUS int64   `json:"period_us"`
+	// Periods the cgroup had runnable tasks in; ThrottledPeriods of them
+	// it ran out of quota; ThrottledS its tasks were held off in all.
+	Periods          uint64  `json:"periods"`
+	ThrottledPeriods uint64  `json:"throttled_periods"`
+	ThrottledS       float64 `json:"throttled_s"`
+}
+
+// cpuQuota reads the quota of the cgroup that throttled the target's
+// process pid (nil when none was read: a recording before version 5, or a
+// cgroup gone before it could be).
+func (x *Explanation) cpuQuota(s *Source, pid uint32) (*CPUQuota, error) {
+	if x.Time.OffCPUS[string(event.ReasonCPUQuota)] == 0 {
+		return nil, nil
+	}
+	var q CPUQuota
+	var throttledNS uint64
+	err := s.queryRow(sqlOf("cpu_quota"), sql.Named("pid", pid)).Scan(&q.Cgroup, &q.Version, &q.QuotaUS, &q.PeriodUS,
+		&q.Periods, &q.ThrottledPeriods, &throttledNS)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the CPU quota: %w", err)
+	}
+	q.Cgroup = event.DecodeText(q.Cgroup)
+	q.ThrottledS = float64(throttledNS) / 1e9
+	if q.QuotaUS > 0 && q.PeriodUS > 0 {
+		q.CPUs = float64(q.QuotaUS) / float64(q.PeriodUS)
+	}
+	return &q, nil
+}

@@ -1,0 +1,131 @@
+package scenarios
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/whyslow/whyslow/test/harness"
+)
+
+// cpuQuotaCgroup makes a cgroup v1 cpu cgroup limited to 0.2 CPU (20 ms
+// every 100 ms, as `docker run --cpus 0.2` sets it) and returns its path in
+// the hierarchy and its directory, removed with the test.
+func cpuQuotaCgroup(t *testing.T) (cgroup, dir string) {
+	t.Helper()
+	requireRoot(t)
+	mount := "/sys/fs/cgroup/cpu"
+	if _, err := os.Stat(mount + "/cpu.cfs_quota_us"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("no cgroup v1 cpu controller at %s: %v", mount, err)
+		}
+		t.Skipf("no cgroup v1 cpu controller at %s", mount)
+	}
+	cgroup = fmt.Sprintf("/whyslow-quota-%d", os.Getpid())
+	dir = mount + cgroup
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// Its processes are gone (the tests wait for them); move any
+		// straggler out before the cgroup goes.
+		if b, err := os.ReadFile(dir + "/cgroup.procs"); err == nil {
+			for _, pid := range strings.Fields(string(b)) {
+				os.WriteFile(mount+"/cgroup.procs", []byte(pid), 0o644)
+			}
+		}
+		os.Remove(dir)
+	})
+	for f, v := range map[string]string{"cpu.cfs_period_us": "100000", "cpu.cfs_quota_us": "20000"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cgroup, dir
+}
+
+// busyInCgroup is a shell command that moves itself into the cgroup at dir,
+// then becomes a Python loop busy for secs seconds of wall time.
+func busyInCgroup(py, dir string, secs float64) []string {
+	return []string{"sh", "-c", fmt.Sprintf(`echo $$ > %s/cgroup.procs && exec "$0" -c 'import time
+end = time.time() + %g
+while time.time() < end: pass'`, dir, secs), py}
+}
+
+// A CPU-bound program in a cgroup whose quota is 0.2 CPU, on a machine
+// whose CPUs are otherwise idle, is held off the CPU by its quota: the
+// verdict is cpu-quota, not runqueue (issue 41: "RUNQUEUE 79% waiting for a
+// CPU" read as an overloaded machine), and names the cgroup, the quota in
+// CPUs and the kernel's count of throttled periods. In run, attach, and a
+// system-wide record.
+func TestCPUQuota(t *testing.T) {
+	cgroup, dir := cpuQuotaCgroup(t)
+	py := harness.Python(t)
+	// Untraced first: the quota holds it back (wall ≥ 3× its CPU time).
+	start := time.Now()
+	c := exec.Command(busyInCgroup(py, dir, 1.5)[0], busyInCgroup(py, dir, 1.5)[1:]...)
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("the busy loop: %v: %s", err, out)
+	}
+	wall := time.Since(start)
+	cpu := c.ProcessState.UserTime() + c.ProcessState.SystemTime()
+	if wall < 3*cpu {
+		t.Fatalf("untraced: wall %v, CPU %v: the quota did not hold it back", wall, cpu)
+	}
+	check := func(t *testing.T, x *explanation, log string) {
+		t.Helper()
+		if x.Verdict.Reason != "cpu-quota" {
+			t.Errorf("verdict %s, want cpu-quota\n%s", x.Verdict.Reason, log)
+		}
+		for _, want := range []string{"cgroup " + cgroup, "0.2 CPU", "throttled it in"} {
+			if !strings.Contains(x.Verdict.Summary, want) {
+				t.Errorf("summary %q does not say %q", x.Verdict.Summary, want)
+			}
+		}
+		if x.Time.OffCPUS["cpu-quota"] < 0.5*x.WallS {
+			t.Errorf("%.2fs held off by the quota of %.2fs: want most of it\n%s", x.Time.OffCPUS["cpu-quota"], x.WallS, log)
+		}
+	}
+	t.Run("run", func(t *testing.T) {
+		x, log := runExplained(t, busyInCgroup(py, dir, 2)...)
+		check(t, x, log)
+	})
+	t.Run("attach", func(t *testing.T) {
+		c := exec.Command(busyInCgroup(py, dir, 4)[0], busyInCgroup(py, dir, 4)[1:]...)
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer c.Wait()
+		time.Sleep(300 * time.Millisecond) // in its cgroup, busy
+		x, log := attachExplained(t, c.Process.Pid, 2*time.Second)
+		check(t, x, log)
+	})
+	t.Run("system-wide record", func(t *testing.T) {
+		rec := filepath.Join(t.TempDir(), "all.db")
+		r := exec.Command(filepath.Join(bin, "whyslow"), "record", "-o", rec, "-d", "4s")
+		rerr := harness.StartRecorder(t, r)
+		argv := busyInCgroup(py, dir, 2)
+		c := exec.Command(argv[0], argv[1:]...)
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", argv, err, out)
+		}
+		if err := r.Wait(); err != nil {
+			t.Fatalf("whyslow record: %v\n%s", err, rerr.String())
+		}
+		out, err := exec.Command(filepath.Join(bin, "whyslow"), "report", "explain", rec, "--pid", strconv.Itoa(c.Process.Pid), "--json").Output()
+		if err != nil {
+			t.Fatalf("report explain --pid: %v", err)
+		}
+		js := filepath.Join(t.TempDir(), "explain.json")
+		if err := os.WriteFile(js, out, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		text, _ := exec.Command(filepath.Join(bin, "whyslow"), "report", "explain", rec, "--pid", strconv.Itoa(c.Process.Pid)).CombinedOutput()
+		check(t, readExplanation(t, js, string(text)), string(text))
+	})
+}
