@@ -46,6 +46,7 @@ type reasonKey struct {
 	fileKind       event.FileKind
 	wakerKind      event.FileKind
 	wakerSyscall   int32
+	quota          bool
 }
 
 func newStacks(m *ebpf.Map, sent *sync.Map) *stacks {
@@ -136,10 +137,10 @@ func (s *stacks) Frames(id int32) []string {
 func (s *stacks) classify(o *event.OffCPU) {
 	o.Stack = s.Frames(o.StackID)
 	in := classify.Input{State: o.State, Syscall: o.Syscall, Frames: o.Stack, PollOnSockets: s.sockets[o.PID], FileKind: o.FileKind,
-		WakerKind: o.WakerFile.Kind, WakerSyscall: o.WakerSyscall}
+		WakerKind: o.WakerFile.Kind, WakerSyscall: o.WakerSyscall, Quota: o.Quota}
 	// Waits without a stack (no id) too: the rules and the syscall tables
 	// were still walked for each.
-	k := reasonKey{o.StackID, o.Syscall, o.State, in.PollOnSockets, o.FileKind, in.WakerKind, in.WakerSyscall}
+	k := reasonKey{o.StackID, o.Syscall, o.State, in.PollOnSockets, o.FileKind, in.WakerKind, in.WakerSyscall, o.Quota}
 	r, ok := s.reasons[k]
 	if !ok {
 		r = classify.Reason(in)

@@ -167,6 +167,8 @@ func (r *Recording) Off(th Thread, fromMS, toMS float64, reason event.Reason, sy
 	switch reason {
 	case event.ReasonRunqueue:
 		o.State, o.Runq = 'R', o.Off
+	case event.ReasonCPUQuota:
+		o.State, o.Runq, o.Quota = 'R', 0, true
 	case event.ReasonDiskRead, event.ReasonDiskWrite, event.ReasonDirtyThrottle, event.ReasonSync:
 		o.State = 'D'
 	}
@@ -207,7 +209,7 @@ var canonicalStacks = map[event.Reason][]string{
 // when they already do, else the reason's canonical one. A reason the facts
 // cannot give (sync named on a call that does not sync) fails the test.
 func (r *Recording) stackFor(o *event.OffCPU, reason event.Reason) []string {
-	in := classify.Input{State: o.State, Syscall: o.Syscall, FileKind: o.FileKind, WakerKind: o.WakerFile.Kind, WakerSyscall: o.WakerSyscall}
+	in := classify.Input{State: o.State, Syscall: o.Syscall, FileKind: o.FileKind, WakerKind: o.WakerFile.Kind, WakerSyscall: o.WakerSyscall, Quota: o.Quota}
 	if !slices.Contains(event.Reasons, reason) || classify.Reason(in) == reason {
 		return nil // none, or a word the analyses derive (idle)
 	}
