@@ -31,8 +31,9 @@ type Explanation struct {
 	LostEvents   uint64            `json:"lost_events"`
 	Lost         map[string]uint64 `json:"lost_by_source,omitempty"`
 
-	diskReads diskReads // for the verdict (metadata_reads.go)
-	quota     *CPUQuota // for the verdict (cpu_quota.go)
+	diskReads diskReads    // for the verdict (metadata_reads.go)
+	quota     *CPUQuota    // for the verdict (cgroup_limits.go)
+	memory    *MemoryLimit // for the verdict (cgroup_limits.go)
 }
 
 type TargetInfo struct {
@@ -279,6 +280,9 @@ func Explain(s *Source, pid uint32) (*Explanation, error) {
 		return nil, err
 	}
 	if x.quota, err = x.cpuQuota(s, pid); err != nil {
+		return nil, err
+	}
+	if x.memory, err = x.memoryLimit(s, pid); err != nil {
 		return nil, err
 	}
 	x.verdict()

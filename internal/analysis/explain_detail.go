@@ -29,7 +29,7 @@ const (
 	DetailWho    DetailKind = "who"    // only Who (run-queue, sleep, child waits)
 	DetailSpread DetailKind = "spread" // Spread: many processes shared the time
 	DetailWrote  DetailKind = "wrote"  // storage writes: Who wrote PathBytes to Path (Bytes in all), or to Group; Blame
-	DetailRead   DetailKind = "read"   // disk reads: Who read Bytes, most waited on Path (PathBytes of it)
+	DetailRead   DetailKind = "read"   // disk reads: Who read Bytes, most waited on Path (PathBytes of it); Evicted
 	DetailWaited DetailKind = "waited" // lock, ipc, other: Who waited on Object, held up by HeldUpBy
 	DetailPeer   DetailKind = "peer"   // network: Who waited on Peer
 	DetailRan    DetailKind = "ran"    // cpu: Who ran OnCPUS; Kernel
@@ -65,6 +65,9 @@ type VerdictDetail struct {
 	// Blame is other processes' part in storage waits, when it is large: a
 	// copy of an entry of the explanation's blame.
 	Blame *Blame `json:"blame,omitempty"`
+	// Evicted: Who's reads were in part re-reads of pages its memory
+	// cgroup's limit had evicted.
+	Evicted *MemoryLimit `json:"evicted,omitempty"`
 	// Quota is the cgroup CPU quota that held Who off the CPU.
 	Quota *CPUQuota `json:"cpu_quota,omitempty"`
 	// Via is the process outside the target where most of the reason's time

@@ -168,6 +168,7 @@ func (x *Explanation) detail(reason string) *VerdictDetail {
 			d.Bytes, d.Path, d.PathBytes = th.ReadBytes, th.TopFile, th.TopFileReadBytes
 			d.Metadata = x.metadataRead(th.TID)
 		}
+		d.Evicted = x.memory
 	case event.ReasonLock, event.ReasonIPC, event.ReasonOther:
 		d.Kind, d.Object, d.HeldUpBy = DetailWaited, object, by
 	case event.ReasonNetwork:

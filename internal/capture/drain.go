@@ -50,7 +50,7 @@ func (e *Engine) drain(final bool) []event.Event {
 
 	if final {
 		out = append(out, e.stillWaiting(now)...)
-		out = append(out, e.quotas.end(now)...)
+		out = append(out, e.limits.end(now)...)
 		readMap(e.maps.OffcpuStart, false, func(tid *uint32, slot *whyslowWaitSlot) {
 			// A run of short waits not sent yet comes first: it ended
 			// before the wait open now began.

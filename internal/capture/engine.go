@@ -156,8 +156,8 @@ type Engine struct {
 	// it held at once (HeldMost).
 	spooling atomic.Pointer[spool]
 	heldMost atomic.Int64
-	// quotas: the CPU quotas of cgroups the kernel throttled (quota.go).
-	quotas quotas
+	// limits: the cgroup limits that may have held targets up (limits.go).
+	limits limits
 }
 
 // tracepoints lists every handler by its program suffix and tracepoint name.

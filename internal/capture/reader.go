@@ -201,11 +201,7 @@ func (b *batches) add(rec []byte) {
 	case *event.Exec:
 		v.Cgroup = event.EncodeText(sysinfo.Host.Cgroup(v.PID))
 	case *event.OffCPU:
-		if v.Quota {
-			if q := b.e.quotas.first(v); q != nil {
-				b.batch = append(b.batch, q)
-			}
-		}
+		b.batch = append(b.batch, b.e.limits.seen(v)...)
 	}
 	b.batch = append(b.batch, ev)
 	if x := b.dec.takeExtra(); x != nil {

@@ -303,7 +303,20 @@ type CPUQuota struct {
 	Periods, Throttled, ThrottledNS uint64
 }
 
-// The phases of a CPUQuota reading.
+// MemoryLimit is a memory cgroup's limit and the kernel's count of file
+// bytes read back after its reclaim evicted them (memory.stat's
+// workingset_refault_file, in bytes), read when a process of it first
+// waited uninterruptibly (Phase QuotaFirst) and at the end (QuotaEnd).
+type MemoryLimit struct {
+	Header
+	Phase   string
+	Cgroup  string // encoded as names are (EncodeText)
+	Version string
+	// LimitBytes: the hard limit (0 none); HighBytes: v2's memory.high (0 none).
+	LimitBytes, HighBytes, RefaultBytes uint64
+}
+
+// The phases of a CPUQuota or MemoryLimit reading.
 const (
 	QuotaFirst = "first"
 	QuotaEnd   = "end"

@@ -144,7 +144,7 @@ func detailWords(d *analysis.VerdictDetail) string {
 				s += fmt.Sprintf(" (%s of it)", format.Bytes(d.PathBytes))
 			}
 		}
-		return s
+		return s + evictedWords(d.Evicted)
 	case analysis.DetailWaited:
 		s := who
 		if d.Object != "" {
@@ -166,6 +166,20 @@ func detailWords(d *analysis.VerdictDetail) string {
 		return who + quotaWords(d.Quota)
 	}
 	return who
+}
+
+// evictedWords: "; re-read 512.0 MiB evicted under memory cgroup /app's
+// limit (64.0 MiB)".
+func evictedWords(m *analysis.MemoryLimit) string {
+	if m == nil {
+		return ""
+	}
+	limit := m.LimitBytes
+	kind := "limit"
+	if limit == 0 || m.HighBytes > 0 && m.HighBytes < limit {
+		limit, kind = m.HighBytes, "memory.high"
+	}
+	return fmt.Sprintf("; re-read %s evicted under memory cgroup %s's %s (%s)", format.Bytes(m.RereadBytes), format.Safe(m.Cgroup), kind, format.Bytes(limit))
 }
 
 // quotaWords: " in cgroup /docker/4f1e, limited to 0.2 CPU (20 ms every

@@ -62,6 +62,7 @@ func TestEveryTableRoundTrips(t *testing.T) {
 			Stack: []string{"another stack, same id: not written again"}, Waits: 3, MaxOff: 4, RunStart: 20, Quota: true}, // a run, held off by a CPU quota
 		&event.CPUQuota{Header: at(35, "q"), Phase: event.QuotaFirst, Cgroup: odd[2], Version: "v1", QuotaUS: -1,
 			PeriodUS: math.MaxInt64, Periods: maxU64, Throttled: 2, ThrottledNS: 3},
+		&event.MemoryLimit{Header: at(36, "m"), Phase: event.QuotaEnd, Cgroup: "/docker/4f1e", Version: "v2", LimitBytes: maxU64, HighBytes: 0, RefaultBytes: 4096},
 		&event.Block{Header: at(40, "blk"), InsertTime: 38, IssueTime: 39, Sector: maxU64, Bytes: maxU32, Dev: 5,
 			Op: 9, Sync: true, FUA: true, Error: -5, File: f},
 		&event.Throttle{Header: at(50, "thr"), Pause: 1, Period: 2, Dirtied: 3, BDIDev: maxU32},
@@ -136,6 +137,9 @@ func TestEveryTableRoundTrips(t *testing.T) {
 		}},
 		{"SELECT * FROM cpu_quotas", [][]any{
 			{uint64(35), uint32(7), uint32(8), "first", odd[2], "v1", int64(-1), int64(math.MaxInt64), uint64(maxU64), uint64(2), uint64(3)},
+		}},
+		{"SELECT * FROM memory_limits", [][]any{
+			{uint64(36), uint32(7), uint32(8), "end", "/docker/4f1e", "v2", uint64(maxU64), uint64(0), uint64(4096)},
 		}},
 		{"SELECT * FROM stacks ORDER BY stack_id", [][]any{
 			{int32(9), strs(odd)},

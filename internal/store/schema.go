@@ -84,6 +84,11 @@ var tables = []struct{ name, columns string }{
 	// off the CPU (offcpu_raw.quota), read at the first such wait of a
 	// process (phase 'first', pid that process) and at the end ('end'):
 	// quota_us per period_us (-1: none), and cpu.stat's counts then.
+	// memory_limits: the limit of each limited memory cgroup whose tasks
+	// waited uninterruptibly, read at the first such wait of a process and
+	// at the end; refault_bytes: file pages read again after its reclaim
+	// evicted them (memory.stat workingset_refault_file), in bytes.
+	{"memory_limits", "ts UBIGINT, pid UINTEGER, tid UINTEGER, phase VARCHAR, cgroup VARCHAR, version VARCHAR, limit_bytes UBIGINT, high_bytes UBIGINT, refault_bytes UBIGINT"},
 	{"cpu_quotas", "ts UBIGINT, pid UINTEGER, tid UINTEGER, phase VARCHAR, cgroup VARCHAR, version VARCHAR, quota_us BIGINT, period_us BIGINT, periods UBIGINT, throttled UBIGINT, throttled_ns UBIGINT"},
 	// Derived at the end of a recording, and again by every reader with its
 	// own rules (reasons.go): wait_reasons, the reason of each distinct set

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/whyslow/whyslow/internal/slowdisk"
 	"github.com/whyslow/whyslow/test/harness"
 )
 
@@ -128,4 +129,97 @@ func TestCPUQuota(t *testing.T) {
 		text, _ := exec.Command(filepath.Join(bin, "whyslow"), "report", "explain", rec, "--pid", strconv.Itoa(c.Process.Pid)).CombinedOutput()
 		check(t, readExplanation(t, js, string(text)), string(text))
 	})
+}
+
+// memoryCgroup makes a cgroup v1 memory cgroup limited to limit bytes, and
+// returns its path in the hierarchy and its directory, removed with the test.
+func memoryCgroup(t *testing.T, limit int) (cgroup, dir string) {
+	t.Helper()
+	requireRoot(t)
+	mount := "/sys/fs/cgroup/memory"
+	if _, err := os.Stat(mount + "/memory.limit_in_bytes"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("no cgroup v1 memory controller at %s: %v", mount, err)
+		}
+		t.Skipf("no cgroup v1 memory controller at %s", mount)
+	}
+	cgroup = fmt.Sprintf("/whyslow-memory-%d", os.Getpid())
+	dir = mount + cgroup
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(dir + "/cgroup.procs"); err == nil {
+			for _, pid := range strings.Fields(string(b)) {
+				os.WriteFile(mount+"/cgroup.procs", []byte(pid), 0o644)
+			}
+		}
+		os.WriteFile(dir+"/memory.force_empty", []byte("1"), 0o644)
+		os.Remove(dir)
+	})
+	if err := os.WriteFile(dir+"/memory.limit_in_bytes", []byte(strconv.Itoa(limit)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return cgroup, dir
+}
+
+// rereadIn is a shell command that moves itself into the cgroup at dir,
+// then reads file three times, the page cache dropped for it first; it
+// prints each pass's seconds.
+func rereadIn(py, dir, file string) []string {
+	return []string{"sh", "-c", fmt.Sprintf(`echo $$ > %s/cgroup.procs && exec "$0" -c 'import os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+for i in range(3):
+    t = time.time()
+    os.lseek(fd, 0, 0)
+    while os.read(fd, 1 << 20): pass
+    print("%%.3f" %% (time.time() - t))
+' %s`, dir, file), py}
+}
+
+// A program that reads a 48 MiB file three times in a memory cgroup limited
+// to 16 MiB reads it from storage each time: the limit evicted it between
+// passes. The verdict is disk-read, and says how much was re-read and
+// under which cgroup's limit (issue 41: the verdict said what was read,
+// not why it came from storage three times).
+func TestMemoryLimitRereads(t *testing.T) {
+	d := newSlowDisk(t, slowdisk.Options{ReadBPS: 48 << 20, Size: 256 << 20})
+	cgroup, dir := memoryCgroup(t, 16<<20)
+	py := harness.Python(t)
+	file := filepath.Join(d.Dir, "big.bin")
+	if err := os.WriteFile(file, make([]byte, 48<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Untraced first: without the limit the later passes come from the
+	// page cache; with it they are as slow as the first.
+	passes := func(argv []string) []float64 {
+		out, err := exec.Command(argv[0], argv[1:]...).Output()
+		if err != nil {
+			t.Fatalf("%v: %v", argv, err)
+		}
+		var s []float64
+		for _, f := range strings.Fields(string(out)) {
+			v, _ := strconv.ParseFloat(f, 64)
+			s = append(s, v)
+		}
+		if len(s) != 3 {
+			t.Fatalf("%v printed %q, want three passes", argv, out)
+		}
+		return s
+	}
+	free := passes(rereadIn(py, "/sys/fs/cgroup/memory", file))
+	limited := passes(rereadIn(py, dir, file))
+	if limited[2] < 2*free[2] || limited[2] < 0.3 {
+		t.Fatalf("passes without the limit %v, with it %v: the limit did not evict the file", free, limited)
+	}
+	x, log := runExplained(t, rereadIn(py, dir, file)...)
+	if x.Verdict.Reason != "disk-read" {
+		t.Errorf("verdict %s, want disk-read\n%s", x.Verdict.Reason, log)
+	}
+	for _, want := range []string{"re-read ", "evicted under memory cgroup " + cgroup + "'s limit (16.0 MiB)"} {
+		if !strings.Contains(x.Verdict.Summary, want) {
+			t.Errorf("summary %q does not say %q", x.Verdict.Summary, want)
+		}
+	}
 }

@@ -214,3 +214,18 @@ SELECT f.cgroup, f.version, f.quota_us, f.period_us,
        coalesce(e.periods, f.periods), coalesce(e.throttled, f.throttled), coalesce(e.throttled_ns, f.throttled_ns)
 FROM first f LEFT JOIN (SELECT * FROM cpu_quotas WHERE phase = 'end') e USING (cgroup)
 ORDER BY e.ts DESC NULLS LAST LIMIT 1;
+
+-- name: memory_limit
+-- The limited memory cgroup of the target's process $pid (any of the
+-- target's when $pid's is not known), with the file bytes its tasks read
+-- again after its reclaim evicted them, between the first reading (at a
+-- process's first uninterruptible wait) and the end of the capture.
+-- Parameters: $pid (UINTEGER).
+-- Columns: cgroup, version, limit_bytes, high_bytes, reread_bytes.
+WITH first AS (
+    SELECT * FROM memory_limits WHERE phase = 'first' AND is_target(pid)
+    ORDER BY pid = $pid DESC, ts LIMIT 1)
+SELECT f.cgroup, f.version, f.limit_bytes, f.high_bytes,
+       CASE WHEN e.refault_bytes > f.refault_bytes THEN e.refault_bytes - f.refault_bytes ELSE 0 END
+FROM first f LEFT JOIN (SELECT * FROM memory_limits WHERE phase = 'end') e USING (cgroup)
+ORDER BY e.ts DESC NULLS LAST LIMIT 1;

@@ -50,3 +50,39 @@ func (x *Explanation) cpuQuota(s *Source, pid uint32) (*CPUQuota, error) {
 	}
 	return &q, nil
 }
+
+// MemoryLimit is the memory cgroup limit under which a disk-read verdict's
+// reads were re-reads: file pages the cgroup had cached, evicted by its own
+// reclaim at its limit, and read from storage again.
+type MemoryLimit struct {
+	Cgroup  string `json:"cgroup"`
+	Version string `json:"version"`
+	// LimitBytes: the hard limit (0: none); HighBytes: v2's memory.high (0: none).
+	LimitBytes uint64 `json:"limit_bytes,omitempty"`
+	HighBytes  uint64 `json:"high_bytes,omitempty"`
+	// RereadBytes: file bytes refaulted in the cgroup during the capture
+	// (memory.stat workingset_refault_file), the whole cgroup's.
+	RereadBytes uint64 `json:"reread_bytes"`
+}
+
+// memoryLimit reads the limited memory cgroup of the target's process pid
+// and its re-reads, when the target waited for disk reads and the cgroup
+// re-read anything (nil otherwise).
+func (x *Explanation) memoryLimit(s *Source, pid uint32) (*MemoryLimit, error) {
+	if x.Time.OffCPUS[string(event.ReasonDiskRead)] == 0 {
+		return nil, nil
+	}
+	var m MemoryLimit
+	err := s.queryRow(sqlOf("memory_limit"), sql.Named("pid", pid)).Scan(&m.Cgroup, &m.Version, &m.LimitBytes, &m.HighBytes, &m.RereadBytes)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the memory limit: %w", err)
+	}
+	if m.RereadBytes == 0 {
+		return nil, nil
+	}
+	m.Cgroup = event.DecodeText(m.Cgroup)
+	return &m, nil
+}

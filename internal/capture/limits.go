@@ -1,0 +1,94 @@
+package capture
+
+import (
+	"os"
+	"sync"
+
+	"github.com/whyslow/whyslow/internal/event"
+	"github.com/whyslow/whyslow/internal/sysinfo"
+)
+
+// limits notes the cgroup limits that may have held the target up, read
+// from /proc and the cgroup's files while its process is there, and again
+// at the end of the capture, so that a verdict can name the cgroup, its
+// limit, and what the kernel counted in between:
+//   - the CPU quota of each cgroup whose tasks the kernel held off the CPU
+//     (a wait with Quota set), read at the first such wait of a process;
+//   - the memory limit of each limited cgroup whose tasks waited
+//     uninterruptibly (disk reads among them), read at the first such wait:
+//     its refaults are file pages read again after its reclaim evicted them.
+type limits struct {
+	mu       sync.Mutex
+	quotaPID map[uint32]bool
+	quotas   map[string]sysinfo.CPUQuota // by cgroup path: its first reading
+	memPID   map[uint32]bool
+	memories map[string]sysinfo.MemoryLimit
+}
+
+// seen returns the readings a wait makes due: its process's CPU quota at
+// its first throttled wait, its memory limit at its first uninterruptible
+// one (nil each when read already, unlimited, or unreadable).
+func (l *limits) seen(o *event.OffCPU) []event.Event {
+	if !o.Quota && o.State != 'D' {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.quotaPID == nil {
+		l.quotaPID, l.quotas = map[uint32]bool{}, map[string]sysinfo.CPUQuota{}
+		l.memPID, l.memories = map[uint32]bool{}, map[string]sysinfo.MemoryLimit{}
+	}
+	h := event.Header{Time: o.Time, PID: o.PID, TID: o.TID, Comm: o.Comm}
+	var out []event.Event
+	if o.Quota && !l.quotaPID[o.PID] {
+		l.quotaPID[o.PID] = true
+		if c, ok := sysinfo.Host.CPUQuota(o.PID); ok {
+			if _, known := l.quotas[c.Cgroup]; !known {
+				l.quotas[c.Cgroup] = c
+			}
+			out = append(out, quotaEvent(h, event.QuotaFirst, c))
+		}
+	}
+	if o.State == 'D' && !l.memPID[o.PID] {
+		l.memPID[o.PID] = true
+		if m, ok := sysinfo.Host.MemoryLimit(o.PID); ok && (m.LimitBytes > 0 || m.HighBytes > 0) {
+			if _, known := l.memories[m.Cgroup]; !known {
+				l.memories[m.Cgroup] = m
+			}
+			out = append(out, memoryEvent(h, event.QuotaFirst, m))
+		}
+	}
+	return out
+}
+
+// end reads each cgroup noted again, at now, in its directory (its
+// processes may be gone): its counts then. A cgroup removed since has no
+// end.
+func (l *limits) end(now uint64) []event.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []event.Event
+	for _, first := range l.quotas {
+		if c, ok := sysinfo.Host.ReadCPUQuota(first); ok {
+			out = append(out, quotaEvent(event.Header{Time: now}, event.QuotaEnd, c))
+		}
+	}
+	for _, first := range l.memories {
+		if m, ok := sysinfo.Host.ReadMemoryLimit(first); ok {
+			out = append(out, memoryEvent(event.Header{Time: now}, event.QuotaEnd, m))
+		}
+	}
+	return out
+}
+
+func quotaEvent(h event.Header, phase string, c sysinfo.CPUQuota) *event.CPUQuota {
+	return &event.CPUQuota{Header: h, Phase: phase, Cgroup: event.EncodeText(c.Cgroup), Version: c.Version,
+		QuotaUS: c.QuotaUS, PeriodUS: c.PeriodUS, Periods: c.Periods, Throttled: c.Throttled, ThrottledNS: c.ThrottledNS}
+}
+
+var pageSize = uint64(os.Getpagesize())
+
+func memoryEvent(h event.Header, phase string, m sysinfo.MemoryLimit) *event.MemoryLimit {
+	return &event.MemoryLimit{Header: h, Phase: phase, Cgroup: event.EncodeText(m.Cgroup), Version: m.Version,
+		LimitBytes: m.LimitBytes, HighBytes: m.HighBytes, RefaultBytes: m.RefaultPages * pageSize}
+}

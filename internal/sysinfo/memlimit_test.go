@@ -1,0 +1,59 @@
+package sysinfo
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// A process's memory limit and refaults, as cgroup v1 and v2 lay them out.
+func TestMemoryLimit(t *testing.T) {
+	cases := []struct {
+		name, cgroup string
+		files        map[string]string
+		want         MemoryLimit
+		ok           bool
+	}{
+		{"v1, limited", "11:memory:/docker/4f1e\n0::/\n", map[string]string{
+			"sys/fs/cgroup/memory/docker/4f1e/memory.limit_in_bytes": "67108864\n",
+			"sys/fs/cgroup/memory/docker/4f1e/memory.stat":           "cache 1\nworkingset_refault_file 10\ntotal_workingset_refault_file 196608\n",
+		}, MemoryLimit{Cgroup: "/docker/4f1e", Version: "v1", Dir: "/sys/fs/cgroup/memory/docker/4f1e", LimitBytes: 64 << 20, RefaultPages: 196608}, true},
+		{"v1, no limit", "11:memory:/\n", map[string]string{
+			"sys/fs/cgroup/memory/memory.limit_in_bytes": "9223372036854771712\n",
+			"sys/fs/cgroup/memory/memory.stat":           "workingset_refault_file 4132\n",
+		}, MemoryLimit{Cgroup: "/", Version: "v1", Dir: "/sys/fs/cgroup/memory/", RefaultPages: 4132}, true},
+		{"v2, a systemd unit with a high mark", "0::/system.slice/app.service\n", map[string]string{
+			"sys/fs/cgroup/system.slice/app.service/memory.max":  "max\n",
+			"sys/fs/cgroup/system.slice/app.service/memory.high": "134217728\n",
+			"sys/fs/cgroup/system.slice/app.service/memory.stat": "anon 1\nworkingset_refault_anon 0\nworkingset_refault_file 77\n",
+		}, MemoryLimit{Cgroup: "/system.slice/app.service", Version: "v2", Dir: "/sys/fs/cgroup/system.slice/app.service", HighBytes: 128 << 20, RefaultPages: 77}, true},
+		{"no memory controller", "0::/user.slice\n", nil, MemoryLimit{}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			write := func(p, s string) {
+				p = filepath.Join(root, p)
+				os.MkdirAll(filepath.Dir(p), 0o755)
+				if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			write("proc/42/cgroup", c.cgroup)
+			write("proc/42/stat", "42 (app) S 1 42 42 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 100 0 0\n")
+			for p, s := range c.files {
+				write(p, s)
+			}
+			fs := FS{Root: root}
+			got, ok := fs.MemoryLimit(42)
+			if ok != c.ok || got != c.want {
+				t.Errorf("MemoryLimit = %+v, %t; want %+v, %t", got, ok, c.want, c.ok)
+			}
+			if ok {
+				if again, ok := fs.ReadMemoryLimit(got); !ok || again != got {
+					t.Errorf("ReadMemoryLimit = %+v, %t; want %+v", again, ok, got)
+				}
+			}
+		})
+	}
+}
