@@ -133,7 +133,7 @@ func runCheck(w io.Writer, fs sysinfo.FS) int {
 	line(fs.TracefsMounted(), "tracefs", "/sys/kernel/tracing (not needed: tp_btf and raw_tp attach without it)", "", fixTracefs)
 	line(fs.HasPSI(), "PSI", "/proc/pressure (pressure stall information; watch --psi needs it)", "", fixPSI)
 	line(fs.DelayAccounting() == "on", "delay accounting", "kernel.task_delayacct = "+fs.DelayAccounting()+" (not needed by capture)", "", fixDelayacct)
-	line(true, "cgroup", fs.CgroupVersion(), "", "")
+	line(true, "cgroup", cgroupWords(fs), "", "")
 	return missing
 }
 
@@ -145,4 +145,21 @@ func firstLine(err error) string {
 		}
 	}
 	return s
+}
+
+// cgroupWords: "v1; controllers on v1: cpu, memory, blkio; on v2: none":
+// which limits whyslow can name (a CPU quota needs cpu, re-reads memory).
+func cgroupWords(fs sysinfo.FS) string {
+	v1, v2 := fs.CgroupControllers()
+	list := func(c []string) string {
+		if len(c) == 0 {
+			return "none"
+		}
+		return strings.Join(c, ", ")
+	}
+	s := fs.CgroupVersion()
+	if len(v1) > 0 {
+		s += "; controllers on v1: " + list(v1)
+	}
+	return s + "; on v2: " + list(v2)
 }

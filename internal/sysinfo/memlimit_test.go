@@ -3,6 +3,7 @@ package sysinfo
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -55,5 +56,19 @@ func TestMemoryLimit(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The controllers by hierarchy, as a hybrid host shows them (this
+// project's machines: every controller on v1, hugetlb alone on v2).
+func TestCgroupControllers(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "proc"), 0o755)
+	os.MkdirAll(filepath.Join(root, "sys/fs/cgroup/unified"), 0o755)
+	os.WriteFile(filepath.Join(root, "proc/cgroups"), []byte("#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpu\t1\t1\t1\nmemory\t4\t13\t1\nnet_cls\t0\t1\t1\nhugetlb\t0\t1\t1\nrdma\t9\t1\t0\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "sys/fs/cgroup/unified/cgroup.controllers"), []byte("hugetlb\n"), 0o644)
+	v1, v2 := FS{Root: root}.CgroupControllers()
+	if strings.Join(v1, ",") != "cpu,memory" || strings.Join(v2, ",") != "hugetlb" {
+		t.Errorf("controllers on v1 %v, on v2 %v; want cpu,memory and hugetlb", v1, v2)
 	}
 }

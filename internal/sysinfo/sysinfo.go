@@ -100,3 +100,25 @@ func (fs FS) CgroupVersion() string {
 	}
 	return "v1"
 }
+
+// CgroupControllers names the enabled cgroup controllers by where they are
+// mounted: on a v1 hierarchy (/proc/cgroups: hierarchy id not 0), and on
+// the unified (v2) one (its cgroup.controllers).
+func (fs FS) CgroupControllers() (v1, v2 []string) {
+	if pfs, err := procfs.NewFS(fs.path("/proc")); err == nil {
+		if all, err := pfs.CgroupSummarys(); err == nil {
+			for _, c := range all {
+				if c.Enabled == 1 && c.Hierarchy != 0 {
+					v1 = append(v1, c.SubsysName)
+				}
+			}
+		}
+	}
+	for _, p := range []string{"/sys/fs/cgroup/cgroup.controllers", "/sys/fs/cgroup/unified/cgroup.controllers"} {
+		if b, err := os.ReadFile(fs.path(p)); err == nil {
+			v2 = strings.Fields(string(b))
+			break
+		}
+	}
+	return v1, v2
+}
