@@ -69,7 +69,7 @@ type MemoryLimit struct {
 // and its re-reads, when the target waited for disk reads and the cgroup
 // re-read anything (nil otherwise).
 func (x *Explanation) memoryLimit(s *Source, pid uint32) (*MemoryLimit, error) {
-	if x.Time.OffCPUS[string(event.ReasonDiskRead)] == 0 {
+	if x.Time.OffCPUS[string(event.ReasonDiskRead)] == 0 && x.Time.OffCPUS[string(event.ReasonMemory)] == 0 {
 		return nil, nil
 	}
 	var m MemoryLimit
@@ -79,9 +79,6 @@ func (x *Explanation) memoryLimit(s *Source, pid uint32) (*MemoryLimit, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the memory limit: %w", err)
-	}
-	if m.RereadBytes == 0 {
-		return nil, nil
 	}
 	m.Cgroup = event.DecodeText(m.Cgroup)
 	return &m, nil

@@ -34,6 +34,7 @@ const (
 	DetailPeer   DetailKind = "peer"   // network: Who waited on Peer
 	DetailRan    DetailKind = "ran"    // cpu: Who ran OnCPUS; Kernel
 	DetailQuota  DetailKind = "quota"  // cpu-quota: Who was held off by Quota (nil: its cgroup not read)
+	DetailMemory DetailKind = "memory" // memory: Who reclaimed under Memory's limit (nil: no limited cgroup read)
 )
 
 // VerdictDetail is what a verdict names beyond its reason: who spent the
@@ -68,6 +69,8 @@ type VerdictDetail struct {
 	// Evicted: Who's reads were in part re-reads of pages its memory
 	// cgroup's limit had evicted.
 	Evicted *MemoryLimit `json:"evicted,omitempty"`
+	// Memory is the limited memory cgroup Who reclaimed in.
+	Memory *MemoryLimit `json:"memory,omitempty"`
 	// Quota is the cgroup CPU quota that held Who off the CPU.
 	Quota *CPUQuota `json:"cpu_quota,omitempty"`
 	// Via is the process outside the target where most of the reason's time

@@ -168,7 +168,11 @@ func (x *Explanation) detail(reason string) *VerdictDetail {
 			d.Bytes, d.Path, d.PathBytes = th.ReadBytes, th.TopFile, th.TopFileReadBytes
 			d.Metadata = x.metadataRead(th.TID)
 		}
-		d.Evicted = x.memory
+		if x.memory != nil && x.memory.RereadBytes > 0 {
+			d.Evicted = x.memory
+		}
+	case event.ReasonMemory:
+		d.Kind, d.Memory = DetailMemory, x.memory
 	case event.ReasonLock, event.ReasonIPC, event.ReasonOther:
 		d.Kind, d.Object, d.HeldUpBy = DetailWaited, object, by
 	case event.ReasonNetwork:

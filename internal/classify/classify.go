@@ -44,6 +44,13 @@ type rule struct {
 }
 
 var rules = []rule{
+	// memory: a wait inside reclaim (at a memory cgroup's limit, or the
+	// machine's) or above a cgroup's memory.high is memory's, whatever it
+	// waits on inside (writeback, a throttle, a lock)
+	{"try_to_free_mem_cgroup_pages", event.ReasonMemory},
+	{"try_to_free_pages", event.ReasonMemory},
+	{"mem_cgroup_handle_over_high", event.ReasonMemory},
+	{"throttle_direct_reclaim", event.ReasonMemory},
 	{"balance_dirty_pages", event.ReasonDirtyThrottle},
 	// socket waits
 	{"sk_wait_data", event.ReasonNetwork},

@@ -8,7 +8,10 @@ const (
 	ReasonRunqueue Reason = "runqueue"
 	// ReasonCPUQuota: runnable, but held off the CPU by its cgroup's CPU
 	// quota (a container's --cpus, a systemd unit's CPUQuota).
-	ReasonCPUQuota      Reason = "cpu-quota"
+	ReasonCPUQuota Reason = "cpu-quota"
+	// ReasonMemory: waiting in memory reclaim (direct, or at a memory
+	// cgroup's limit) or throttled above a cgroup's memory.high.
+	ReasonMemory        Reason = "memory"
 	ReasonDiskRead      Reason = "disk-read"
 	ReasonDiskWrite     Reason = "disk-write"
 	ReasonDirtyThrottle Reason = "dirty-throttle"
@@ -30,7 +33,7 @@ const (
 const ReasonIdle Reason = "idle"
 
 // Reasons lists the vocabulary in report order.
-var Reasons = []Reason{ReasonCPU, ReasonRunqueue, ReasonCPUQuota, ReasonDiskRead, ReasonDiskWrite, ReasonDirtyThrottle,
+var Reasons = []Reason{ReasonCPU, ReasonRunqueue, ReasonCPUQuota, ReasonMemory, ReasonDiskRead, ReasonDiskWrite, ReasonDirtyThrottle,
 	ReasonSync, ReasonNetwork, ReasonLock, ReasonSleep, ReasonChild, ReasonIPC, ReasonOther}
 
 // Disk reports whether the reason is waiting on storage in any form.

@@ -19,6 +19,7 @@ var reasonWords = map[string]string{
 	string(event.ReasonCPU):           "on CPU",
 	string(event.ReasonRunqueue):      "waiting for a CPU (runnable, not running)",
 	string(event.ReasonCPUQuota):      "held off the CPU by its cgroup's CPU quota (runnable, throttled)",
+	string(event.ReasonMemory):        "waiting on memory reclaim (at a cgroup's memory limit, or the machine's)",
 	string(event.ReasonDiskRead):      "waiting for disk reads",
 	string(event.ReasonDiskWrite):     "waiting for disk writes",
 	string(event.ReasonDirtyThrottle): "throttled for dirtying pages faster than the disk writes them (balance_dirty_pages)",
@@ -164,6 +165,11 @@ func detailWords(d *analysis.VerdictDetail) string {
 		return fmt.Sprintf("%s ran %s", who, format.Seconds(d.OnCPUS)) + kernelWords(d.Kernel)
 	case analysis.DetailQuota:
 		return who + quotaWords(d.Quota)
+	case analysis.DetailMemory:
+		if m := d.Memory; m != nil {
+			return fmt.Sprintf("%s in memory cgroup %s, %s", who, format.Safe(m.Cgroup), limitWords(m))
+		}
+		return who
 	}
 	return who
 }
@@ -174,12 +180,16 @@ func evictedWords(m *analysis.MemoryLimit) string {
 	if m == nil {
 		return ""
 	}
-	limit := m.LimitBytes
-	kind := "limit"
-	if limit == 0 || m.HighBytes > 0 && m.HighBytes < limit {
-		limit, kind = m.HighBytes, "memory.high"
+	return fmt.Sprintf("; re-read %s evicted under memory cgroup %s's %s", format.Bytes(m.RereadBytes), format.Safe(m.Cgroup), limitWords(m))
+}
+
+// limitWords: "limit (64.0 MiB)", or "memory.high (128.0 MiB)" when that
+// is the lower.
+func limitWords(m *analysis.MemoryLimit) string {
+	if m.LimitBytes == 0 || m.HighBytes > 0 && m.HighBytes < m.LimitBytes {
+		return fmt.Sprintf("memory.high (%s)", format.Bytes(m.HighBytes))
 	}
-	return fmt.Sprintf("; re-read %s evicted under memory cgroup %s's %s (%s)", format.Bytes(m.RereadBytes), format.Safe(m.Cgroup), kind, format.Bytes(limit))
+	return fmt.Sprintf("limit (%s)", format.Bytes(m.LimitBytes))
 }
 
 // quotaWords: " in cgroup /docker/4f1e, limited to 0.2 CPU (20 ms every

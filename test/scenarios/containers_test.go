@@ -223,3 +223,34 @@ func TestMemoryLimitRereads(t *testing.T) {
 		}
 	}
 }
+
+// A writer in a memory cgroup limited to 32 MiB, writing 64 MiB to a slow
+// disk: its dirty data does not fit, so to cache more it must reclaim, and
+// reclaim waits for the disk to write. The verdict is memory (the reclaim
+// stall), naming the cgroup and its limit: not "other", as such waits were.
+func TestMemoryLimitReclaim(t *testing.T) {
+	d := newSlowDisk(t, slowdisk.Options{WriteBPS: 16 << 20, Size: 256 << 20})
+	cgroup, dir := memoryCgroup(t, 32<<20)
+	file := filepath.Join(d.Dir, "w.bin")
+	write := func(cg string) []string {
+		return []string{"sh", "-c", fmt.Sprintf(`echo $$ > %s/cgroup.procs && exec dd if=/dev/zero of=%s bs=1M count=64 status=none`, cg, file)}
+	}
+	// Untraced first: without the limit the writes land in the page cache
+	// at once; with it the writer waits for the disk.
+	free := timed(t, write("/sys/fs/cgroup/memory")...)
+	os.Remove(file)
+	exec.Command("sync").Run()
+	limited := timed(t, write(dir)...)
+	os.Remove(file)
+	exec.Command("sync").Run()
+	if limited < 2*free || limited < time.Second {
+		t.Fatalf("64 MiB written in %v without the limit, %v with it: the limit did not hold the writer", free, limited)
+	}
+	x, log := runExplained(t, write(dir)...)
+	if x.Verdict.Reason != "memory" {
+		t.Errorf("verdict %s, want memory\n%s", x.Verdict.Reason, log)
+	}
+	if want := "in memory cgroup " + cgroup + ", limit (32.0 MiB)"; !strings.Contains(x.Verdict.Summary, want) {
+		t.Errorf("summary %q does not say %q", x.Verdict.Summary, want)
+	}
+}

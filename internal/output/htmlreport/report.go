@@ -53,7 +53,7 @@ type Report struct {
 
 // Colors of the reasons, shared by the page's legend, tables and charts.
 var Colors = map[string]string{
-	"cpu": "#4e79a7", "runqueue": "#a0cbe8", "cpu-quota": "#6a3d9a", "disk-read": "#f28e2b", "disk-write": "#e15759",
+	"cpu": "#4e79a7", "runqueue": "#a0cbe8", "cpu-quota": "#6a3d9a", "memory": "#cab2d6", "disk-read": "#f28e2b", "disk-write": "#e15759",
 	"dirty-throttle": "#b07aa1", "sync": "#ff9da7", "network": "#76b7b2", "lock": "#edc948",
 	"sleep": "#c9c9c9", "child": "#59a14f", "ipc": "#8cd17d", "other": "#9d7660", string(event.ReasonIdle): "#ececec",
 }
