@@ -83,3 +83,35 @@ func (x *Explanation) memoryLimit(s *Source, pid uint32) (*MemoryLimit, error) {
 	m.Cgroup = event.DecodeText(m.Cgroup)
 	return &m, nil
 }
+
+// threadsCgroups gives each thread its process's cgroup.
+func threadsCgroups(s *Source, byTID map[uint32]*ThreadTime) error {
+	existing := "SELECT NULL::UINTEGER, NULL::UBIGINT, NULL::VARCHAR WHERE false"
+	var n int
+	if err := s.queryRow(`SELECT count(*) FROM duckdb_columns() WHERE table_name = 'existing' AND column_name = 'cgroup' AND NOT internal`).Scan(&n); err == nil && n > 0 {
+		existing = "SELECT pid, ts, cgroup FROM existing WHERE is_target(pid) AND cgroup <> ''"
+	}
+	rows, err := s.query(sqlWhere("process_cgroups", existing))
+	if err != nil {
+		return fmt.Errorf("reading the processes' cgroups: %w", err)
+	}
+	defer rows.Close()
+	byPID := map[uint32]string{}
+	for rows.Next() {
+		var pid uint32
+		var cg string
+		if err := rows.Scan(&pid, &cg); err != nil {
+			return err
+		}
+		byPID[pid] = event.DecodeText(cg)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, t := range byTID {
+		if cg, ok := byPID[t.PID]; ok {
+			t.Cgroup, t.CgroupName = cg, event.CgroupName(cg)
+		}
+	}
+	return nil
+}

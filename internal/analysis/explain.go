@@ -97,6 +97,10 @@ type ThreadTime struct {
 	// What it read from and wrote to TopFile.
 	TopFileReadBytes  uint64 `json:"top_file_read_bytes"`
 	TopFileWriteBytes uint64 `json:"top_file_write_bytes"`
+	// Cgroup is its process's cgroup path (empty: not known), CgroupName
+	// its short name (a container's id, a pod's uid, a systemd unit).
+	Cgroup     string `json:"cgroup,omitempty"`
+	CgroupName string `json:"cgroup_name,omitempty"`
 }
 
 type FileUse struct {
@@ -389,6 +393,9 @@ func (x *Explanation) threads(s *Source, win window, io targetIO) error {
 		if err := threadsTopFile(s, byTID); err != nil {
 			return err
 		}
+	}
+	if err := threadsCgroups(s, byTID); err != nil {
+		return err
 	}
 
 	for _, t := range byTID {

@@ -47,6 +47,7 @@ func (e *Engine) AddExisting(pid uint32) ([]event.Event, error) {
 	}
 	// Names from /proc become text as the kernel's records do (decode.go).
 	args := fs.Cmdline(int(pid))
+	cgroup := event.EncodeText(fs.Cgroup(pid))
 	for i, a := range args {
 		args[i] = event.EncodeText(a)
 	}
@@ -64,7 +65,7 @@ func (e *Engine) AddExisting(pid uint32) ([]event.Event, error) {
 			th.File.Path = event.EncodeText(th.File.Path)
 		}
 		out = append(out, &event.Existing{Header: event.Header{Time: now, PID: th.PID, TID: th.TID, Comm: th.Comm},
-			PPID: th.PPID, State: th.State, Args: args})
+			PPID: th.PPID, State: th.State, Args: args, Cgroup: cgroup})
 		if th.State == 'R' {
 			continue // on a CPU or about to be: the kernel sees its next switch
 		}

@@ -219,9 +219,10 @@ type Sample struct {
 // showed it: the process tree and names that no fork or exec event will tell.
 type Existing struct {
 	Header
-	PPID  uint32
-	State byte
-	Args  []string // the process's command line
+	PPID   uint32
+	State  byte
+	Args   []string // the process's command line
+	Cgroup string   // its cgroup path, as Exec's
 }
 
 type Exit struct {

@@ -58,11 +58,26 @@ func Explanation(w io.Writer, x *analysis.Explanation) {
 		Heading(w, "Threads")
 		t := Table{Cols: []Column{{Title: "tid", Right: true}, {Title: "comm", Max: 16}, {Title: "on-cpu", Right: true},
 			{Title: "off-cpu", Right: true}, {Title: "read", Right: true}, {Title: "written", Right: true}, {Title: "mostly"}}}
+		// The cgroup (a container, a unit) when any shown thread is in one
+		// other than the root: where a limit could have come from.
+		cgroups := false
+		for i, th := range x.Threads {
+			if i < 8 && th.Cgroup != "" && th.Cgroup != "/" {
+				cgroups = true
+			}
+		}
+		if cgroups {
+			t.Cols = append(t.Cols, Column{Title: "cgroup", Max: 32})
+		}
 		for i, th := range x.Threads {
 			if i == 8 {
 				break
 			}
-			t.Row(th.TID, th.Comm, format.Seconds(th.OnCPUS), format.Seconds(th.OffCPUS), format.Bytes(th.ReadBytes), format.Bytes(th.WriteBytes), mostly(th))
+			cells := []any{th.TID, th.Comm, format.Seconds(th.OnCPUS), format.Seconds(th.OffCPUS), format.Bytes(th.ReadBytes), format.Bytes(th.WriteBytes), mostly(th)}
+			if cgroups {
+				cells = append(cells, th.CgroupName)
+			}
+			t.Row(cells...)
 		}
 		t.Write(w)
 	}

@@ -78,7 +78,7 @@ func TestEveryTableRoundTrips(t *testing.T) {
 		&event.Sample{Header: at(130, "smp"), User: true, Syscall: -1, FD: -1, File: f2, Path: odd[1], StackID: 11,
 			Stack: []string{"asm_sysvec_apic_timer_interrupt"}},
 		&event.Sample{Header: at(131, "smp"), Syscall: 0, FD: 3, StackID: 12}, // a stack not symbolised: no row
-		&event.Existing{Header: at(140, "old"), PPID: 1, State: 'D', Args: []string{"sleep", "1"}},
+		&event.Existing{Header: at(140, "old"), PPID: 1, State: 'D', Args: []string{"sleep", "1"}, Cgroup: "/system.slice/cron.service"},
 		&event.Unlink{Header: at(150, "rm"), Dur: 9, Ret: -2, Nr: 87, Dir: f2, Name: odd[1]},
 		&event.Uring{Header: at(160, "ring"), Dur: 1, Res: math.MaxInt64, UserData: maxU64, Opcode: 22, FD: -1, File: f},
 	})
@@ -169,7 +169,7 @@ func TestEveryTableRoundTrips(t *testing.T) {
 				uint8(event.KindPipe), notUTF8, int32(11)},
 			{uint64(131), uint32(7), uint32(8), "smp", false, int16(0), int32(3), uint32(0), uint64(0), uint32(0), uint8(0), "", int32(12)},
 		}},
-		{"SELECT * FROM existing", [][]any{{uint64(140), uint32(7), uint32(8), "old", uint32(1), "D", list("sleep", "1")}}},
+		{"SELECT * FROM existing", [][]any{{uint64(140), uint32(7), uint32(8), "old", uint32(1), "D", list("sleep", "1"), "/system.slice/cron.service"}}},
 		{"SELECT * FROM unlink_raw", [][]any{{uint64(150), uint64(9), uint32(7), uint32(8), "rm", "unlink", int64(-2),
 			uint32(1), uint64(2), uint32(3), notUTF8}}},
 		{"SELECT * FROM uring", [][]any{{uint64(160), uint64(1), uint32(7), uint32(8), "ring", uint32(22), int64(math.MaxInt64),

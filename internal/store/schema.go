@@ -72,7 +72,7 @@ var tables = []struct{ name, columns string }{
 	// split of kernel time): the syscall they were in, its file or path.
 	{"samples", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm_id UINTEGER, user BOOLEAN, syscall_nr SMALLINT, fd INTEGER, dev UINTEGER, ino UBIGINT, gen UINTEGER, fkind UTINYINT, path VARCHAR, stack_id INTEGER"},
 	// existing: threads there when capture began (attach), from /proc.
-	{"existing", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, ppid UINTEGER, state VARCHAR, args VARCHAR[]"},
+	{"existing", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, ppid UINTEGER, state VARCHAR, args VARCHAR[], cgroup VARCHAR"},
 	{"uring_raw", "ts UBIGINT, dur UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, opcode UINTEGER, res BIGINT, user_data UBIGINT, fd INTEGER, dev UINTEGER, ino UBIGINT, gen UINTEGER, fkind UTINYINT"},
 	{"unlink_raw", "ts UBIGINT, dur UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, name VARCHAR, ret BIGINT, ddev UINTEGER, dino UBIGINT, dgen UINTEGER, target VARCHAR"},
 	{"lost", "source VARCHAR, count UBIGINT"},

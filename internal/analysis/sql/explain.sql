@@ -229,3 +229,13 @@ SELECT f.cgroup, f.version, f.limit_bytes, f.high_bytes,
        CASE WHEN e.refault_bytes > f.refault_bytes THEN e.refault_bytes - f.refault_bytes ELSE 0 END
 FROM first f LEFT JOIN (SELECT * FROM memory_limits WHERE phase = 'end') e USING (cgroup)
 ORDER BY e.ts DESC NULLS LAST LIMIT 1;
+
+-- name: process_cgroups
+-- Each target process's cgroup path, as /proc gave it when it exec'd or
+-- when capture met it (attach); the latest. {{existing}} is the existing
+-- table's rows with a cgroup (recordings of version 5 on), or none.
+-- Columns: pid, cgroup.
+SELECT pid, arg_max(cgroup, ts) FROM (
+    SELECT pid, ts, cgroup FROM execs WHERE is_target(pid) AND cgroup <> ''
+    UNION ALL {{existing}})
+GROUP BY pid;
