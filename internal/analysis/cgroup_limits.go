@@ -115,3 +115,39 @@ func threadsCgroups(s *Source, byTID map[uint32]*ThreadTime) error {
 	}
 	return nil
 }
+
+// IOLimit is the I/O limit of the target's own cgroup on a device it used
+// (v1 blkio.throttle.*, v2 io.max), named in a storage verdict: the
+// cgroup, not the disk, may be what held it.
+type IOLimit struct {
+	Cgroup  string `json:"cgroup"`
+	Version string `json:"version"`
+	Device  string `json:"device"`
+	// 0: no limit of that kind.
+	ReadBPS   uint64 `json:"read_bps,omitempty"`
+	WriteBPS  uint64 `json:"write_bps,omitempty"`
+	ReadIOPS  uint64 `json:"read_iops,omitempty"`
+	WriteIOPS uint64 `json:"write_iops,omitempty"`
+}
+
+// ioLimit reads the I/O limit of the target's own cgroup, when the target
+// waited on storage and its cgroup has one (nil otherwise).
+func (x *Explanation) ioLimit(s *Source, pid uint32) (*IOLimit, error) {
+	var storage float64
+	for _, r := range []event.Reason{event.ReasonDiskRead, event.ReasonDiskWrite, event.ReasonSync, event.ReasonDirtyThrottle} {
+		storage += x.Time.OffCPUS[string(r)]
+	}
+	if storage == 0 {
+		return nil, nil
+	}
+	var l IOLimit
+	err := s.queryRow(sqlOf("io_limit"), sql.Named("pid", pid)).Scan(&l.Cgroup, &l.Version, &l.Device, &l.ReadBPS, &l.WriteBPS, &l.ReadIOPS, &l.WriteIOPS)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the I/O limit: %w", err)
+	}
+	l.Cgroup = event.DecodeText(l.Cgroup)
+	return &l, nil
+}

@@ -34,6 +34,7 @@ type Explanation struct {
 	diskReads diskReads    // for the verdict (metadata_reads.go)
 	quota     *CPUQuota    // for the verdict (cgroup_limits.go)
 	memory    *MemoryLimit // for the verdict (cgroup_limits.go)
+	io        *IOLimit     // for the verdict (cgroup_limits.go)
 }
 
 type TargetInfo struct {
@@ -287,6 +288,9 @@ func Explain(s *Source, pid uint32) (*Explanation, error) {
 		return nil, err
 	}
 	if x.memory, err = x.memoryLimit(s, pid); err != nil {
+		return nil, err
+	}
+	if x.io, err = x.ioLimit(s, pid); err != nil {
 		return nil, err
 	}
 	x.verdict()

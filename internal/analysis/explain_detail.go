@@ -69,6 +69,9 @@ type VerdictDetail struct {
 	// Evicted: Who's reads were in part re-reads of pages its memory
 	// cgroup's limit had evicted.
 	Evicted *MemoryLimit `json:"evicted,omitempty"`
+	// IOLimit is the I/O limit of the target's own cgroup on a device it
+	// used (storage verdicts: wrote, read).
+	IOLimit *IOLimit `json:"io_limit,omitempty"`
 	// Memory is the limited memory cgroup Who reclaimed in.
 	Memory *MemoryLimit `json:"memory,omitempty"`
 	// Quota is the cgroup CPU quota that held Who off the CPU.

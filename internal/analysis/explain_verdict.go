@@ -162,6 +162,7 @@ func (x *Explanation) detail(reason string) *VerdictDetail {
 				break
 			}
 		}
+		d.IOLimit = x.io
 	case event.ReasonDiskRead:
 		d.Kind = DetailRead
 		if th != nil {
@@ -171,6 +172,7 @@ func (x *Explanation) detail(reason string) *VerdictDetail {
 		if x.memory != nil && x.memory.RereadBytes > 0 {
 			d.Evicted = x.memory
 		}
+		d.IOLimit = x.io
 	case event.ReasonMemory:
 		d.Kind, d.Memory = DetailMemory, x.memory
 	case event.ReasonLock, event.ReasonIPC, event.ReasonOther:

@@ -16,13 +16,24 @@ import (
 //     (a wait with Quota set), read at the first such wait of a process;
 //   - the memory limit of each limited cgroup whose tasks waited
 //     uninterruptibly (disk reads among them), read at the first such wait:
-//     its refaults are file pages read again after its reclaim evicted them.
+//     its refaults are file pages read again after its reclaim evicted them;
+//   - at that wait too, the I/O limits of the process's own cgroup.
 type limits struct {
 	mu       sync.Mutex
 	quotaPID map[uint32]bool
 	quotas   map[string]sysinfo.CPUQuota // by cgroup path: its first reading
 	memPID   map[uint32]bool
 	memories map[string]sysinfo.MemoryLimit
+}
+
+// ioLimitEvents are pid's own cgroup's I/O limits, one event a device.
+func ioLimitEvents(h event.Header, pid uint32) []event.Event {
+	var out []event.Event
+	for _, l := range sysinfo.Host.IOLimits(pid) {
+		out = append(out, &event.IOLimit{Header: h, Cgroup: event.EncodeText(l.Cgroup), Version: l.Version, Dev: l.Dev,
+			ReadBPS: l.ReadBPS, WriteBPS: l.WriteBPS, ReadIOPS: l.ReadIOPS, WriteIOPS: l.WriteIOPS})
+	}
+	return out
 }
 
 // seen returns the readings a wait makes due: its process's CPU quota at
@@ -51,6 +62,7 @@ func (l *limits) seen(o *event.OffCPU) []event.Event {
 	}
 	if o.State == 'D' && !l.memPID[o.PID] {
 		l.memPID[o.PID] = true
+		out = append(out, ioLimitEvents(h, o.PID)...)
 		if m, ok := sysinfo.Host.MemoryLimit(o.PID); ok && (m.LimitBytes > 0 || m.HighBytes > 0) {
 			if _, known := l.memories[m.Cgroup]; !known {
 				l.memories[m.Cgroup] = m

@@ -317,6 +317,17 @@ type MemoryLimit struct {
 	LimitBytes, HighBytes, RefaultBytes uint64
 }
 
+// IOLimit is a process's own cgroup's I/O limits on one block device (v1
+// blkio.throttle.*, v2 io.max), read at its first uninterruptible wait.
+type IOLimit struct {
+	Header
+	Cgroup  string // encoded as names are (EncodeText)
+	Version string
+	Dev     uint32 // kernel dev_t
+	// 0: no limit of that kind.
+	ReadBPS, WriteBPS, ReadIOPS, WriteIOPS uint64
+}
+
 // The phases of a CPUQuota or MemoryLimit reading.
 const (
 	QuotaFirst = "first"

@@ -120,7 +120,7 @@ func detailWords(d *analysis.VerdictDetail) string {
 		if d.Blame != nil {
 			s += "; other processes' part: " + blameSentence(*d.Blame)
 		}
-		return s
+		return s + ioLimitWords(d.IOLimit, false)
 	case analysis.DetailRead:
 		s := who
 		if m := d.Metadata; m != nil {
@@ -145,7 +145,7 @@ func detailWords(d *analysis.VerdictDetail) string {
 				s += fmt.Sprintf(" (%s of it)", format.Bytes(d.PathBytes))
 			}
 		}
-		return s + evictedWords(d.Evicted)
+		return s + evictedWords(d.Evicted) + ioLimitWords(d.IOLimit, true)
 	case analysis.DetailWaited:
 		s := who
 		if d.Object != "" {
@@ -172,6 +172,37 @@ func detailWords(d *analysis.VerdictDetail) string {
 		return who
 	}
 	return who
+}
+
+// ioLimitWords: "; in blkio cgroup /batch, limited to 8.0 MiB/s of reads
+// on loop3": the limits of the verdict's direction, none when it has none.
+func ioLimitWords(l *analysis.IOLimit, read bool) string {
+	if l == nil {
+		return ""
+	}
+	bps, iops, dir := l.WriteBPS, l.WriteIOPS, "writes"
+	if read {
+		bps, iops, dir = l.ReadBPS, l.ReadIOPS, "reads"
+	}
+	var lim []string
+	if bps > 0 {
+		lim = append(lim, format.Bytes(bps)+"/s")
+	}
+	if iops > 0 {
+		lim = append(lim, fmt.Sprintf("%d IOPS", iops))
+	}
+	if len(lim) == 0 {
+		return ""
+	}
+	kind := "blkio"
+	if l.Version == "v2" {
+		kind = "io"
+	}
+	s := fmt.Sprintf("; in %s cgroup %s, limited to %s of %s", kind, format.Safe(l.Cgroup), strings.Join(lim, " and "), dir)
+	if l.Device != "" {
+		s += " on " + format.Safe(l.Device)
+	}
+	return s
 }
 
 // evictedWords: "; re-read 512.0 MiB evicted under memory cgroup /app's

@@ -63,6 +63,7 @@ func TestEveryTableRoundTrips(t *testing.T) {
 		&event.CPUQuota{Header: at(35, "q"), Phase: event.QuotaFirst, Cgroup: odd[2], Version: "v1", QuotaUS: -1,
 			PeriodUS: math.MaxInt64, Periods: maxU64, Throttled: 2, ThrottledNS: 3},
 		&event.MemoryLimit{Header: at(36, "m"), Phase: event.QuotaEnd, Cgroup: "/docker/4f1e", Version: "v2", LimitBytes: maxU64, HighBytes: 0, RefaultBytes: 4096},
+		&event.IOLimit{Header: at(37, "io"), Cgroup: "/batch", Version: "v1", Dev: maxU32, ReadBPS: maxU64, WriteBPS: 1, ReadIOPS: 0, WriteIOPS: 3},
 		&event.Block{Header: at(40, "blk"), InsertTime: 38, IssueTime: 39, Sector: maxU64, Bytes: maxU32, Dev: 5,
 			Op: 9, Sync: true, FUA: true, Error: -5, File: f},
 		&event.Throttle{Header: at(50, "thr"), Pause: 1, Period: 2, Dirtied: 3, BDIDev: maxU32},
@@ -137,6 +138,9 @@ func TestEveryTableRoundTrips(t *testing.T) {
 		}},
 		{"SELECT * FROM cpu_quotas", [][]any{
 			{uint64(35), uint32(7), uint32(8), "first", odd[2], "v1", int64(-1), int64(math.MaxInt64), uint64(maxU64), uint64(2), uint64(3)},
+		}},
+		{"SELECT * FROM io_limits", [][]any{
+			{uint64(37), uint32(7), uint32(8), "/batch", "v1", uint32(maxU32), uint64(maxU64), uint64(1), uint64(0), uint64(3)},
 		}},
 		{"SELECT * FROM memory_limits", [][]any{
 			{uint64(36), uint32(7), uint32(8), "end", "/docker/4f1e", "v2", uint64(maxU64), uint64(0), uint64(4096)},

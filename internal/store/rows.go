@@ -11,7 +11,7 @@ import (
 type loads struct {
 	files, syscalls, secondFiles, comms, syscallNames, kinds, syscallTotals, offcpuRaw, stacks,
 	blockRaw, throttle, writeback, dirtied, cputime, forks, execs, exits, taskIO, tcpBytes, payloads, samples,
-	existing, uring, unlinkRaw, lost, devices, interfaces, cpuQuotas, memoryLimits *tableLoad
+	existing, uring, unlinkRaw, lost, devices, interfaces, cpuQuotas, memoryLimits, ioLimits *tableLoad
 	all []*tableLoad
 }
 
@@ -24,7 +24,7 @@ func (l *loads) byName() map[string]**tableLoad {
 		"dirtied": &l.dirtied, "cputime": &l.cputime, "forks": &l.forks, "execs": &l.execs, "exits": &l.exits,
 		"task_io": &l.taskIO, "tcp_bytes": &l.tcpBytes, "payloads": &l.payloads, "samples": &l.samples, "existing": &l.existing, "uring_raw": &l.uring,
 		"unlink_raw": &l.unlinkRaw, "lost": &l.lost, "devices": &l.devices, "interfaces": &l.interfaces,
-		"cpu_quotas": &l.cpuQuotas, "memory_limits": &l.memoryLimits,
+		"cpu_quotas": &l.cpuQuotas, "memory_limits": &l.memoryLimits, "io_limits": &l.ioLimits,
 	}
 }
 
@@ -192,6 +192,9 @@ func (w *Writer) append(ev event.Event) error {
 	case *event.CPUQuota:
 		return t.cpuQuotas.row().u64(e.Time).u32(e.PID).u32(e.TID).str(e.Phase).str(e.Cgroup).str(e.Version).
 			i64(e.QuotaUS).i64(e.PeriodUS).u64(e.Periods).u64(e.Throttled).u64(e.ThrottledNS).end()
+	case *event.IOLimit:
+		return t.ioLimits.row().u64(e.Time).u32(e.PID).u32(e.TID).str(e.Cgroup).str(e.Version).u32(e.Dev).
+			u64(e.ReadBPS).u64(e.WriteBPS).u64(e.ReadIOPS).u64(e.WriteIOPS).end()
 	case *event.MemoryLimit:
 		return t.memoryLimits.row().u64(e.Time).u32(e.PID).u32(e.TID).str(e.Phase).str(e.Cgroup).str(e.Version).
 			u64(e.LimitBytes).u64(e.HighBytes).u64(e.RefaultBytes).end()

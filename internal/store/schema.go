@@ -88,6 +88,9 @@ var tables = []struct{ name, columns string }{
 	// waited uninterruptibly, read at the first such wait of a process and
 	// at the end; refault_bytes: file pages read again after its reclaim
 	// evicted them (memory.stat workingset_refault_file), in bytes.
+	// io_limits: a process's own cgroup's I/O limits, a row a device (0:
+	// no limit of that kind), read at its first uninterruptible wait.
+	{"io_limits", "ts UBIGINT, pid UINTEGER, tid UINTEGER, cgroup VARCHAR, version VARCHAR, dev UINTEGER, read_bps UBIGINT, write_bps UBIGINT, read_iops UBIGINT, write_iops UBIGINT"},
 	{"memory_limits", "ts UBIGINT, pid UINTEGER, tid UINTEGER, phase VARCHAR, cgroup VARCHAR, version VARCHAR, limit_bytes UBIGINT, high_bytes UBIGINT, refault_bytes UBIGINT"},
 	{"cpu_quotas", "ts UBIGINT, pid UINTEGER, tid UINTEGER, phase VARCHAR, cgroup VARCHAR, version VARCHAR, quota_us BIGINT, period_us BIGINT, periods UBIGINT, throttled UBIGINT, throttled_ns UBIGINT"},
 	// Derived at the end of a recording, and again by every reader with its

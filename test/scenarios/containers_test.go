@@ -254,3 +254,79 @@ func TestMemoryLimitReclaim(t *testing.T) {
 		t.Errorf("summary %q does not say %q", x.Verdict.Summary, want)
 	}
 }
+
+// A reader in a blkio cgroup of its own limited to 8 MiB/s of reads on a
+// disk that is not limited for anyone else: the verdict is disk-read, and
+// says the cgroup's limit held it (issue 41, item 3: the devices table
+// showed only the root cgroup's throttles).
+func TestIOLimitOfItsCgroup(t *testing.T) {
+	d := newSlowDisk(t, slowdisk.Options{Size: 256 << 20})
+	requireRoot(t)
+	mount := "/sys/fs/cgroup/blkio"
+	if _, err := os.Stat(mount + "/blkio.throttle.read_bps_device"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("no cgroup v1 blkio controller at %s: %v", mount, err)
+		}
+		t.Skipf("no cgroup v1 blkio controller at %s", mount)
+	}
+	cgroup := fmt.Sprintf("/whyslow-io-%d", os.Getpid())
+	dir := mount + cgroup
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(dir + "/cgroup.procs"); err == nil {
+			for _, pid := range strings.Fields(string(b)) {
+				os.WriteFile(mount+"/cgroup.procs", []byte(pid), 0o644)
+			}
+		}
+		os.Remove(dir)
+	})
+	if err := os.WriteFile(dir+"/blkio.throttle.read_bps_device", []byte(fmt.Sprintf("%s %d", d.DevNum, 8<<20)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	py := harness.Python(t)
+	file := filepath.Join(d.Dir, "data.bin")
+	if err := os.WriteFile(file, make([]byte, 16<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// One pass each: free, then in the cgroup (2 s at 8 MiB/s).
+	free := passes(t, rereadOnce(py, mount, file))
+	limited := passes(t, rereadOnce(py, dir, file))
+	if limited < 3*free || limited < 1 {
+		t.Fatalf("16 MiB read in %.2fs outside the cgroup, %.2fs in it: its limit did not hold the reader", free, limited)
+	}
+	x, log := runExplained(t, rereadOnce(py, dir, file)...)
+	if x.Verdict.Reason != "disk-read" {
+		t.Errorf("verdict %s, want disk-read\n%s", x.Verdict.Reason, log)
+	}
+	if want := "in blkio cgroup " + cgroup + ", limited to 8.0 MiB/s of reads on " + strings.TrimPrefix(d.Device, "/dev/"); !strings.Contains(x.Verdict.Summary, want) {
+		t.Errorf("summary %q does not say %q", x.Verdict.Summary, want)
+	}
+}
+
+// rereadOnce reads file once, its page cache dropped first, from a process
+// in the cgroup at dir; it prints the seconds it took.
+func rereadOnce(py, dir, file string) []string {
+	return []string{"sh", "-c", fmt.Sprintf(`echo $$ > %s/cgroup.procs && exec "$0" -c 'import os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+t = time.time()
+while os.read(fd, 1 << 20): pass
+print("%%.3f" %% (time.time() - t))
+' %s`, dir, file), py}
+}
+
+// passes runs argv and returns the seconds it printed.
+func passes(t *testing.T, argv []string) float64 {
+	t.Helper()
+	out, err := exec.Command(argv[0], argv[1:]...).Output()
+	if err != nil {
+		t.Fatalf("%v: %v", argv, err)
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
+	if err != nil {
+		t.Fatalf("%v printed %q", argv, out)
+	}
+	return v
+}

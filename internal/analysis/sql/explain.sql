@@ -239,3 +239,15 @@ SELECT pid, arg_max(cgroup, ts) FROM (
     SELECT pid, ts, cgroup FROM execs WHERE is_target(pid) AND cgroup <> ''
     UNION ALL {{existing}})
 GROUP BY pid;
+
+-- name: io_limit
+-- The I/O limits of the target's process $pid's own cgroup (any of the
+-- target's when $pid's are not known), on the device the target moved the
+-- most bytes on among those limited.
+-- Parameters: $pid (UINTEGER).
+-- Columns: cgroup, version, device name, read_bps, write_bps, read_iops, write_iops.
+SELECT l.cgroup, l.version, coalesce(d.name, ''), l.read_bps, l.write_bps, l.read_iops, l.write_iops
+FROM io_limits l LEFT JOIN devices d USING (dev)
+     LEFT JOIN (SELECT dev, sum(bytes) AS b FROM block_raw WHERE is_target(pid) GROUP BY dev) u USING (dev)
+WHERE is_target(l.pid)
+ORDER BY l.pid = $pid DESC, coalesce(u.b, 0) DESC, l.ts LIMIT 1;
