@@ -214,6 +214,7 @@ func TestMemoryLimitRereads(t *testing.T) {
 		t.Fatalf("passes without the limit %v, with it %v: the limit did not evict the file", free, limited)
 	}
 	x, log := runExplained(t, rereadIn(py, dir, file)...)
+	t.Logf("verdict: %s", x.Verdict.Summary)
 	if x.Verdict.Reason != "disk-read" {
 		t.Errorf("verdict %s, want disk-read\n%s", x.Verdict.Reason, log)
 	}
@@ -247,6 +248,7 @@ func TestMemoryLimitReclaim(t *testing.T) {
 		t.Fatalf("64 MiB written in %v without the limit, %v with it: the limit did not hold the writer", free, limited)
 	}
 	x, log := runExplained(t, write(dir)...)
+	t.Logf("verdict: %s", x.Verdict.Summary)
 	if x.Verdict.Reason != "memory" {
 		t.Errorf("verdict %s, want memory\n%s", x.Verdict.Reason, log)
 	}
@@ -297,6 +299,7 @@ func TestIOLimitOfItsCgroup(t *testing.T) {
 		t.Fatalf("16 MiB read in %.2fs outside the cgroup, %.2fs in it: its limit did not hold the reader", free, limited)
 	}
 	x, log := runExplained(t, rereadOnce(py, dir, file)...)
+	t.Logf("verdict: %s", x.Verdict.Summary)
 	if x.Verdict.Reason != "disk-read" {
 		t.Errorf("verdict %s, want disk-read\n%s", x.Verdict.Reason, log)
 	}
