@@ -220,6 +220,7 @@ func (w *watcher) meta(win window, t *Trigger, pid uint32) map[string]string {
 		// What fired, for the incident's reader (docs/watch.md).
 		"trigger": t.Kind, "trigger_mono": strconv.FormatUint(t.At, 10), "trigger_pid": strconv.Itoa(int(t.PID)),
 		"trigger_tid": strconv.Itoa(int(t.TID)), "trigger_detail": event.EncodeText(t.Detail),
+		"trigger_cgroup": event.EncodeText(t.Cgroup),
 		"window_dropped": strconv.FormatUint(win.dropped, 10),
 	}
 }

@@ -15,6 +15,9 @@ type Trigger struct {
 	TID    uint32
 	Comm   string
 	Detail string // one line: "GET /session.php, 1.3 s so far", "D-state 2.1 s (disk-write)"
+	// Cgroup is PID's cgroup path, read when the trigger fired (a
+	// container, a unit: where a limit could come from); empty: not known.
+	Cgroup string
 }
 
 // Kinds of trigger, as incident files and metrics name them.

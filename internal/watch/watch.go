@@ -19,6 +19,7 @@ import (
 	"github.com/whyslow/whyslow/internal/capture"
 	"github.com/whyslow/whyslow/internal/event"
 	"github.com/whyslow/whyslow/internal/live"
+	"github.com/whyslow/whyslow/internal/sysinfo"
 	"golang.org/x/sys/unix"
 )
 
@@ -209,6 +210,9 @@ func (w *watcher) frame(f *live.Frame) {
 // fire hands a trigger to the incident writer; one that finds it busy is
 // counted with the incident in progress.
 func (w *watcher) fire(t *Trigger) {
+	if t.PID != 0 && t.Cgroup == "" {
+		t.Cgroup = sysinfo.Host.Cgroup(t.PID)
+	}
 	if w.o.Counters != nil {
 		w.o.Counters.Triggers.Add(1)
 	}
@@ -260,5 +264,9 @@ func describeTrigger(t *Trigger) string {
 	if t.PID == 0 {
 		return fmt.Sprintf("%s: %s", t.Kind, t.Detail)
 	}
-	return fmt.Sprintf("%s: %s (pid %d, tid %d): %s", t.Kind, t.Comm, t.PID, t.TID, t.Detail)
+	s := fmt.Sprintf("%s: %s (pid %d, tid %d", t.Kind, t.Comm, t.PID, t.TID)
+	if t.Cgroup != "" && t.Cgroup != "/" {
+		s += ", " + event.CgroupName(t.Cgroup)
+	}
+	return s + "): " + t.Detail
 }
