@@ -663,6 +663,7 @@ TWIN(sched_process_exec, sched_process_exec,
 TWIN(sched_process_exit, sched_process_exit, struct task_struct *p COMMA bool group_dead, on_exit(p, group_dead))
 TWIN(block_rq_insert, block_rq_insert, struct request *rq, on_rq_insert(rq))
 TWIN(block_rq_issue, block_rq_issue, struct request *rq, on_rq_issue(rq))
+TWIN(block_rq_merge, block_rq_merge, struct request *rq, on_rq_merge(rq))
 TWIN(block_rq_complete, block_rq_complete,
      struct request *rq COMMA int error COMMA unsigned int nr_bytes, on_rq_complete(rq, error, nr_bytes))
 TWIN(writeback_dirty_folio, writeback_dirty_folio, struct folio *folio COMMA struct address_space *mapping,

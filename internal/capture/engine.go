@@ -175,6 +175,7 @@ var tracepoints = []struct{ prog, tp string }{
 	{"sched_process_exit", "sched_process_exit"},
 	{"block_rq_insert", "block_rq_insert"},
 	{"block_rq_issue", "block_rq_issue"},
+	{"block_rq_merge", "block_rq_merge"}, // a request merged away: its entry finished
 	{"block_rq_complete", "block_rq_complete"},
 	{"writeback_dirty_folio", "writeback_dirty_folio"},
 	{"balance_dirty_pages", "balance_dirty_pages"},

@@ -509,6 +509,7 @@ const (
 	whyslowProgBtfBlockRqComplete     = "btf_block_rq_complete"
 	whyslowProgBtfBlockRqInsert       = "btf_block_rq_insert"
 	whyslowProgBtfBlockRqIssue        = "btf_block_rq_issue"
+	whyslowProgBtfBlockRqMerge        = "btf_block_rq_merge"
 	whyslowProgBtfLocalTimerEntry     = "btf_local_timer_entry"
 	whyslowProgBtfLocalTimerExit      = "btf_local_timer_exit"
 	whyslowProgBtfSchedProcessExec    = "btf_sched_process_exec"
@@ -531,6 +532,7 @@ const (
 	whyslowProgRawBlockRqComplete     = "raw_block_rq_complete"
 	whyslowProgRawBlockRqInsert       = "raw_block_rq_insert"
 	whyslowProgRawBlockRqIssue        = "raw_block_rq_issue"
+	whyslowProgRawBlockRqMerge        = "raw_block_rq_merge"
 	whyslowProgRawLocalTimerEntry     = "raw_local_timer_entry"
 	whyslowProgRawLocalTimerExit      = "raw_local_timer_exit"
 	whyslowProgRawSchedProcessExec    = "raw_sched_process_exec"
@@ -642,6 +644,7 @@ type whyslowProgramSpecs struct {
 	BtfBlockRqComplete     *ebpf.ProgramSpec `ebpf:"btf_block_rq_complete"`
 	BtfBlockRqInsert       *ebpf.ProgramSpec `ebpf:"btf_block_rq_insert"`
 	BtfBlockRqIssue        *ebpf.ProgramSpec `ebpf:"btf_block_rq_issue"`
+	BtfBlockRqMerge        *ebpf.ProgramSpec `ebpf:"btf_block_rq_merge"`
 	BtfLocalTimerEntry     *ebpf.ProgramSpec `ebpf:"btf_local_timer_entry"`
 	BtfLocalTimerExit      *ebpf.ProgramSpec `ebpf:"btf_local_timer_exit"`
 	BtfSchedProcessExec    *ebpf.ProgramSpec `ebpf:"btf_sched_process_exec"`
@@ -664,6 +667,7 @@ type whyslowProgramSpecs struct {
 	RawBlockRqComplete     *ebpf.ProgramSpec `ebpf:"raw_block_rq_complete"`
 	RawBlockRqInsert       *ebpf.ProgramSpec `ebpf:"raw_block_rq_insert"`
 	RawBlockRqIssue        *ebpf.ProgramSpec `ebpf:"raw_block_rq_issue"`
+	RawBlockRqMerge        *ebpf.ProgramSpec `ebpf:"raw_block_rq_merge"`
 	RawLocalTimerEntry     *ebpf.ProgramSpec `ebpf:"raw_local_timer_entry"`
 	RawLocalTimerExit      *ebpf.ProgramSpec `ebpf:"raw_local_timer_exit"`
 	RawSchedProcessExec    *ebpf.ProgramSpec `ebpf:"raw_sched_process_exec"`
@@ -911,6 +915,7 @@ type whyslowPrograms struct {
 	BtfBlockRqComplete     *ebpf.Program `ebpf:"btf_block_rq_complete"`
 	BtfBlockRqInsert       *ebpf.Program `ebpf:"btf_block_rq_insert"`
 	BtfBlockRqIssue        *ebpf.Program `ebpf:"btf_block_rq_issue"`
+	BtfBlockRqMerge        *ebpf.Program `ebpf:"btf_block_rq_merge"`
 	BtfLocalTimerEntry     *ebpf.Program `ebpf:"btf_local_timer_entry"`
 	BtfLocalTimerExit      *ebpf.Program `ebpf:"btf_local_timer_exit"`
 	BtfSchedProcessExec    *ebpf.Program `ebpf:"btf_sched_process_exec"`
@@ -933,6 +938,7 @@ type whyslowPrograms struct {
 	RawBlockRqComplete     *ebpf.Program `ebpf:"raw_block_rq_complete"`
 	RawBlockRqInsert       *ebpf.Program `ebpf:"raw_block_rq_insert"`
 	RawBlockRqIssue        *ebpf.Program `ebpf:"raw_block_rq_issue"`
+	RawBlockRqMerge        *ebpf.Program `ebpf:"raw_block_rq_merge"`
 	RawLocalTimerEntry     *ebpf.Program `ebpf:"raw_local_timer_entry"`
 	RawLocalTimerExit      *ebpf.Program `ebpf:"raw_local_timer_exit"`
 	RawSchedProcessExec    *ebpf.Program `ebpf:"raw_sched_process_exec"`
@@ -959,6 +965,7 @@ func (p *whyslowPrograms) Close() error {
 		p.BtfBlockRqComplete,
 		p.BtfBlockRqInsert,
 		p.BtfBlockRqIssue,
+		p.BtfBlockRqMerge,
 		p.BtfLocalTimerEntry,
 		p.BtfLocalTimerExit,
 		p.BtfSchedProcessExec,
@@ -981,6 +988,7 @@ func (p *whyslowPrograms) Close() error {
 		p.RawBlockRqComplete,
 		p.RawBlockRqInsert,
 		p.RawBlockRqIssue,
+		p.RawBlockRqMerge,
 		p.RawLocalTimerEntry,
 		p.RawLocalTimerExit,
 		p.RawSchedProcessExec,
