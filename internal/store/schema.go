@@ -187,8 +187,12 @@ var views = []string{
 	// loop device's backing file, a dm device's member): the same bytes are
 	// counted on the device above.
 	`CREATE OR REPLACE VIEW disk AS
-	 SELECT b.*, d.name AS device, f.path, f.kind AS fkind, (b.ts - b.issue_ts) AS service_ns,
-	        (b.issue_ts - b.insert_ts) AS queue_ns, (b.ts - b.insert_ts) AS total_ns,
+	 SELECT b.*, d.name AS device, f.path, f.kind AS fkind,
+	        -- Never negative: a request whose times came out of order (a
+	        -- damaged recording, a record the kernel reused) takes none.
+	        CASE WHEN b.ts >= b.issue_ts THEN b.ts - b.issue_ts ELSE 0 END AS service_ns,
+	        CASE WHEN b.issue_ts >= b.insert_ts THEN b.issue_ts - b.insert_ts ELSE 0 END AS queue_ns,
+	        CASE WHEN b.ts >= b.insert_ts THEN b.ts - b.insert_ts ELSE 0 END AS total_ns,
 	        coalesce(d.lower, false) OR (b.fdev, b.ino) IN (SELECT backing_dev, backing_ino FROM devices WHERE backing_ino > 0) AS lower
 	 FROM block b LEFT JOIN devices d USING (dev) LEFT JOIN file_names f ON f.dev = b.fdev AND f.ino = b.ino AND f.gen = b.gen`,
 	`CREATE OR REPLACE VIEW threads AS
