@@ -215,6 +215,12 @@ CREATE OR REPLACE TEMP TABLE target_dispatched_reads AS
   WHERE d.op = 'read' AND NOT d.lower AND d.comm LIKE 'kworker/%' AND NOT is_target(d.pid)
     AND d.insert_ts BETWEEN r.b AND r.e;
 
+-- name: target_dispatched_reads_empty
+-- Makes target_dispatched_reads with no row, for a recording without a disk
+-- request. A test keeps the two the same.
+CREATE OR REPLACE TEMP TABLE target_dispatched_reads (tid UINTEGER, path VARCHAR, dev UINTEGER, fdev UINTEGER,
+  ino UBIGINT, gen UINTEGER, insert_ts UBIGINT, bytes UINTEGER);
+
 -- name: target_io_waits
 -- target_io_waits(): target_io's rows at the default level (no syscall
 -- hooked: no call returned its bytes), in its columns: what the target
