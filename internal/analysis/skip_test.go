@@ -108,6 +108,30 @@ func TestEmptyDispatchedReadsShape(t *testing.T) {
 	}
 }
 
+// TestEmptyTargetCallsShape: the table made for a recording without a call
+// has the shape targetIO's query gives it.
+func TestEmptyTargetCallsShape(t *testing.T) {
+	rec, err := store.Open(storetest.Stories[0].Record(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	s := heldSource(t, rec)
+	if err := s.targetWaits([]uint32{1000}, s.window()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.run("target_calls"); err != nil {
+		t.Fatal(err)
+	}
+	want := tableShape(t, s, "target_calls")
+	if err := s.run("target_calls_empty"); err != nil {
+		t.Fatal(err)
+	}
+	if got := tableShape(t, s, "target_calls"); got != want {
+		t.Errorf("target_calls_empty makes\n%s\nthe query makes\n%s", got, want)
+	}
+}
+
 // tableShape is a table's columns and their types, in order.
 func tableShape(t *testing.T, s *Source, table string) string {
 	t.Helper()

@@ -147,6 +147,12 @@ CREATE OR REPLACE TEMP TABLE target_calls AS
          count(*) AS ops, sum(dur) AS wait_ns
   FROM syscall_raw WHERE is_target(pid) GROUP BY ALL;
 
+-- name: target_calls_empty
+-- Makes target_calls with no row, for a recording without a streamed call
+-- or a wait in one. A test keeps the two the same.
+CREATE OR REPLACE TEMP TABLE target_calls (tid UINTEGER, dev UINTEGER, ino UBIGINT, gen UINTEGER, fkind UTINYINT,
+  nr USMALLINT, ret_bytes HUGEINT, ops BIGINT, wait_ns HUGEINT);
+
 -- name: target_io
 -- Makes target_io: the target's I/O, one shape for syscalls and io_uring
 -- operations, summed per thread, file and syscall: every explanation sums
