@@ -28,7 +28,7 @@ var (
 	runtimeS = flag.Int("runtime", 3, "seconds per fio run")
 	bigS     = flag.Int("big", 30, "seconds of fio for the 10M-event recording")
 	sections = flag.String("sections", "overhead,realistic,loss,analysis,startup,peers,requests,watch,pipeline,bystanders,busy-server", "which sections to run, by name (a subset writes a partial file); explain-build runs only the parallel build's part of analysis")
-	baseline = flag.String("baseline", "", "peers, requests, overhead (record --full): an earlier whyslow binary to compare with, measured in the same rounds")
+	baseline = flag.String("baseline", "", "peers, requests, overhead (record --full), startup: an earlier whyslow binary to compare with, measured in the same rounds")
 	pingSrv  = flag.String("pingpong-server", "", "internal: serve the ping-pong on this Unix socket path or TCP address")
 	pingCli  = flag.String("pingpong-client", "", "internal: the ping-pong client, of this Unix socket path or TCP address")
 	rounds   = flag.Int("rounds", 100000, "internal: the ping-pong client's round trips")
@@ -463,22 +463,65 @@ func analysis(w io.Writer) {
 		rows, float64(size)/(1<<20), float64(size)/float64(max(rows, 1)), float64(rss)/1024)
 }
 
+// startupRounds is how many times start-up is measured, alternating the
+// binaries (other work on the host drifts; alternating spreads it evenly).
+const startupRounds = 21
+
 func startup(w io.Writer) {
-	timeIt := func(argv ...string) float64 {
-		var v []float64
-		for i := 0; i < 15; i++ {
-			start := time.Now()
-			cmd := exec.Command(argv[0], argv[1:]...)
-			cmd.Stderr = io.Discard
-			cmd.Run()
-			v = append(v, time.Since(start).Seconds())
+	type sample struct{ wall, cpu, rssMiB float64 }
+	runOnce := func(argv ...string) (sample, bool) {
+		start := time.Now()
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Stderr = io.Discard
+		if cmd.Run() != nil {
+			return sample{}, false
+		}
+		wall := time.Since(start).Seconds()
+		st := cmd.ProcessState
+		var rss float64
+		if ru, ok := st.SysUsage().(*syscall.Rusage); ok {
+			rss = float64(ru.Maxrss) / 1024
+		}
+		return sample{wall, (st.UserTime() + st.SystemTime()).Seconds(), rss}, true
+	}
+	type subject struct {
+		name string
+		argv []string
+		got  []sample
+	}
+	subjects := []*subject{{name: "true", argv: []string{"true"}}, {name: "this build", argv: []string{*whyslow, "run", "--", "true"}}}
+	if *baseline != "" {
+		if copied, err := installCopy(*baseline); err == nil {
+			defer os.RemoveAll(filepath.Dir(copied))
+			subjects = append(subjects, &subject{name: "baseline", argv: []string{copied, "run", "--", "true"}})
+		}
+	}
+	for range startupRounds {
+		for _, s := range subjects {
+			if v, ok := runOnce(s.argv...); ok {
+				s.got = append(s.got, v)
+			}
+		}
+	}
+	med := func(s *subject, f func(sample) float64) float64 {
+		v := make([]float64, len(s.got))
+		for i, x := range s.got {
+			v[i] = f(x)
 		}
 		return median(v)
 	}
-	plain := timeIt("true")
-	traced := timeIt(*whyslow, "run", "--", "true")
-	fmt.Fprintf(w, "\n## 4. Start-up\n\nOn a copy of the binary, as install(1) or a package writes it. Median of 15: `true` %.1f ms, `whyslow run -- true` (default flags) %.1f ms: whyslow adds %.0f ms (load, verify and attach the programs, create the recording, explain). Peak resident memory (median of 5, `/usr/bin/time -f %%M`) %.0f MiB; %.0f MiB run from the file `go build` wrote. Goals: under 150 ms, under 60 MiB.\n",
-		plain*1000, traced*1000, (traced-plain)*1000, peakMiB(*whyslow, "run", "--", "true"), peakMiB(built, "run", "--", "true"))
+	wall := func(x sample) float64 { return x.wall * 1000 }
+	cpu := func(x sample) float64 { return x.cpu * 1000 }
+	rss := func(x sample) float64 { return x.rssMiB }
+	fmt.Fprintf(w, "\n## 4. Start-up\n\nOn a copy of the binary, as install(1) or a package writes it. `whyslow run -- true` (default flags), %d rounds, each running `true`, this build and the baseline (`-baseline`, if given) one after the other; medians of wall time (fork to exit), CPU time (user + system, the kernel's verifier included) and peak resident memory (the child's rusage). `true` alone: %.1f ms. Goals: under 100 ms, under 60 MiB (%.0f MiB run from the file `go build` wrote, median of 5).\n\n| binary | wall ms | CPU ms | peak RSS MiB |\n|---|---:|---:|---:|\n",
+		startupRounds, med(subjects[0], wall), peakMiB(built, "run", "--", "true"))
+	for _, s := range subjects[1:] {
+		name := s.name
+		if s.name == "baseline" {
+			name = "baseline: " + *baseline
+		}
+		fmt.Fprintf(w, "| %s | %.1f | %.1f | %.1f |\n", name, med(s, wall), med(s, cpu), med(s, rss))
+	}
 }
 
 // installCopy copies a binary into a new temporary directory, written
