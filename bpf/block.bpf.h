@@ -20,9 +20,15 @@ static __always_inline __u32 rq_dev(struct request *rq_p)
 /* The file whose data a request carries: the page cache page's owner when it
  * lives on this device (or is the device's own metadata); otherwise (O_DIRECT
  * from user pages, anonymous or shmem) the file of the io_uring operation
- * being issued, or of the submitter's syscall. */
-static __always_inline void rq_file(struct request *rq_p, struct file_ref *r)
+ * being issued, or of the submitter's syscall. A global function, verified
+ * once: inlined, the issue and insert programs verified it on each of their
+ * paths (the request's address crosses it in memory, read as a number: a
+ * global function's arguments are scalars or memory). */
+__noinline int rq_file(__u64 *rq_addr, struct file_ref *r)
 {
+	if (!rq_addr || !r)
+		return 0;
+	struct request *rq_p = (struct request *)*rq_addr;
 	struct request *rq = CAST(struct request, rq_p);
 	struct bio *bio = rq->bio;
 	struct page *page = bio ? bio->bi_io_vec->bv_page : NULL;
@@ -36,14 +42,14 @@ static __always_inline void rq_file(struct request *rq_p, struct file_ref *r)
 				inode_ref(host, NULL, &pr);
 				if (pr.kind == FK_BLK || pr.dev == rq_dev(rq_p)) {
 					inode_only_ref(host, r);
-					return;
+					return 0;
 				}
 			}
 		}
 	}
 	struct task_struct *task = bpf_get_current_task_btf();
 	if (!task->mm)
-		return;   /* a kernel thread: no syscall */
+		return 0;   /* a kernel thread: no syscall */
 	/* io_uring: the operation's file. Its issuer's syscall names the ring
 	 * (io_uring_enter's fd), or none: an io thread's registers are a copy
 	 * of its creator's. */
@@ -54,10 +60,10 @@ static __always_inline void rq_file(struct request *rq_p, struct file_ref *r)
 			ts = thread_state(true);
 		if (ts)
 			file_ref_cached(ts, CAST(struct io_kiocb, uring_rq_op(rq_p, req))->file, r);
-		return;
+		return 0;
 	}
 	if (task->flags & PF_IO_WORKER)
-		return;
+		return 0;
 	struct pt_regs *regs = CAST(struct pt_regs, bpf_task_pt_regs(task));
 	if (syscall_hooks) {
 		/* current_call(), with the thread's state at hand */
@@ -66,7 +72,7 @@ static __always_inline void rq_file(struct request *rq_p, struct file_ref *r)
 			if (ts->in.nr != NR_io_uring_enter)
 				*r = ts->in.f;
 		}
-		return;
+		return 0;
 	}
 	/* No entry hook: the file of the call the issuer is in (O_DIRECT). */
 	long nr = regs->orig_ax;
@@ -74,11 +80,12 @@ static __always_inline void rq_file(struct request *rq_p, struct file_ref *r)
 	struct inflight in = {};
 	if (!cls || cls == CLS_OPEN || cls == CLS_UNLINK || nr == NR_io_uring_enter ||
 	    !syscall_args(nr, regs, &in) || in.fd < 0)
-		return;
+		return 0;
 	if (!ts)
 		ts = thread_state(true);
 	if (ts)
 		fd_ref_cached(ts, in.fd, r);
+	return 0;
 }
 
 /* A request's entry whose request completed: kept for the struct's next use. */
@@ -119,7 +126,7 @@ static __always_inline void rq_track(struct request *rq, bool issue)
 	fresh.pid = id >> 32;
 	fresh.tid = (__u32)id;
 	current_comm(fresh.comm);
-	rq_file(rq, &fresh.f);
+	rq_file(&key, &fresh.f);
 	if (info) {
 		/* the struct's last use (done, or freed unseen): its entry is
 		 * this request's now, written in place; nothing else reads it

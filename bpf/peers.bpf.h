@@ -74,12 +74,12 @@ static __always_inline __s32 first_fd(long nr, struct pt_regs *regs)
 }
 
 /* The current task (prev, not a target or peer) goes off CPU: note the wait. */
-static __always_inline void note_recent(__u32 state, __u64 now)
+__noinline int note_recent(__u32 state, __u64 now)
 {
 	struct task_struct *cur = bpf_get_current_task_btf();
 	struct recent *r = bpf_task_storage_get(&recent, cur, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!r)
-		return;
+		return 0;
 	struct pt_regs *regs = CAST(struct pt_regs, bpf_task_pt_regs(cur));
 	long nr = regs->orig_ax;
 	/* One call waits many times (an fsync a dozen): its waits, a moment
@@ -87,7 +87,7 @@ static __always_inline void note_recent(__u32 state, __u64 now)
 	struct recent_wait *last = &r->w[(r->next - 1) & (RECENT_WAITS - 1)];
 	if (last->syscall == nr && last->end && now - last->end < RECENT_JOIN_NS) {
 		last->end = 0;
-		return;
+		return 0;
 	}
 	__u32 i = r->next & (RECENT_WAITS - 1);
 	struct recent_wait *w = &r->w[i];
@@ -100,6 +100,7 @@ static __always_inline void note_recent(__u32 state, __u64 now)
 	w->waker_tid = 0;
 	w->waker_nr = -1;
 	r->next = i + 1;
+	return 0;
 }
 
 /* When capture began (CLOCK_MONOTONIC), set by user space before load. */
@@ -205,32 +206,35 @@ static __always_inline int on_sock_state(const struct sock *sk, int oldstate, in
 }
 
 /* The socket the current task is sending on (its syscall's fd), if any:
- * which side of a conversation the wakeup came from. */
-static __always_inline void waker_socket(struct waker_sock *ws)
+ * which side of a conversation the wakeup came from. A global function:
+ * verified once, not at each of the wakeup's two calls. */
+__noinline int waker_socket(struct waker_sock *ws)
 {
+	if (!ws)
+		return 0;
 	struct task_struct *cur = bpf_get_current_task_btf();
 	struct pt_regs *regs = CAST(struct pt_regs, bpf_task_pt_regs(cur));
 	long nr = regs->orig_ax;
 	ws->nr = nr;
 	__u32 cls = syscall_class(nr);
 	if (cls != CLS_NET && cls != CLS_WRITE && cls != CLS_XFER && nr != 48 /* shutdown */)
-		return;
+		return 0;
 	__s32 fd = (__s32)regs->di;
 	struct file *file = fd_file((void *)cur, fd);
 	if (!file)
-		return;
+		return 0;
 	/* A pipe or a file (most wakeups through a write): no side, and no
 	 * describing of it, which costs a lookup of the files seen. */
 	struct inode *inode = CAST(struct file, file)->f_inode;
 	if (!inode || (CAST(struct inode, inode)->i_mode & S_IFMT) != S_IFSOCK)
-		return;
+		return 0;
 	/* Not through the thread's file cache: its task storage may be busy
 	 * here (a wakeup nested in another program), and the side must not
 	 * depend on it. */
 	struct file_ref f = {};
 	file_ref_of(file, &f);
 	if (f.kind != FK_SOCK_INET && f.kind != FK_SOCK_UNIX)
-		return;
+		return 0;
 	ws->f = f;
 	struct socket *sock = CAST(struct socket, CAST(struct file, file)->private_data);
 	struct sock *sk = sock->sk;
@@ -244,6 +248,7 @@ static __always_inline void waker_socket(struct waker_sock *ws)
 	} else {
 		ws->bound = CAST(struct unix_sock, sk)->addr != NULL;
 	}
+	return 0;
 }
 
 /* The current task wakes user task p (tp_btf: p trusted), neither a target
@@ -341,54 +346,80 @@ static __always_inline void send_waker_wait(struct recent_wait *w)
 	submit_event(e);
 }
 
-/* Sends the noted waits of task (pid, tid) that ended after since, as a
- * peer's; returns the waker of the last one sent that is a process outside
- * the capture (0: none), for the caller to follow one hop further. */
-static __always_inline __u32 send_recent_of(struct task_struct *task, __u32 pid, __u32 tid, __u64 since, __u64 now,
-					    __u64 *waker_since)
+/* Sends the noted waits of a task (pid, tid) that ended after since, as a
+ * peer's; further is the waker of the last one sent that is a process
+ * outside the capture (0: none), for the caller to follow one hop further.
+ * The task crosses the global functions below as a number (their arguments
+ * are scalars or memory), its history as memory. */
+struct recent_args {
+	__u64 task;
+	__u64 since;
+	__u64 now;
+	__u64 waker_since;
+	__u32 pid;
+	__u32 tid;
+	__u32 further;
+	__u32 _pad;
+};
+
+/* One noted wait w, if it ended after since; returns nonzero when its event
+ * could not be reserved (the ring is full: the rest would not fit either).
+ * A global function: verified once, not for each of the history's four
+ * waits in each of send_recent's two calls. */
+__noinline int send_recent_wait(struct recent_wait *w, struct recent_args *a)
 {
-	struct recent *r = bpf_task_storage_get(&recent, task, 0, 0);
-	if (!r)
+	if (!w || !a)
 		return 0;
-	__u32 further = 0;
+	if (!w->end || w->end <= a->since || w->end > a->now || w->start >= w->end)
+		return 0;
+	struct offcpu_event *e = reserve_event(sizeof(*e), LOST_OFFCPU);
+	if (!e)
+		return 1;
+	struct task_struct *task = (struct task_struct *)a->task;
+	__builtin_memset(e, 0, sizeof(*e));
+	fill_hdr_of(&e->h, EV_OFFCPU, w->end, task, a->pid, a->tid);
+	e->off_ns = w->end - w->start;
+	e->waits = 1;
+	e->max_ns = e->off_ns;
+	e->start_ts = w->start;
+	e->state = w->state;
+	e->stack_id = -1;
+	e->syscall = w->syscall;
+	e->fd = w->fd;
+	e->outside = 1;
+	e->waker_pid = w->waker_pid;
+	e->waker_tid = w->waker_tid;
+	__builtin_memcpy(e->waker_comm, w->waker_comm, sizeof(e->waker_comm));
+	e->waker_sock = w->sock;
+	e->waker_sock.nr = w->waker_nr;
+	__u32 cls = syscall_class(w->syscall);
+	if (cls && w->fd >= 0) {
+		e->call = 1;
+		file_ref_of(fd_file(task, w->fd), &e->f);
+		e->fkind = e->f.kind;
+	}
+	submit_event(e);
+	if (w->waker_pid && w->waker_pid != a->pid && w->waker_pid != self_pid) {
+		a->further = w->waker_tid;
+		a->waker_since = w->start;
+		if (w->by_end)
+			send_waker_wait(w);
+	}
+	return 0;
+}
+
+/* The waits of history r (NULL: none). */
+static __always_inline void send_recent_of(struct recent *r, struct recent_args *a)
+{
+	a->further = 0;
+	if (!r)
+		return;
 	for (int i = 0; i < RECENT_WAITS; i++) {
-		struct recent_wait *w = &r->w[i];
-		if (!w->end || w->end <= since || w->end > now || w->start >= w->end)
-			continue;
-		struct offcpu_event *e = reserve_event(sizeof(*e), LOST_OFFCPU);
-		if (!e)
-			return 0;
-		__builtin_memset(e, 0, sizeof(*e));
-		fill_hdr_of(&e->h, EV_OFFCPU, w->end, task, pid, tid);
-		e->off_ns = w->end - w->start;
-		e->waits = 1;
-		e->max_ns = e->off_ns;
-		e->start_ts = w->start;
-		e->state = w->state;
-		e->stack_id = -1;
-		e->syscall = w->syscall;
-		e->fd = w->fd;
-		e->outside = 1;
-		e->waker_pid = w->waker_pid;
-		e->waker_tid = w->waker_tid;
-		__builtin_memcpy(e->waker_comm, w->waker_comm, sizeof(e->waker_comm));
-		e->waker_sock = w->sock;
-		e->waker_sock.nr = w->waker_nr;
-		__u32 cls = syscall_class(w->syscall);
-		if (cls && w->fd >= 0) {
-			e->call = 1;
-			file_ref_of(fd_file(task, w->fd), &e->f);
-			e->fkind = e->f.kind;
-		}
-		submit_event(e);
-		if (w->waker_pid && w->waker_pid != pid && w->waker_pid != self_pid) {
-			further = w->waker_tid;
-			*waker_since = w->start;
-			if (w->by_end)
-				send_waker_wait(w);
+		if (send_recent_wait(&r->w[i], a)) {
+			a->further = 0;
+			return;
 		}
 	}
-	return further;
 }
 
 /* The current task has just become a peer at hops: sends its noted waits
@@ -398,8 +429,10 @@ static __always_inline __u32 send_recent_of(struct task_struct *task, __u32 pid,
 static __always_inline void send_recent(__u64 since, __u64 now, __u32 hops, bool btf)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u64 waker_since = 0;
-	__u32 waker_tid = send_recent_of(bpf_get_current_task_btf(), id >> 32, (__u32)id, since, now, &waker_since);
+	struct task_struct *cur = bpf_get_current_task_btf();
+	struct recent_args a = { .task = (__u64)cur, .since = since, .now = now, .pid = id >> 32, .tid = (__u32)id };
+	send_recent_of(bpf_task_storage_get(&recent, cur, 0, 0), &a);
+	__u32 waker_tid = a.further;
 	if (!btf || !waker_tid)
 		return;
 	struct task_struct *t = bpf_task_from_pid(waker_tid);
@@ -408,8 +441,12 @@ static __always_inline void send_recent(__u64 since, __u64 now, __u32 hops, bool
 	/* Not t->mm: the holder may be exiting already (its session ended
 	 * after the commit that let go), its history still readable. */
 	__u32 tgid = t->tgid;
-	if (!(t->flags & PF_KTHREAD) && task_kind(tgid) == KIND_NONE && add_peer(tgid, hops + 1))
-		send_recent_of(t, tgid, waker_tid, since, now, &waker_since);
+	if (!(t->flags & PF_KTHREAD) && task_kind(tgid) == KIND_NONE && add_peer(tgid, hops + 1)) {
+		a.task = (__u64)t;
+		a.pid = tgid;
+		a.tid = waker_tid;
+		send_recent_of(bpf_task_storage_get(&recent, t, 0, 0), &a);
+	}
 	bpf_task_release(t);
 }
 

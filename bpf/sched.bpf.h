@@ -338,17 +338,15 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 	__u32 next_tgid = nx->tgid, next_tid = nx->pid;
 
 	/* Each side's target test is one hash lookup, made once: this runs at
-	 * every context switch of the machine. */
+	 * every context switch of the machine. The next side's is made once the
+	 * prev side is done: the verifier then checks the prev side once, not
+	 * once for each kind of next task (25.5k -> 11.6k insns). */
 	__u8 prev_kind = prev_tid ? task_kind(prev_tgid) : KIND_NONE;
-	__u8 next_kind = next_tid ? task_kind(next_tgid) : KIND_NONE;
-	bool prev_target = prev_kind == KIND_TARGET, next_target = next_kind == KIND_TARGET;
-	bool prev_peer = prev_kind >= KIND_PEER, next_peer = next_kind >= KIND_PEER;
+	bool prev_target = prev_kind == KIND_TARGET, prev_peer = prev_kind >= KIND_PEER;
 	/* User tasks keep their last waits (peers.bpf.h): the clock is read for
 	 * them too, else only where something is timed. */
 	bool prev_user = follow_peers && prev_kind == KIND_NONE && prev_tid && prev_tgid != self_pid && pv->mm;
-	bool next_user = follow_peers && btf && next_kind == KIND_NONE && next_tid && next_tgid != self_pid && nx->mm;
-	__u64 now = prev_target || next_target || prev_peer || next_peer || prev_user || next_user ||
-		other_syncs_open ? bpf_ktime_get_ns() : 0;
+	__u64 now = prev_target || prev_peer || prev_user || other_syncs_open ? bpf_ktime_get_ns() : 0;
 
 	/* A dying task's last switch is no wait: it never runs again. */
 	bool dead = (prev_state & 0x80) || pv->exit_state;
@@ -422,6 +420,11 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		pc->on_since = 0;
 	}
 
+	__u8 next_kind = next_tid ? task_kind(next_tgid) : KIND_NONE;
+	bool next_target = next_kind == KIND_TARGET, next_peer = next_kind >= KIND_PEER;
+	bool next_user = follow_peers && btf && next_kind == KIND_NONE && next_tid && next_tgid != self_pid && nx->mm;
+	if (!now && (next_target || next_peer || next_user))
+		now = bpf_ktime_get_ns();
 	if (next_user)
 		end_recent(next, now);
 	if (!syscall_hooks && next_tid && !next_target && !next_peer) {

@@ -586,6 +586,20 @@ __noinline int own_stack(struct stack_scratch *sc)
 	return id;
 }
 
+/* own_stack for a stack of n bytes just taken into sc: the slots past it
+ * zeroed first (the hash covers every slot). A global function: its loop
+ * over the slots is verified once, not on each path of the callers. */
+__noinline int own_stack_of(struct stack_scratch *sc, long n)
+{
+	if (!sc || n <= 0)
+		return -1;
+	sc->ev.depth = n / sizeof(__u64);
+	for (int i = 0; i < STACK_DEPTH; i++)
+		if (i >= sc->ev.depth)
+			sc->ev.ips[i] = 0;
+	return own_stack(sc);
+}
+
 /* The id of the current kernel stack: a bucket of the stacks map, or an id
  * of its own when the bucket is another stack's. -1 when there is none. */
 static __always_inline __s32 stack_id_of(void *ctx)
@@ -597,14 +611,7 @@ static __always_inline __s32 stack_id_of(void *ctx)
 	struct stack_scratch *sc = bpf_map_lookup_elem(&stack_scratch, &zero);
 	if (!sc)
 		return -1;
-	long n = bpf_get_stack(ctx, sc->ev.ips, sizeof(sc->ev.ips), STACK_SKIP);
-	if (n <= 0)
-		return -1;
-	sc->ev.depth = n / sizeof(__u64);
-	for (int i = 0; i < STACK_DEPTH; i++)   /* the hash covers every slot */
-		if (i >= sc->ev.depth)
-			sc->ev.ips[i] = 0;
-	return own_stack(sc);
+	return own_stack_of(sc, bpf_get_stack(ctx, sc->ev.ips, sizeof(sc->ev.ips), STACK_SKIP));
 }
 
 #include "core_fixes.bpf.h"

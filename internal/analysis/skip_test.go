@@ -72,32 +72,83 @@ func TestEmptyTargetOffCPUShape(t *testing.T) {
 	}
 	defer rec.Close()
 	s := heldSource(t, rec)
-	shape := func() string {
-		rows, err := s.query("SELECT column_name, column_type FROM (DESCRIBE target_offcpu)")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		var out string
-		for rows.Next() {
-			var name, typ string
-			if err := rows.Scan(&name, &typ); err != nil {
-				t.Fatal(err)
-			}
-			out += name + " " + typ + ", "
-		}
-		return out
-	}
 	if err := s.targetWaits([]uint32{1000}, s.window()); err != nil {
 		t.Fatal(err)
 	}
-	want := shape()
+	want := tableShape(t, s, "target_offcpu")
 	if _, err := s.exec(sqlOf("target_offcpu_empty")); err != nil {
 		t.Fatal(err)
 	}
-	if got := shape(); got != want {
+	if got := tableShape(t, s, "target_offcpu"); got != want {
 		t.Errorf("target_offcpu_empty makes\n%s\nthe query makes\n%s", got, want)
 	}
+}
+
+// TestEmptyDispatchedReadsShape: the table made for a recording without a
+// disk request has the shape targetIO's query gives it.
+func TestEmptyDispatchedReadsShape(t *testing.T) {
+	rec, err := store.Open(storetest.Stories[0].Record(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	s := heldSource(t, rec)
+	if err := s.targetWaits([]uint32{1000}, s.window()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.run("target_dispatched_reads"); err != nil {
+		t.Fatal(err)
+	}
+	want := tableShape(t, s, "target_dispatched_reads")
+	if err := s.run("target_dispatched_reads_empty"); err != nil {
+		t.Fatal(err)
+	}
+	if got := tableShape(t, s, "target_dispatched_reads"); got != want {
+		t.Errorf("target_dispatched_reads_empty makes\n%s\nthe query makes\n%s", got, want)
+	}
+}
+
+// TestEmptyTargetCallsShape: the table made for a recording without a call
+// has the shape targetIO's query gives it.
+func TestEmptyTargetCallsShape(t *testing.T) {
+	rec, err := store.Open(storetest.Stories[0].Record(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	s := heldSource(t, rec)
+	if err := s.targetWaits([]uint32{1000}, s.window()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.run("target_calls"); err != nil {
+		t.Fatal(err)
+	}
+	want := tableShape(t, s, "target_calls")
+	if err := s.run("target_calls_empty"); err != nil {
+		t.Fatal(err)
+	}
+	if got := tableShape(t, s, "target_calls"); got != want {
+		t.Errorf("target_calls_empty makes\n%s\nthe query makes\n%s", got, want)
+	}
+}
+
+// tableShape is a table's columns and their types, in order.
+func tableShape(t *testing.T, s *Source, table string) string {
+	t.Helper()
+	rows, err := s.query("SELECT column_name, column_type FROM (DESCRIBE " + table + ")")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out string
+	for rows.Next() {
+		var name, typ string
+		if err := rows.Scan(&name, &typ); err != nil {
+			t.Fatal(err)
+		}
+		out += name + " " + typ + ", "
+	}
+	return out
 }
 
 // A disk request completed without ever being issued, as recordings made

@@ -147,6 +147,12 @@ CREATE OR REPLACE TEMP TABLE target_calls AS
          count(*) AS ops, sum(dur) AS wait_ns
   FROM syscall_raw WHERE is_target(pid) GROUP BY ALL;
 
+-- name: target_calls_empty
+-- Makes target_calls with no row, for a recording without a streamed call
+-- or a wait in one. A test keeps the two the same.
+CREATE OR REPLACE TEMP TABLE target_calls (tid UINTEGER, dev UINTEGER, ino UBIGINT, gen UINTEGER, fkind UTINYINT,
+  nr USMALLINT, ret_bytes HUGEINT, ops BIGINT, wait_ns HUGEINT);
+
 -- name: target_io
 -- Makes target_io: the target's I/O, one shape for syscalls and io_uring
 -- operations, summed per thread, file and syscall: every explanation sums
@@ -214,6 +220,12 @@ CREATE OR REPLACE TEMP TABLE target_dispatched_reads AS
     ON r.dev = d.fdev AND r.ino = d.ino AND r.gen = d.gen
   WHERE d.op = 'read' AND NOT d.lower AND d.comm LIKE 'kworker/%' AND NOT is_target(d.pid)
     AND d.insert_ts BETWEEN r.b AND r.e;
+
+-- name: target_dispatched_reads_empty
+-- Makes target_dispatched_reads with no row, for a recording without a disk
+-- request. A test keeps the two the same.
+CREATE OR REPLACE TEMP TABLE target_dispatched_reads (tid UINTEGER, path VARCHAR, dev UINTEGER, fdev UINTEGER,
+  ino UBIGINT, gen UINTEGER, insert_ts UBIGINT, bytes UINTEGER);
 
 -- name: target_io_waits
 -- target_io_waits(): target_io's rows at the default level (no syscall
