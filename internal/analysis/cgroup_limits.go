@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/whyslow/whyslow/internal/event"
 )
@@ -86,9 +87,9 @@ func (x *Explanation) memoryLimit(s *Source, pid uint32) (*MemoryLimit, error) {
 
 // threadsCgroups gives each thread its process's cgroup.
 func threadsCgroups(s *Source, byTID map[uint32]*ThreadTime) error {
+	// existing has a cgroup from schema version 5 on.
 	existing := "SELECT NULL::UINTEGER, NULL::UBIGINT, NULL::VARCHAR WHERE false"
-	var n int
-	if err := s.queryRow(`SELECT count(*) FROM duckdb_columns() WHERE table_name = 'existing' AND column_name = 'cgroup' AND NOT internal`).Scan(&n); err == nil && n > 0 {
+	if v, _ := strconv.Atoi(s.Meta["schema_version"]); v >= 5 && s.hasRows("existing") {
 		existing = "SELECT pid, ts, cgroup FROM existing WHERE is_target(pid) AND cgroup <> ''"
 	}
 	rows, err := s.query(sqlWhere("process_cgroups", existing))
