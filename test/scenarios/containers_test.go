@@ -92,28 +92,52 @@ func TestCPUQuota(t *testing.T) {
 			t.Errorf("%.2fs held off by the quota of %.2fs: want most of it\n%s", x.Time.OffCPUS["cpu-quota"], x.WallS, log)
 		}
 	}
+	threeWays(t, func(secs float64) []string { return busyInCgroup(py, dir, secs) }, 2, nil, check)
+}
+
+// threeWays explains the command argv(secs) as a user would in each of
+// run, attach and a system-wide record, and checks each explanation:
+//   - run: argv(secs);
+//   - attach: argv(2*secs) started, attached 300 ms later for secs;
+//   - system-wide record: a recording of secs+2 s, argv(secs) run in it,
+//     then `report explain --pid`.
+//
+// before, if given, runs before each (a file removed, caches dropped).
+func threeWays(t *testing.T, argv func(secs float64) []string, secs float64, before func(), check func(t *testing.T, x *explanation, log string)) {
+	t.Helper()
+	prepare := func() {
+		if before != nil {
+			before()
+		}
+	}
 	t.Run("run", func(t *testing.T) {
-		x, log := runExplained(t, busyInCgroup(py, dir, 2)...)
+		prepare()
+		x, log := runExplained(t, argv(secs)...)
+		t.Logf("verdict: %s", x.Verdict.Summary)
 		check(t, x, log)
 	})
 	t.Run("attach", func(t *testing.T) {
-		c := exec.Command(busyInCgroup(py, dir, 4)[0], busyInCgroup(py, dir, 4)[1:]...)
+		prepare()
+		a := argv(2 * secs)
+		c := exec.Command(a[0], a[1:]...)
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
 		}
 		defer c.Wait()
-		time.Sleep(300 * time.Millisecond) // in its cgroup, busy
-		x, log := attachExplained(t, c.Process.Pid, 2*time.Second)
+		time.Sleep(300 * time.Millisecond) // in its cgroup, at work
+		x, log := attachExplained(t, c.Process.Pid, time.Duration(secs*float64(time.Second)))
+		t.Logf("verdict: %s", x.Verdict.Summary)
 		check(t, x, log)
 	})
 	t.Run("system-wide record", func(t *testing.T) {
+		prepare()
 		rec := filepath.Join(t.TempDir(), "all.db")
-		r := exec.Command(filepath.Join(bin, "whyslow"), "record", "-o", rec, "-d", "4s")
+		r := exec.Command(filepath.Join(bin, "whyslow"), "record", "-o", rec, "-d", fmt.Sprintf("%gs", secs+2))
 		rerr := harness.StartRecorder(t, r)
-		argv := busyInCgroup(py, dir, 2)
-		c := exec.Command(argv[0], argv[1:]...)
+		a := argv(secs)
+		c := exec.Command(a[0], a[1:]...)
 		if out, err := c.CombinedOutput(); err != nil {
-			t.Fatalf("%v: %v\n%s", argv, err, out)
+			t.Fatalf("%v: %v\n%s", a, err, out)
 		}
 		if err := r.Wait(); err != nil {
 			t.Fatalf("whyslow record: %v\n%s", err, rerr.String())
@@ -127,7 +151,9 @@ func TestCPUQuota(t *testing.T) {
 			t.Fatal(err)
 		}
 		text, _ := exec.Command(filepath.Join(bin, "whyslow"), "report", "explain", rec, "--pid", strconv.Itoa(c.Process.Pid)).CombinedOutput()
-		check(t, readExplanation(t, js, string(text)), string(text))
+		x := readExplanation(t, js, string(text))
+		t.Logf("verdict: %s", x.Verdict.Summary)
+		check(t, x, string(text))
 	})
 }
 
@@ -163,19 +189,38 @@ func memoryCgroup(t *testing.T, limit int) (cgroup, dir string) {
 	return cgroup, dir
 }
 
-// rereadIn is a shell command that moves itself into the cgroup at dir,
-// then reads file three times, the page cache dropped for it first; it
-// prints each pass's seconds.
-func rereadIn(py, dir, file string) []string {
+// readPasses is a shell command that moves itself into the cgroup at dir,
+// then reads file n times, printing each pass's seconds. The page cache is
+// dropped for the file before the first pass, or before each with dropEach.
+func readPasses(py, dir, file string, n int, dropEach bool) []string {
 	return []string{"sh", "-c", fmt.Sprintf(`echo $$ > %s/cgroup.procs && exec "$0" -c 'import os, sys, time
 fd = os.open(sys.argv[1], os.O_RDONLY)
-os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-for i in range(3):
+for i in range(%d):
+    if i == 0 or %s:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     t = time.time()
     os.lseek(fd, 0, 0)
     while os.read(fd, 1 << 20): pass
     print("%%.3f" %% (time.time() - t))
-' %s`, dir, file), py}
+' %s`, dir, n, map[bool]string{true: "True", false: "False"}[dropEach], file), py}
+}
+
+// secondsOf runs argv and returns the seconds it printed, a line each.
+func secondsOf(t *testing.T, argv []string) []float64 {
+	t.Helper()
+	out, err := exec.Command(argv[0], argv[1:]...).Output()
+	if err != nil {
+		t.Fatalf("%v: %v", argv, err)
+	}
+	var s []float64
+	for _, f := range strings.Fields(string(out)) {
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			t.Fatalf("%v printed %q", argv, out)
+		}
+		s = append(s, v)
+	}
+	return s
 }
 
 // A program that reads a 48 MiB file three times in a memory cgroup limited
@@ -193,36 +238,22 @@ func TestMemoryLimitRereads(t *testing.T) {
 	}
 	// Untraced first: without the limit the later passes come from the
 	// page cache; with it they are as slow as the first.
-	passes := func(argv []string) []float64 {
-		out, err := exec.Command(argv[0], argv[1:]...).Output()
-		if err != nil {
-			t.Fatalf("%v: %v", argv, err)
-		}
-		var s []float64
-		for _, f := range strings.Fields(string(out)) {
-			v, _ := strconv.ParseFloat(f, 64)
-			s = append(s, v)
-		}
-		if len(s) != 3 {
-			t.Fatalf("%v printed %q, want three passes", argv, out)
-		}
-		return s
-	}
-	free := passes(rereadIn(py, "/sys/fs/cgroup/memory", file))
-	limited := passes(rereadIn(py, dir, file))
-	if limited[2] < 2*free[2] || limited[2] < 0.3 {
+	free := secondsOf(t, readPasses(py, "/sys/fs/cgroup/memory", file, 3, false))
+	limited := secondsOf(t, readPasses(py, dir, file, 3, false))
+	if len(free) != 3 || len(limited) != 3 || limited[2] < 2*free[2] || limited[2] < 0.3 {
 		t.Fatalf("passes without the limit %v, with it %v: the limit did not evict the file", free, limited)
 	}
-	x, log := runExplained(t, rereadIn(py, dir, file)...)
-	t.Logf("verdict: %s", x.Verdict.Summary)
-	if x.Verdict.Reason != "disk-read" {
-		t.Errorf("verdict %s, want disk-read\n%s", x.Verdict.Reason, log)
-	}
-	for _, want := range []string{"re-read ", "evicted under memory cgroup " + cgroup + "'s limit (16.0 MiB)"} {
-		if !strings.Contains(x.Verdict.Summary, want) {
-			t.Errorf("summary %q does not say %q", x.Verdict.Summary, want)
-		}
-	}
+	threeWays(t, func(secs float64) []string { return readPasses(py, dir, file, int(secs), false) }, 3, nil,
+		func(t *testing.T, x *explanation, log string) {
+			if x.Verdict.Reason != "disk-read" {
+				t.Errorf("verdict %s, want disk-read\n%s", x.Verdict.Reason, log)
+			}
+			for _, want := range []string{"re-read ", "evicted under memory cgroup " + cgroup + "'s limit (16.0 MiB)"} {
+				if !strings.Contains(x.Verdict.Summary, want) {
+					t.Errorf("summary %q does not say %q", x.Verdict.Summary, want)
+				}
+			}
+		})
 }
 
 // A writer in a memory cgroup limited to 32 MiB, writing 64 MiB to a slow
@@ -233,28 +264,34 @@ func TestMemoryLimitReclaim(t *testing.T) {
 	d := newSlowDisk(t, slowdisk.Options{WriteBPS: 16 << 20, Size: 256 << 20})
 	cgroup, dir := memoryCgroup(t, 32<<20)
 	file := filepath.Join(d.Dir, "w.bin")
-	write := func(cg string) []string {
-		return []string{"sh", "-c", fmt.Sprintf(`echo $$ > %s/cgroup.procs && exec dd if=/dev/zero of=%s bs=1M count=64 status=none`, cg, file)}
+	write := func(cg string, mib int) []string {
+		return []string{"sh", "-c", fmt.Sprintf(`echo $$ > %s/cgroup.procs && exec dd if=/dev/zero of=%s bs=1M count=%d status=none`, cg, file, mib)}
 	}
 	// Untraced first: without the limit the writes land in the page cache
 	// at once; with it the writer waits for the disk.
-	free := timed(t, write("/sys/fs/cgroup/memory")...)
+	free := timed(t, write("/sys/fs/cgroup/memory", 64)...)
 	os.Remove(file)
 	exec.Command("sync").Run()
-	limited := timed(t, write(dir)...)
+	limited := timed(t, write(dir, 64)...)
 	os.Remove(file)
 	exec.Command("sync").Run()
 	if limited < 2*free || limited < time.Second {
 		t.Fatalf("64 MiB written in %v without the limit, %v with it: the limit did not hold the writer", free, limited)
 	}
-	x, log := runExplained(t, write(dir)...)
-	t.Logf("verdict: %s", x.Verdict.Summary)
-	if x.Verdict.Reason != "memory" {
-		t.Errorf("verdict %s, want memory\n%s", x.Verdict.Reason, log)
+	clean := func() {
+		os.Remove(file)
+		exec.Command("sync").Run()
 	}
-	if want := "in memory cgroup " + cgroup + ", limit (32.0 MiB)"; !strings.Contains(x.Verdict.Summary, want) {
-		t.Errorf("summary %q does not say %q", x.Verdict.Summary, want)
-	}
+	threeWays(t, func(secs float64) []string { return write(dir, int(32*secs)) }, 2, clean,
+		func(t *testing.T, x *explanation, log string) {
+			if x.Verdict.Reason != "memory" {
+				t.Errorf("verdict %s, want memory\n%s", x.Verdict.Reason, log)
+			}
+			if want := "in memory cgroup " + cgroup + ", limit (32.0 MiB)"; !strings.Contains(x.Verdict.Summary, want) {
+				t.Errorf("summary %q does not say %q", x.Verdict.Summary, want)
+			}
+		})
+	clean()
 }
 
 // A reader in a blkio cgroup of its own limited to 8 MiB/s of reads on a
@@ -293,43 +330,18 @@ func TestIOLimitOfItsCgroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	// One pass each: free, then in the cgroup (2 s at 8 MiB/s).
-	free := passes(t, rereadOnce(py, mount, file))
-	limited := passes(t, rereadOnce(py, dir, file))
-	if limited < 3*free || limited < 1 {
-		t.Fatalf("16 MiB read in %.2fs outside the cgroup, %.2fs in it: its limit did not hold the reader", free, limited)
+	free := secondsOf(t, readPasses(py, mount, file, 1, true))
+	limited := secondsOf(t, readPasses(py, dir, file, 1, true))
+	if limited[0] < 3*free[0] || limited[0] < 1 {
+		t.Fatalf("16 MiB read in %.2fs outside the cgroup, %.2fs in it: its limit did not hold the reader", free[0], limited[0])
 	}
-	x, log := runExplained(t, rereadOnce(py, dir, file)...)
-	t.Logf("verdict: %s", x.Verdict.Summary)
-	if x.Verdict.Reason != "disk-read" {
-		t.Errorf("verdict %s, want disk-read\n%s", x.Verdict.Reason, log)
-	}
-	if want := "in blkio cgroup " + cgroup + ", limited to 8.0 MiB/s of reads on " + strings.TrimPrefix(d.Device, "/dev/"); !strings.Contains(x.Verdict.Summary, want) {
-		t.Errorf("summary %q does not say %q", x.Verdict.Summary, want)
-	}
-}
-
-// rereadOnce reads file once, its page cache dropped first, from a process
-// in the cgroup at dir; it prints the seconds it took.
-func rereadOnce(py, dir, file string) []string {
-	return []string{"sh", "-c", fmt.Sprintf(`echo $$ > %s/cgroup.procs && exec "$0" -c 'import os, sys, time
-fd = os.open(sys.argv[1], os.O_RDONLY)
-os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-t = time.time()
-while os.read(fd, 1 << 20): pass
-print("%%.3f" %% (time.time() - t))
-' %s`, dir, file), py}
-}
-
-// passes runs argv and returns the seconds it printed.
-func passes(t *testing.T, argv []string) float64 {
-	t.Helper()
-	out, err := exec.Command(argv[0], argv[1:]...).Output()
-	if err != nil {
-		t.Fatalf("%v: %v", argv, err)
-	}
-	v, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
-	if err != nil {
-		t.Fatalf("%v printed %q", argv, out)
-	}
-	return v
+	threeWays(t, func(secs float64) []string { return readPasses(py, dir, file, int(secs/2), true) }, 2, nil,
+		func(t *testing.T, x *explanation, log string) {
+			if x.Verdict.Reason != "disk-read" {
+				t.Errorf("verdict %s, want disk-read\n%s", x.Verdict.Reason, log)
+			}
+			if want := "in blkio cgroup " + cgroup + ", limited to 8.0 MiB/s of reads on " + strings.TrimPrefix(d.Device, "/dev/"); !strings.Contains(x.Verdict.Summary, want) {
+				t.Errorf("summary %q does not say %q", x.Verdict.Summary, want)
+			}
+		})
 }
