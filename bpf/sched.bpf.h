@@ -165,11 +165,17 @@ static __always_inline void fill_offcpu(struct offcpu_event *e, struct task_stru
 	}
 }
 
+/* Tests only (check_runs): a run's record carries this bit in waits, so
+ * that a test tells it from a wait sent alone. */
+#define RUN_MARK 0x80000000u
+
 /* Sends the run in slot, if any, and empties it. */
 static __always_inline void flush_run(struct wait_slot *slot)
 {
 	if (!slot->run.waits)
 		return;
+	if (check_runs)
+		slot->run.waits |= RUN_MARK;
 	output_event(&slot->run, sizeof(slot->run), LOST_OFFCPU);
 	slot->run.waits = 0;
 }

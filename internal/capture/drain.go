@@ -5,6 +5,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// runMark is RUN_MARK (bpf/sched.bpf.h): under checkRuns (tests), a run's
+// record carries it in Waits.
+const runMark = 0x80000000
+
 // drain empties the default level's in-kernel aggregates into events. At the
 // end it also closes off-CPU intervals still open, so a thread that slept
 // through the whole capture is counted.
@@ -55,6 +59,9 @@ func (e *Engine) drain(final bool) []event.Event {
 			// A run of short waits not sent yet comes first: it ended
 			// before the wait open now began.
 			if slot.Run.Waits > 0 {
+				if e.opts.checkRuns {
+					slot.Run.Waits |= runMark // as the kernel marks the runs it sends
+				}
 				out = append(out, dec.offcpu(&slot.Run))
 				if x := dec.extra; x != nil {
 					dec.extra = nil
@@ -64,7 +71,7 @@ func (e *Engine) drain(final bool) []event.Event {
 			os := &slot.W
 			if os.Ts != 0 && now > os.Ts { // 0: a target thread between waits
 				out = append(out, &event.OffCPU{Header: event.Header{Time: now, PID: os.Pid, TID: *tid},
-					Off: now - os.Ts, State: byte(os.State), StackID: os.StackId, Syscall: os.Syscall, WakerSyscall: -1})
+					Off: now - os.Ts, State: byte(os.State), StackID: os.StackId, Syscall: os.Syscall, WakerSyscall: -1, Waits: 1})
 			}
 		})
 	}

@@ -107,7 +107,8 @@ type Options struct {
 	// --full and --requests do: no runs of short waits (RunBelow).
 	EveryWait bool
 	// checkRuns, tests only: each wait summed in a run is also sent on its
-	// own, with Waits 0 (bpf/sched.bpf.h, check_runs).
+	// own, with Waits 0, and a run's Waits carries runMark (bpf/sched.bpf.h,
+	// check_runs).
 	checkRuns bool
 	// describeHold, tests only: each description of a target's file is held
 	// open this long, so that the timer tick's sampler runs inside it.

@@ -130,7 +130,7 @@ func (e *Engine) stillWaiting(now uint64) []event.Event {
 			continue // it ran: its waits were seen
 		}
 		out = append(out, &event.OffCPU{Header: event.Header{Time: now, TID: tid},
-			Off: now - since, StackID: stackBeforeCapture, Syscall: -1, WakerSyscall: -1})
+			Off: now - since, StackID: stackBeforeCapture, Syscall: -1, WakerSyscall: -1, Waits: 1})
 	}
 	return out
 }

@@ -44,7 +44,7 @@ func (w *Waits) Now() (now uint64, out []*event.OffCPU) {
 			continue
 		}
 		o := &event.OffCPU{Header: event.Header{Time: now, PID: s.Pid, TID: tid},
-			Off: now - s.Ts, State: byte(s.State), StackID: s.StackId, Syscall: s.Syscall}
+			Off: now - s.Ts, State: byte(s.State), StackID: s.StackId, Syscall: s.Syscall, Waits: 1}
 		if o.State == 'R' {
 			o.Runq = o.Off
 		}
