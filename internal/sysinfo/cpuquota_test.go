@@ -35,22 +35,7 @@ func TestCPUQuota(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			root := t.TempDir()
-			write := func(p, s string) {
-				p = filepath.Join(root, p)
-				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			write("proc/42/cgroup", c.cgroup)
-			write("proc/42/stat", "42 (app) S 1 42 42 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 100 0 0\n")
-			for p, s := range c.files {
-				write(p, s)
-			}
-			fs := FS{Root: root}
+			fs := processFixture(t, c.cgroup, c.files)
 			got, ok := fs.CPUQuota(42)
 			if ok != c.ok || got != c.want {
 				t.Errorf("CPUQuota = %+v, %t; want %+v, %t", got, ok, c.want, c.ok)
@@ -59,7 +44,7 @@ func TestCPUQuota(t *testing.T) {
 				return
 			}
 			// The process gone, its cgroup is read again where it was.
-			os.RemoveAll(filepath.Join(root, "proc"))
+			os.RemoveAll(filepath.Join(fs.Root, "proc"))
 			if again, ok := fs.ReadCPUQuota(got); !ok || again != got {
 				t.Errorf("ReadCPUQuota = %+v, %t; want %+v", again, ok, got)
 			}

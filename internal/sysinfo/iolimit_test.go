@@ -1,8 +1,6 @@
 package sysinfo
 
 import (
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 )
@@ -29,20 +27,8 @@ func TestIOLimits(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			root := t.TempDir()
-			write := func(p, s string) {
-				p = filepath.Join(root, p)
-				os.MkdirAll(filepath.Dir(p), 0o755)
-				if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			write("proc/42/cgroup", c.cgroup)
-			write("proc/42/stat", "42 (app) S 1 42 42 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 100 0 0\n")
-			for p, s := range c.files {
-				write(p, s)
-			}
-			if got := (FS{Root: root}).IOLimits(42); !reflect.DeepEqual(got, c.want) {
+			fs := processFixture(t, c.cgroup, c.files)
+			if got := fs.IOLimits(42); !reflect.DeepEqual(got, c.want) {
 				t.Errorf("IOLimits = %+v, want %+v", got, c.want)
 			}
 		})
