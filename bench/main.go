@@ -687,6 +687,19 @@ Profiles: ` + "`bpftool prog show`" + ` with ` + "`kernel.bpf_stats_enabled=1`" 
   ms, each value boxed by the driver), the per-thread account (~35 ms) and the target's I/O
   (~30 ms). A query per step keeps the goal out of reach on this shape; what is left to try is
   narrower temporary tables (ids, names joined when shown) and fewer round trips of the waits.
+- **Bystanders (section 9, issue 40).** Every context switch and wakeup of the machine runs
+  whyslow's scheduler programs. With ` + "`" + `watch` + "`" + ` (every process a target) two bystanders ping-ponging
+  over a pipe kept 0.79 of their floor: each of their waits, a few microseconds, was a 184-byte
+  record in the ring (~150-185 ns of a ~540 ns ` + "`" + `sched_switch` + "`" + `, then decoded in user space), the
+  waker a map of its own (a lookup at each wakeup and switch-in), and the waker's fd table walked
+  at each wakeup to see if it wrote on a socket. Now a wait under 1 ms that is not
+  uninterruptible joins its thread's previous short wait when their facts match (a run, summed
+  in the thread's slot and sent when it reaches 1 ms, spans 10 ms or other facts come: a
+  ping-pong of 20,000 round trips sends ~2,500 records for ~40,000 waits), the waker lives in
+  its wakee's slot, and the fd table is not walked for a wait on a pipe or file: 0.85 of the
+  floor, ` + "`" + `sched_switch` + "`" + ` ~450 ns, ` + "`" + `sched_waking` + "`" + ` ~260 ns (bpf_stats). Tried and dropped: a
+  per-tid array telling a short wait at a wakeup without the wakee's task storage, and a hash in
+  place of the task storage for the peers' history (no measurable change).
 - **Start-up.** Loading the programs took ~0.9 s of CPU in the verifier: the file description
   (with the path walk) was inlined at a dozen call sites, and the syscall exit handler alone
   walked 100k instructions. ` + "`describe_file`" + ` is now a global BPF function, verified once (kernel
