@@ -33,7 +33,7 @@ static __always_inline __u32 state_char(bool preempt, unsigned int state)
  * registers (default level: no entry hook). Unlinks are left out: their name
  * is only worth reading at entry. A global function: the verifier checks it
  * once, not at each of the two places sched_switch reads a wait's call. */
-__noinline int wait_syscall(struct offstart *s, struct offcpu_event *run)
+__noinline int wait_syscall(struct offstart *s)
 {
 	if (!s)
 		return 0;
@@ -48,13 +48,9 @@ __noinline int wait_syscall(struct offstart *s, struct offcpu_event *run)
 	s->fd = in.fd;
 	s->req = in.req;
 	s->flags = in.flags;
-	if (in.fd < 0 || cls == CLS_OPEN)
-		return 0;
-	/* The same call on the same fd as the thread's run of short waits (a
-	 * pipe's reader, a socket's): the file is the run's, described once. */
-	if (run && run->waits && run->syscall == s->syscall && run->fd == in.fd)
-		s->f = run->f;
-	else
+	/* Described at every wait, run or not: a socket described before it
+	 * had its peer is described again once it has one (file.bpf.h). */
+	if (in.fd >= 0 && cls != CLS_OPEN)
 		fd_ref_current(in.fd, &s->f);
 	return 0;
 }
@@ -388,7 +384,7 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 				struct pt_regs *regs = CAST(struct pt_regs, bpf_task_pt_regs(bpf_get_current_task_btf()));
 				s.syscall = regs->orig_ax;
 				if (!syscall_hooks || prev_peer)
-					wait_syscall(&s, slot ? &slot->run : NULL);
+					wait_syscall(&s);
 			}
 			s.stack_id = wait_stack(ctx, s.state, s.syscall, now);
 		}
@@ -409,7 +405,7 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 			s.pid = prev_tgid;
 			s.syscall = nr;
 			s.other = 1;
-			wait_syscall(&s, NULL);
+			wait_syscall(&s);
 			struct wait_slot *o = bpf_map_lookup_elem(&offcpu_start, &prev_tid);
 			if (!o && bpf_map_update_elem(&offcpu_start, &prev_tid, &empty_slot, BPF_NOEXIST) == 0)
 				o = bpf_map_lookup_elem(&offcpu_start, &prev_tid);
