@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,31 +20,47 @@ import (
 // the hierarchy and its directory, removed with the test.
 func cpuQuotaCgroup(t *testing.T) (cgroup, dir string) {
 	t.Helper()
+	return v1Cgroup(t, "cpu", "quota", map[string]string{"cpu.cfs_period_us": "100000", "cpu.cfs_quota_us": "20000"})
+}
+
+// v1Cgroup makes a cgroup of its own in controller's v1 hierarchy, named
+// after the test process and what, with the files given set (in their
+// order: a quota after its period), and returns its path in the hierarchy
+// and its directory. It is removed with the test (any straggler moved
+// out first); a machine without the controller skips, or fails in CI.
+func v1Cgroup(t *testing.T, controller, what string, settings map[string]string) (cgroup, dir string) {
+	t.Helper()
 	requireRoot(t)
-	mount := "/sys/fs/cgroup/cpu"
-	if _, err := os.Stat(mount + "/cpu.cfs_quota_us"); err != nil {
+	mount := "/sys/fs/cgroup/" + controller
+	if _, err := os.Stat(mount + "/cgroup.procs"); err != nil {
 		if os.Getenv("CI") != "" {
-			t.Fatalf("no cgroup v1 cpu controller at %s: %v", mount, err)
+			t.Fatalf("no cgroup v1 %s controller at %s: %v", controller, mount, err)
 		}
-		t.Skipf("no cgroup v1 cpu controller at %s", mount)
+		t.Skipf("no cgroup v1 %s controller at %s", controller, mount)
 	}
-	cgroup = fmt.Sprintf("/whyslow-quota-%d", os.Getpid())
+	cgroup = fmt.Sprintf("/whyslow-%s-%d", what, os.Getpid())
 	dir = mount + cgroup
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		// Its processes are gone (the tests wait for them); move any
-		// straggler out before the cgroup goes.
 		if b, err := os.ReadFile(dir + "/cgroup.procs"); err == nil {
 			for _, pid := range strings.Fields(string(b)) {
 				os.WriteFile(mount+"/cgroup.procs", []byte(pid), 0o644)
 			}
 		}
+		if controller == "memory" {
+			os.WriteFile(dir+"/memory.force_empty", []byte("1"), 0o644)
+		}
 		os.Remove(dir)
 	})
-	for f, v := range map[string]string{"cpu.cfs_period_us": "100000", "cpu.cfs_quota_us": "20000"} {
-		if err := os.WriteFile(filepath.Join(dir, f), []byte(v), 0o644); err != nil {
+	names := make([]string, 0, len(settings))
+	for f := range settings {
+		names = append(names, f)
+	}
+	slices.Sort(names) // cpu.cfs_period_us before cpu.cfs_quota_us
+	for _, f := range names {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(settings[f]), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -161,32 +178,7 @@ func threeWays(t *testing.T, argv func(secs float64) []string, secs float64, bef
 // returns its path in the hierarchy and its directory, removed with the test.
 func memoryCgroup(t *testing.T, limit int) (cgroup, dir string) {
 	t.Helper()
-	requireRoot(t)
-	mount := "/sys/fs/cgroup/memory"
-	if _, err := os.Stat(mount + "/memory.limit_in_bytes"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("no cgroup v1 memory controller at %s: %v", mount, err)
-		}
-		t.Skipf("no cgroup v1 memory controller at %s", mount)
-	}
-	cgroup = fmt.Sprintf("/whyslow-memory-%d", os.Getpid())
-	dir = mount + cgroup
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if b, err := os.ReadFile(dir + "/cgroup.procs"); err == nil {
-			for _, pid := range strings.Fields(string(b)) {
-				os.WriteFile(mount+"/cgroup.procs", []byte(pid), 0o644)
-			}
-		}
-		os.WriteFile(dir+"/memory.force_empty", []byte("1"), 0o644)
-		os.Remove(dir)
-	})
-	if err := os.WriteFile(dir+"/memory.limit_in_bytes", []byte(strconv.Itoa(limit)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return cgroup, dir
+	return v1Cgroup(t, "memory", "memory", map[string]string{"memory.limit_in_bytes": strconv.Itoa(limit)})
 }
 
 // readPasses is a shell command that moves itself into the cgroup at dir,
@@ -302,28 +294,7 @@ func TestIOLimitOfItsCgroup(t *testing.T) {
 	d := newSlowDisk(t, slowdisk.Options{Size: 256 << 20})
 	requireRoot(t)
 	mount := "/sys/fs/cgroup/blkio"
-	if _, err := os.Stat(mount + "/blkio.throttle.read_bps_device"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("no cgroup v1 blkio controller at %s: %v", mount, err)
-		}
-		t.Skipf("no cgroup v1 blkio controller at %s", mount)
-	}
-	cgroup := fmt.Sprintf("/whyslow-io-%d", os.Getpid())
-	dir := mount + cgroup
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if b, err := os.ReadFile(dir + "/cgroup.procs"); err == nil {
-			for _, pid := range strings.Fields(string(b)) {
-				os.WriteFile(mount+"/cgroup.procs", []byte(pid), 0o644)
-			}
-		}
-		os.Remove(dir)
-	})
-	if err := os.WriteFile(dir+"/blkio.throttle.read_bps_device", []byte(fmt.Sprintf("%s %d", d.DevNum, 8<<20)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cgroup, dir := v1Cgroup(t, "blkio", "io", map[string]string{"blkio.throttle.read_bps_device": fmt.Sprintf("%s %d", d.DevNum, 8<<20)})
 	py := harness.Python(t)
 	file := filepath.Join(d.Dir, "data.bin")
 	if err := os.WriteFile(file, make([]byte, 16<<20), 0o644); err != nil {
