@@ -50,14 +50,7 @@ func bystanders(w io.Writer) {
 	} else {
 		defer unmount()
 	}
-	type row struct {
-		name   string
-		beside []string // a capture started before the work, stopped after; nil: none
-		wrap   []string // the work run under this; nil: none
-		ops    []float64
-		failed string
-	}
-	rows := []*row{
+	rows := []*besideRow{
 		{name: "untraced"},
 		{name: "floor (empty programs on the default level's attach points)", wrap: []string{self, "-floor", "default", "--"}},
 		{name: "`whyslow watch` (system-wide)", beside: []string{*whyslow, "watch", "--dir", filepath.Join(dir, "inc"), "--stall", "0"}},
@@ -65,30 +58,9 @@ func bystanders(w io.Writer) {
 		{name: "bpftrace: off-CPU time summed by comm, no stack", beside: []string{"bpftrace", "-e", bpftraceOffCPU(false)}},
 		{name: "bpftrace: off-CPU time by comm and kernel stack (offcputime's shape)", beside: []string{"bpftrace", "-e", bpftraceOffCPU(true)}},
 	}
-	for i := range rounds {
-		for j := range rows {
-			r := rows[(i+j)%len(rows)]
-			if r.failed != "" {
-				continue
-			}
-			v, err := pipeOps(r.beside, append(slices.Clone(r.wrap), load...))
-			if err != nil {
-				r.failed = err.Error()
-				continue
-			}
-			r.ops = append(r.ops, v)
-		}
-	}
-	fmt.Fprint(w, "| beside the ping-pong | ops/s (median) | rounds' range | / untraced | **/ floor** |\n|---|---:|---:|---:|---:|\n")
-	untraced, floor := median(rows[0].ops), median(rows[1].ops)
-	for _, r := range rows {
-		if r.failed != "" {
-			fmt.Fprintf(w, "| %s | failed: %s | | | |\n", r.name, oneLine(r.failed))
-			continue
-		}
-		m := median(r.ops)
-		fmt.Fprintf(w, "| %s | %.0f | %.0f–%.0f | %.3f | **%.3f** |\n", r.name, m, slices.Min(r.ops), slices.Max(r.ops), m/untraced, m/floor)
-	}
+	besideRounds(w, rows, rounds, "beside the ping-pong", "ops/s", func(r *besideRow) (float64, error) {
+		return pipeOps(r.beside, append(slices.Clone(r.wrap), load...))
+	})
 	fmt.Fprint(w, "\nEach whyslow hook's cost a run, with `kernel.bpf_stats_enabled` set for one more round beside each (restored after; the statistics add ~20 ns a run of their own, the floor's empty program reads about 40–60 ns here):\n\n| beside the ping-pong | hook | runs | ns a run |\n|---|---|---:|---:|\n")
 	for _, r := range rows[2:4] {
 		stats, err := hookStats(r.beside, load)
@@ -323,44 +295,16 @@ func busyServer(w io.Writer) {
 	defer stop()
 	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
 	load := []string{"ab", "-q", "-k", "-c", "4", "-t", "3", "-n", "1000000", url}
-	type row struct {
-		name   string
-		beside []string
-		wrap   []string
-		rps    []float64
-		failed string
-	}
-	rows := []*row{
+	rows := []*besideRow{
 		{name: "untraced"},
 		{name: "floor of --requests", wrap: []string{self, "-floor", "requests", "--"}},
 		{name: "`whyslow watch --requests` (system-wide)", beside: []string{*whyslow, "watch", "--requests", "--dir", filepath.Join(dir, "inc"), "--stall", "0"}},
 		{name: "`whyslow attach --requests -p MASTER`", beside: []string{*whyslow, "attach", "--requests", "-o", filepath.Join(dir, "rec.db"), "-p", strconv.Itoa(master)}},
 	}
-	for i := range rounds {
-		for j := range rows {
-			r := rows[(i+j)%len(rows)]
-			if r.failed != "" {
-				continue
-			}
-			os.Remove(filepath.Join(dir, "rec.db"))
-			v, err := abRate(r.beside, append(slices.Clone(r.wrap), load...))
-			if err != nil {
-				r.failed = err.Error()
-				continue
-			}
-			r.rps = append(r.rps, v)
-		}
-	}
-	fmt.Fprint(w, "| nginx beside | requests/s (median) | rounds' range | / untraced | **/ floor** |\n|---|---:|---:|---:|---:|\n")
-	untraced, floor := median(rows[0].rps), median(rows[1].rps)
-	for _, r := range rows {
-		if r.failed != "" {
-			fmt.Fprintf(w, "| %s | failed: %s | | | |\n", r.name, oneLine(r.failed))
-			continue
-		}
-		m := median(r.rps)
-		fmt.Fprintf(w, "| %s | %.0f | %.0f–%.0f | %.3f | **%.3f** |\n", r.name, m, slices.Min(r.rps), slices.Max(r.rps), m/untraced, m/floor)
-	}
+	besideRounds(w, rows, rounds, "nginx beside", "requests/s", func(r *besideRow) (float64, error) {
+		os.Remove(filepath.Join(dir, "rec.db"))
+		return abRate(r.beside, append(slices.Clone(r.wrap), load...))
+	})
 }
 
 var abRequests = regexp.MustCompile(`Requests per second:\s+([0-9.]+)`)
@@ -447,4 +391,45 @@ func mountTracefs() (func(), error) {
 		return nil, fmt.Errorf("mounting tracefs at %s: %w", at, err)
 	}
 	return func() { syscall.Unmount(at, 0) }, nil
+}
+
+// besideRow is a row of sections 9 and 9b: the work alone, on a floor
+// (wrap), or beside a capture (beside).
+type besideRow struct {
+	name   string
+	beside []string // a capture started before the work, stopped after; nil: none
+	wrap   []string // the work run under this; nil: none
+	values []float64
+	failed string
+}
+
+// besideRounds measures each row rounds times, the rows in turn and the
+// order turned by one each round, and writes their table: the median of
+// each, its range, and its ratio to the first row (untraced) and the
+// second (the floor). A row that fails once is left out of later rounds.
+func besideRounds(w io.Writer, rows []*besideRow, rounds int, title, unit string, measure func(*besideRow) (float64, error)) {
+	for i := range rounds {
+		for j := range rows {
+			r := rows[(i+j)%len(rows)]
+			if r.failed != "" {
+				continue
+			}
+			v, err := measure(r)
+			if err != nil {
+				r.failed = err.Error()
+				continue
+			}
+			r.values = append(r.values, v)
+		}
+	}
+	fmt.Fprintf(w, "| %s | %s (median) | rounds' range | / untraced | **/ floor** |\n|---|---:|---:|---:|---:|\n", title, unit)
+	untraced, floor := median(rows[0].values), median(rows[1].values)
+	for _, r := range rows {
+		if r.failed != "" {
+			fmt.Fprintf(w, "| %s | failed: %s | | | |\n", r.name, oneLine(r.failed))
+			continue
+		}
+		m := median(r.values)
+		fmt.Fprintf(w, "| %s | %.0f | %.0f–%.0f | %.3f | **%.3f** |\n", r.name, m, slices.Min(r.values), slices.Max(r.values), m/untraced, m/floor)
+	}
 }
