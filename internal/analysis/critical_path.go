@@ -327,7 +327,7 @@ func (w *pathWalker) wait(th *pathThread, iv *pathInterval, a, b uint64, depth i
 		// A poller sleeping on a timer while other traced threads work, or a
 		// wait for children that did not end while capture watched: the
 		// work is the path, not the wait.
-		if busy := w.busiest(th.tid, a, b); busy != nil {
+		if busy := w.busiest(th, a, b); busy != nil {
 			w.link(th, busy, iv.reason, "", a, b, depth)
 			w.walk(busy.tid, a, b, depth+1)
 			return
@@ -349,15 +349,17 @@ type pathSegmentInfo struct {
 	by     *pathInterval
 }
 
-// busiest is the traced thread, off the walk's stack, that worked most in
-// [a, b] (on CPU or waiting for a CPU, the disk or the network: not sleeping,
-// not waiting on locks, children or work), if it worked at least a quarter of
-// that time.
-func (w *pathWalker) busiest(tid uint32, a, b uint64) *pathThread {
+// busiest is the thread of the sleeper's side, off the walk's stack, that
+// worked most in [a, b] (on CPU or waiting for a CPU, the disk or the
+// network: not sleeping, not waiting on locks, children or work), if it
+// worked at least a quarter of that time. The sleeper's side is the target
+// for a target's thread, and its own process for an outside one: a server
+// asleep in its handler is not polling on the work of its client's threads.
+func (w *pathWalker) busiest(sleeper *pathThread, a, b uint64) *pathThread {
 	var best *pathThread
 	var bestBusy uint64
 	for th := range w.lives().alive(a, b) {
-		if th.tid == tid || th.walking > 0 || th.outside {
+		if th == sleeper || th.walking > 0 || th.outside != sleeper.outside || th.outside && th.pid != sleeper.pid {
 			continue
 		}
 		busy, alive := th.busyIn(a, b)

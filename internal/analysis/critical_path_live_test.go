@@ -115,7 +115,7 @@ func TestBusiestIndexed(t *testing.T) {
 			}
 			tid := uint32(1000 + r.IntN(len(w.threads)-1))
 			want, tied := naiveBusiest(w, tid, a, b)
-			got := w.busiest(tid, a, b)
+			got := w.busiest(w.threads[tid], a, b)
 			if got != want {
 				t.Fatalf("round %d: busiest(%d, [%d, %d]) = %v, the scan finds %v", round, tid, a, b, tidOf(got), tidOf(want))
 			}

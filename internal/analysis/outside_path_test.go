@@ -125,3 +125,25 @@ func TestServerPollWokenByAClientIsIdle(t *testing.T) {
 		t.Errorf("path %v: a poll woken by a client's request is waiting for work", x.Path.ByReason)
 	}
 }
+
+// A server asleep in its handler while the client's other thread works (Go's
+// runtime threads) is the client's wait on it, not a poller looked through
+// into the client's busy thread: CI once found "python3 polled while the
+// work was done by client".
+func TestServerAsleepIsNotLookedThroughIntoTheClient(t *testing.T) {
+	r := storetest.New(t, "unused", nil)
+	busy := storetest.Thread{PID: 100, TID: 102, Comm: "client"}
+	x := crossProcess(t, "server-asleep",
+		answered(r, server),
+		r.Off(busy, 0, 0.5, event.ReasonRunqueue, "", storetest.Thread{}, 0.5),
+		outside(r.Off(server, 10, 990, event.ReasonSleep, "clock_nanosleep", storetest.Thread{}, 0)),
+	)
+	if x.Verdict.Reason != "network" || x.Path.ByReason["network"] < 0.98 {
+		t.Fatalf("verdict %q (%v), want network: the server slept in its handler", x.Verdict.Reason, x.Path.ByReason)
+	}
+	for _, l := range x.Path.Chain {
+		if l.WorkerTID == busy.TID {
+			t.Errorf("chain %+v goes back into the client's busy thread", x.Path.Chain)
+		}
+	}
+}
