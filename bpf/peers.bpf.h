@@ -265,7 +265,10 @@ static __always_inline void wake_recent(struct task_struct *p, __u64 id, long nr
 	w->waker_tid = (__u32)id;
 	w->waker_nr = nr;
 	w->by_end = 0;
-	current_comm(w->waker_comm);
+	if (id)
+		current_comm(w->waker_comm);
+	else
+		__builtin_memset(w->waker_comm, 0, sizeof(w->waker_comm)); /* the timer, not the task it interrupted */
 	__builtin_memset(&w->sock, 0, sizeof(w->sock));
 	if (nr < 0)
 		return;   /* a thread of its own process, or no user task */

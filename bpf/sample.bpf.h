@@ -136,7 +136,8 @@ static __always_inline int on_wakeup(struct task_struct *p, bool btf)
 	struct task_struct *t = CAST(struct task_struct, p);
 	__u32 tgid = t->tgid;
 	__u8 kind = task_kind(tgid);
-	__u64 id = waking_from_timer() ? 0 : bpf_get_current_pid_tgid();
+	bool timer = waking_from_timer();
+	__u64 id = timer ? 0 : bpf_get_current_pid_tgid();
 	__u32 waker_tgid = id >> 32;
 	if (kind == KIND_NONE) {
 		if (!follow_peers || !t->mm || tgid == self_pid)
@@ -148,7 +149,7 @@ static __always_inline int on_wakeup(struct task_struct *p, bool btf)
 			/* Another process's wait, ended: by whom and how, for its
 			 * history (peers.bpf.h). */
 			struct task_struct *cur = bpf_get_current_task_btf();
-			long nr = -1;
+			long nr = timer ? WAKER_TIMER : -1;
 			if (id && waker_tgid != tgid && cur->mm)
 				nr = CAST(struct pt_regs, bpf_task_pt_regs(cur))->orig_ax;
 			wake_recent(p, id, nr);
@@ -177,7 +178,7 @@ static __always_inline int on_wakeup(struct task_struct *p, bool btf)
 	else
 		__builtin_memset(w->comm, 0, sizeof(w->comm));
 	__builtin_memset(&w->sock, 0, sizeof(w->sock));
-	w->sock.nr = -1;
+	w->sock.nr = timer ? WAKER_TIMER : -1;
 	if (!id || waker_tgid == tgid || waker_tgid == self_pid || !user_task(bpf_get_current_task_btf()))
 		return 0;
 	/* Another process woke it: from which side of a socket (not asked of a

@@ -21,6 +21,9 @@
 /* stack_id of an off-CPU interval that began before capture (attach): user
  * space took its stack and syscall from /proc when capture began. */
 #define STACK_BEFORE_CAPTURE -2
+/* waker_sock.nr of a wait the local timer ended: a timeout's or a sleep's
+ * end, an itimer's signal. No task woke it (event.WakerTimer). */
+#define WAKER_TIMER -2
 #define LAT_SLOTS 32    /* log2(ns) latency buckets */
 /* x86_64's page, the unit of pages dirtied and written back: event.PageSize
  * in Go (TestParityPageSize). vmlinux.h carries no macros. */
@@ -148,7 +151,7 @@ struct waker_sock {
 	__u16 lport;         /* inet: the waker's local and remote ports */
 	__u16 rport;
 	__u32 bound;         /* unix: the waker's socket has an address (a server's side) */
-	__s32 nr;            /* the waker's syscall (kill: a signal woke it), -1 none */
+	__s32 nr;            /* the waker's syscall (kill: a signal woke it), -1 none, WAKER_TIMER */
 	__u32 end;           /* TCP: 1 the waker's end connected, 2 it was accepted, 0 not seen */
 };
 

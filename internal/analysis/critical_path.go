@@ -304,15 +304,19 @@ func (w *pathWalker) wait(th *pathThread, iv *pathInterval, a, b uint64, depth i
 		waker = w.reach(iv.wakerPID, iv.wakerTID)
 	}
 	traced := waker != nil && iv.wakerTID != th.tid
-	// An outside process waiting for work (a backend idle in a transaction,
-	// awaiting its client's next statement) is where the chain ends: its
-	// client's doings are no part of the target's wait.
-	idleOutsider := th.outside && iv.forWork
+	// An outside process, or one hopped into, waiting for work (a backend
+	// idle in a transaction, awaiting its client's next statement) is where
+	// the chain ends: its client's doings are no part of the target's wait.
+	idleOutsider := (th.outside || w.hop != nil && th.pid == w.hop.pid) && iv.forWork
 	if traced && followed[iv.reason] && depth < maxPathDepth && waker.walking == 0 && !idleOutsider {
 		w.link(th, waker, iv.reason, iv.object, a, b, depth)
-		if waker.outside && waker.pid != th.pid {
+		if waker.pid != th.pid && (waker.outside || iv.reason == string(event.ReasonLock)) {
 			// Into another process: what it did meanwhile is the path,
-			// and where it was itself idle the wait stays this hop's.
+			// and where it was itself idle the wait stays this hop's. A
+			// lock's holder is such a process from every root, the
+			// target's own too (one backend behind another's row lock,
+			// recorded from the postmaster): asleep while it held the
+			// lock, it kept the waiter waiting on the lock.
 			saved := w.hop
 			w.hop = &pathHop{reason: iv.reason, object: iv.object, pid: waker.pid, comm: waker.comm, waiter: th.tid}
 			if saved != nil {
@@ -424,7 +428,10 @@ func (w *pathWalker) add(th *pathThread, reason string, a, b uint64, info *pathS
 		}
 	}
 	if th.outside {
-		w.outsideSegment(&seg)
+		seg.Role = roleOutside
+	}
+	if w.hop != nil && (th.outside || th.pid == w.hop.pid) {
+		w.hopSegment(&seg)
 	}
 	if n := len(w.segs); n > 0 {
 		last := &w.segs[n-1]

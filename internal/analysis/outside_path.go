@@ -33,13 +33,9 @@ type pathHop struct {
 // the waiter, so the waiter's wait is said plainly.
 var idleOutside = map[string]bool{string(event.ReasonIdle): true, string(event.ReasonSleep): true}
 
-// outsideSegment words a segment of an outside thread: role outside, and its
-// idle stretches as the hop's wait, blocked by it.
-func (w *pathWalker) outsideSegment(seg *PathSegment) {
-	seg.Role = roleOutside
-	if w.hop == nil {
-		return
-	}
+// hopSegment words a segment of the process the path hopped into: its idle
+// stretches are the hop's wait, blocked by it.
+func (w *pathWalker) hopSegment(seg *PathSegment) {
 	seg.waiter = w.hop.waiter
 	if !idleOutside[seg.Reason] {
 		return

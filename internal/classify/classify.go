@@ -136,6 +136,10 @@ var syncSyscalls = map[int32]bool{74: true, 75: true, 162: true, 306: true, 277:
 
 var pollSyscalls = map[int32]bool{7: true, 23: true, 232: true, 281: true, 441: true, 271: true, 270: true}
 
+// timedWaits wait on something with a timeout besides polls: futex,
+// semtimedop, rt_sigtimedwait.
+var timedWaits = map[int32]bool{202: true, 220: true, 128: true}
+
 // signalSyscalls send a signal: kill, tkill, tgkill, rt_sigqueueinfo,
 // rt_tgsigqueueinfo, pidfd_send_signal.
 var signalSyscalls = map[int32]bool{62: true, 200: true, 234: true, 129: true, 297: true, 424: true}
@@ -166,6 +170,13 @@ func Reason(in Input) event.Reason {
 				return r.reason
 			}
 		}
+	}
+	if in.WakerSyscall == event.WakerTimer && in.State == 'S' && (pollSyscalls[in.Syscall] || timedWaits[in.Syscall]) {
+		// A wait its own timeout ended slept: nobody it waited on ended it
+		// (pg_sleep and MariaDB's SLEEP() wait on a latch or a condition
+		// with a timeout). A run of polls that an answer ends at last is
+		// one wait on the answerer all the same (target_poll_runs).
+		return event.ReasonSleep
 	}
 	if signalSyscalls[in.WakerSyscall] && (pollSyscalls[in.Syscall] || in.Syscall == 128) {
 		return event.ReasonLock

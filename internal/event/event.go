@@ -113,7 +113,8 @@ type OffCPU struct {
 	WakerFile FileRef
 	WakerSide Side
 	// WakerSyscall is the syscall another process was in when it woke the
-	// thread (kill: it signalled it), -1 none seen.
+	// thread (kill: it signalled it), -1 none seen, WakerTimer when the
+	// timer ended the wait.
 	WakerSyscall int32
 	// Waits is how many waits the record sums: more than one for a run of
 	// short waits alike (the default level's, bpf/sched.bpf.h), whose Off and
@@ -127,6 +128,11 @@ type OffCPU struct {
 	// work; Runq is 0 then.
 	Quota bool
 }
+
+// WakerTimer is the WakerSyscall of a wait that the local timer ended, not
+// a task: a timeout's end (a poll's, a futex's), a sleep's, an itimer's
+// signal (WAKER_TIMER in bpf/whyslow.h). Recordings made before it say -1.
+const WakerTimer int32 = -2
 
 // Side is the end of a conversation a process spoke from.
 type Side uint8

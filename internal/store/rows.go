@@ -145,6 +145,14 @@ func syscallNr(nr int32) int16 {
 	return int16(nr)
 }
 
+// wakerNr is syscallNr for a waker's syscall, which can also be the timer.
+func wakerNr(nr int32) int16 {
+	if nr == event.WakerTimer {
+		return int16(nr)
+	}
+	return syscallNr(nr)
+}
+
 func (w *Writer) comm(h *event.Header) string {
 	if h.Comm != "" {
 		if w.comms[h.TID] != h.Comm { // a map write per event only when the name changes
@@ -214,7 +222,7 @@ func (w *Writer) append(ev event.Event) error {
 		return t.offcpuRaw.row().u64(e.Time).u64(e.Time - e.Off).u64(e.Off).u64(e.Runq).u32(e.PID).u32(e.TID).u32(cid).u8(e.State).
 			i32(e.StackID).i16(syscallNr(e.Syscall)).u32(e.WakerPID).u32(e.WakerTID).u32(wid).
 			bool(e.Outside).u8(uint8(e.WakerSide)).u32(e.WakerFile.Dev).u64(e.WakerFile.Ino).u32(e.WakerFile.Gen).
-			u8(uint8(e.FileKind)).u8(uint8(e.WakerFile.Kind)).i16(syscallNr(e.WakerSyscall)).
+			u8(uint8(e.FileKind)).u8(uint8(e.WakerFile.Kind)).i16(wakerNr(e.WakerSyscall)).
 			u32(waits).u64(first).u64(longest).bool(e.Quota).end()
 	case *event.Block:
 		cid, err := w.namedCommID(e.TID, e.Comm)
