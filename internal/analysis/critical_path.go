@@ -353,17 +353,22 @@ type pathSegmentInfo struct {
 	by     *pathInterval
 }
 
-// busiest is the thread of the sleeper's side, off the walk's stack, that
-// worked most in [a, b] (on CPU or waiting for a CPU, the disk or the
-// network: not sleeping, not waiting on locks, children or work), if it
-// worked at least a quarter of that time. The sleeper's side is the target
-// for a target's thread, and its own process for an outside one: a server
-// asleep in its handler is not polling on the work of its client's threads.
+// busiest is the target's thread, off the walk's stack, that worked most in
+// [a, b] (on CPU or waiting for a CPU, the disk or the network: not
+// sleeping, not waiting on locks, children or work), if it worked at least a
+// quarter of that time, for a sleeping thread of the target. An outside
+// process's sleep has none: it is not polling on the work of the target's
+// threads (a server asleep in its handler while its Go client's runtime
+// threads spin), and its own threads' waits are known only in part (peers'
+// history), so a thread of it seen in no wait is not known to be busy.
 func (w *pathWalker) busiest(sleeper *pathThread, a, b uint64) *pathThread {
+	if sleeper.outside {
+		return nil
+	}
 	var best *pathThread
 	var bestBusy uint64
 	for th := range w.lives().alive(a, b) {
-		if th == sleeper || th.walking > 0 || th.outside != sleeper.outside || th.outside && th.pid != sleeper.pid {
+		if th == sleeper || th.walking > 0 || th.outside {
 			continue
 		}
 		busy, alive := th.busyIn(a, b)

@@ -76,8 +76,8 @@ func (x *Explanation) pathHolder(reason string) (th *ThreadTime, object string, 
 			continue
 		}
 		all += s.DurS
-		if s.Role == roleOutside && s.waiter != 0 {
-			perTID[s.waiter] += s.DurS // the target's thread that waited on it
+		if s.waiter != 0 {
+			perTID[s.waiter] += s.DurS // the target's thread that waited on the process hopped into
 		} else {
 			perTID[s.TID] += s.DurS
 		}

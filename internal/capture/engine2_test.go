@@ -370,7 +370,9 @@ func busyDisk(t *testing.T, dir string) {
 		"--direct=1", "--output=/dev/null").CombinedOutput(); err != nil {
 		t.Fatalf("laying out %s: %v: %s", file, err, out)
 	}
-	cmd := exec.Command("fio", "--name=busy", "--filename="+file, "--size=64m", "--rw=randread", "--bs=4k",
+	// --thread: the job is a thread of the process killed at cleanup, not a
+	// child that outlived it, reading on for two minutes under the next tests
+	cmd := exec.Command("fio", "--name=busy", "--filename="+file, "--size=64m", "--rw=randread", "--bs=4k", "--thread",
 		"--direct=1", "--ioengine=libaio", "--iodepth=32", "--time_based", "--runtime=120", "--output=/dev/null")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
