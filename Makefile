@@ -36,7 +36,9 @@ build:
 # The release artefacts, from the commit checked out: dist/whyslow_<version>_amd64.deb
 # and dist/whyslow-<version>-linux-amd64.tar.gz (the same tree), with
 # dist/SHA256SUMS. The binary is stripped and built with -trimpath; the man
-# pages and completions are generated from the commands (packaging/gendocs);
+# pages and completions are generated from the commands (packaging/gendocs),
+# the licence notices of Go, the Go modules and DuckDB's libraries linked into
+# the binary from its build info and the module cache (packaging/notices);
 # nfpm packs them (packaging/pack, a module of its own) with the units,
 # licence and docs that packaging/nfpm.yaml lists. Every time in them is the
 # commit's: two runs give the same bytes. Needs dpkg-shlibdeps (dpkg-dev),
@@ -47,6 +49,7 @@ dist:
 	rm -rf dist
 	$(GO) build -trimpath -ldflags "-s -w -buildid= $(LDFLAGS)" -o $(DIST_STAGE)/usr/bin/whyslow ./cmd/whyslow
 	$(GO) run -trimpath ./packaging/gendocs -root $(DIST_STAGE) -version $(VERSION)
+	$(GO) run -trimpath ./packaging/notices -bin $(DIST_STAGE)/usr/bin/whyslow -o $(DIST_STAGE)/usr/share/doc/whyslow/THIRD-PARTY-NOTICES
 	cd packaging/pack && $(GO) build -trimpath -o $(CURDIR)/$(BIN)/whyslow-pack .
 	$(BIN)/whyslow-pack -config packaging/nfpm.yaml -stage $(DIST_STAGE) -version $(VERSION) -out dist
 	rm -rf $(DIST_STAGE)
