@@ -49,7 +49,7 @@ dist:
 	rm -rf dist
 	$(GO) build -trimpath -ldflags "-s -w -buildid= $(LDFLAGS)" -o $(DIST_STAGE)/usr/bin/whyslow ./cmd/whyslow
 	$(GO) run -trimpath ./packaging/gendocs -root $(DIST_STAGE) -version $(VERSION)
-	$(GO) run -trimpath ./packaging/notices -bin $(DIST_STAGE)/usr/bin/whyslow -o $(DIST_STAGE)/usr/share/doc/whyslow/THIRD-PARTY-NOTICES
+	$(GO) run -trimpath ./packaging/notices -go $(GO) -bin $(DIST_STAGE)/usr/bin/whyslow -o $(DIST_STAGE)/usr/share/doc/whyslow/THIRD-PARTY-NOTICES
 	cd packaging/pack && $(GO) build -trimpath -o $(CURDIR)/$(BIN)/whyslow-pack .
 	$(BIN)/whyslow-pack -config packaging/nfpm.yaml -stage $(DIST_STAGE) -version $(VERSION) -out dist
 	rm -rf $(DIST_STAGE)

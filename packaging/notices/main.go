@@ -36,10 +36,15 @@ import (
 // duckdbModule is the module whose static library is DuckDB.
 const duckdbModule = "github.com/duckdb/duckdb-go-bindings"
 
+// goCmd is the go command that built the binary: its GOROOT holds Go's
+// licence, its module cache the modules'.
+var goCmd = "go"
+
 func main() {
 	bin := flag.String("bin", "", "the whyslow binary the notices are for")
 	duckdb := flag.String("duckdb", "packaging/notices/duckdb", "the notices of the libraries inside DuckDB")
 	out := flag.String("o", "", "the file to write")
+	flag.StringVar(&goCmd, "go", "go", "the go command that built the binary")
 	flag.Parse()
 	if err := run(*bin, *duckdb, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "notices:", err)
@@ -120,7 +125,7 @@ func licenceFiles(dir string) ([]file, error) {
 // every Go binary holds. The toolchain at hand must be the one that built
 // the binary.
 func goNotices(version string) ([]part, error) {
-	out, err := exec.Command("go", "env", "GOROOT", "GOVERSION").Output()
+	out, err := exec.Command(goCmd, "env", "GOROOT", "GOVERSION").Output()
 	if err != nil {
 		return nil, fmt.Errorf("go env: %w", err)
 	}
@@ -153,7 +158,7 @@ func moduleNotices(deps []*debug.Module) ([]part, error) {
 		}
 		args = append(args, m.Path+"@"+m.Version)
 	}
-	out, err := exec.Command("go", args...).Output()
+	out, err := exec.Command(goCmd, args...).Output()
 	if err != nil {
 		var exit *exec.ExitError
 		if errors.As(err, &exit) {
