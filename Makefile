@@ -1,4 +1,5 @@
 # whyslow: `make demo` sets up, builds and shows whyslow on the seed cases;
+# `make check` runs the fast tier (no root: vet and the unprivileged tests);
 # `make test` runs every test (as root: they load BPF and make slow disks).
 
 GO      ?= go
@@ -18,7 +19,7 @@ CLI        := github.com/whyslow/whyslow/internal/cli
 LDFLAGS := -X $(CLI).Version=$(VERSION) -X $(CLI).Commit=$(COMMIT) -X $(CLI).BuildDate=$(BUILD_DATE) \
 	-extldflags=-Wl,--exclude-libs,ALL
 
-.PHONY: all deps build dist generate vmlinux check-generated check-sources check-mod test demo bench fuzz clean
+.PHONY: all deps build dist generate vmlinux check-generated check-mod check-fmt check test demo bench fuzz clean
 
 all: build
 
@@ -35,7 +36,9 @@ build:
 # The release artefacts, from the commit checked out: dist/whyslow_<version>_amd64.deb
 # and dist/whyslow-<version>-linux-amd64.tar.gz (the same tree), with
 # dist/SHA256SUMS. The binary is stripped and built with -trimpath; the man
-# pages and completions are generated from the commands (packaging/gendocs);
+# pages and completions are generated from the commands (packaging/gendocs),
+# the licence notices of Go, the Go modules and DuckDB's libraries linked into
+# the binary from its build info and the module cache (packaging/notices);
 # nfpm packs them (packaging/pack, a module of its own) with the units,
 # licence and docs that packaging/nfpm.yaml lists. Every time in them is the
 # commit's: two runs give the same bytes. Needs dpkg-shlibdeps (dpkg-dev),
@@ -46,6 +49,7 @@ dist:
 	rm -rf dist
 	$(GO) build -trimpath -ldflags "-s -w -buildid= $(LDFLAGS)" -o $(DIST_STAGE)/usr/bin/whyslow ./cmd/whyslow
 	$(GO) run -trimpath ./packaging/gendocs -root $(DIST_STAGE) -version $(VERSION)
+	$(GO) run -trimpath ./packaging/notices -go $(GO) -bin $(DIST_STAGE)/usr/bin/whyslow -o $(DIST_STAGE)/usr/share/doc/whyslow/THIRD-PARTY-NOTICES
 	cd packaging/pack && $(GO) build -trimpath -o $(CURDIR)/$(BIN)/whyslow-pack .
 	$(BIN)/whyslow-pack -config packaging/nfpm.yaml -stage $(DIST_STAGE) -version $(VERSION) -out dist
 	rm -rf $(DIST_STAGE)
@@ -78,10 +82,25 @@ check-mod:
 	@cd packaging/pack && $(GO) mod tidy -diff >/dev/null || { \
 		echo "packaging/pack/go.mod/go.sum are not tidy: run 'go mod tidy' there and commit" >&2; exit 1; }
 
+# Fails when a Go file is not as gofmt writes it.
+check-fmt:
+	@files=$$(gofmt -l .); [ -z "$$files" ] || { \
+		echo "not gofmt'd (run gofmt -w on them and commit):" >&2; echo "$$files" >&2; exit 1; }
+
+# The fast tier, for any user, root or not, CI or not: vet, formatting, a tidy
+# go.mod, and every test that needs neither root nor BPF (decoders, store,
+# analyses and the golden stories of internal/cli on recordings built by
+# storetest, the HTML report in Chromium). -short makes every privileged test
+# skip (harness.RequireRoot): it changes nothing on the machine, so it needs
+# no lock and runs packages in parallel. `make test` runs everything.
+check: check-fmt check-mod
+	$(GO) vet ./...
+	$(GO) test -short -count=1 ./...
+
 # -p 1: tests that change machine-wide state (dirty limits, throttles, loop
 # devices) must not run at the same time as each other. The digest of the BPF
 # sources is checked by a test (internal/capture), with no clang needed.
-test: deps build check-mod
+test: deps build check-fmt check-mod
 	$(GO) vet ./...
 	$(GO) test -p 1 -count=1 -timeout 30m ./...
 

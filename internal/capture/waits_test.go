@@ -92,6 +92,7 @@ while time.time() < end:
 // spinning one, both on CPU 0, makes thousands of them a second. The
 // sampler takes one a tick: no more samples on CPU 0 than jiffies passed.
 func TestSamplesOncePerTick(t *testing.T) {
+	requirePrivileges(t) // before jiffies: /proc/timer_list is root's
 	script := `
 import os, threading, time
 os.sched_setaffinity(0, {0})

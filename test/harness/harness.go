@@ -4,6 +4,7 @@
 package harness
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -37,8 +38,16 @@ func Build() (string, error) {
 	return dir, nil
 }
 
-// Main builds the binaries, runs the tests, and removes the binaries.
+// Main builds the binaries, runs the tests, and removes the binaries. Under
+// -short it builds nothing: every test that runs the binaries needs root,
+// and the fast tier skips them all (RequireRoot).
 func Main(m *testing.M, bin *string) {
+	flag.Parse()
+	if testing.Short() {
+		code := m.Run()
+		ReportSkipped()
+		os.Exit(code)
+	}
 	dir, err := Build()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -63,8 +72,12 @@ func ReportSkipped() {
 	if n == 0 {
 		return
 	}
-	msg := fmt.Sprintf("%s: %d tests skipped: they need root (as root they run; with CI set they fail instead)\n",
-		strings.TrimSuffix(filepath.Base(os.Args[0]), ".test"), n)
+	why := "they need root (as root they run; with CI set they fail instead)"
+	if testing.Short() {
+		why = "they need root, and -short (make check) leaves them to make test"
+	}
+	msg := fmt.Sprintf("%s: %d tests skipped: %s\n",
+		strings.TrimSuffix(filepath.Base(os.Args[0]), ".test"), n, why)
 	fmt.Print(msg)
 	if testing.Verbose() {
 		return // the line above is shown
@@ -75,10 +88,20 @@ func ReportSkipped() {
 	}
 }
 
-// RequireRoot skips without root, except in CI, where it fails: CI machines
-// have root, so a missing capability there is a broken machine, not a reason to skip.
+// RequireRoot marks a privileged test: one that loads BPF or changes the
+// machine (loop devices, throttles, sysctls, cgroups, packages). Without root
+// it skips, except in CI, where it fails: CI machines have root, so a missing
+// capability there is a broken machine, not a reason to skip.
+//
+// Under -short (`make check`, the fast tier) it skips whoever runs it, root or
+// not, CI or not: that tier leaves every privileged test to `make test` by
+// design, so it runs the same tests everywhere and needs no lock.
 func RequireRoot(t testing.TB) {
 	t.Helper()
+	if testing.Short() {
+		skipped.Add(1)
+		t.Skip("this test needs root: make test runs it, make check (-short) does not")
+	}
 	if os.Geteuid() == 0 {
 		return
 	}
