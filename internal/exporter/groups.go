@@ -43,9 +43,22 @@ func (l *labels) update(activity map[string]float64) (dropped []string) {
 	for k := range l.labeled {
 		l.labeled[k]++
 	}
-	candidates := make([]string, 0, len(l.score))
+	// Once every label is taken, only a key that beats the quietest label
+	// can take one, and the bar only rises as keys take over: the others
+	// are not sorted. Under process churn they are thousands of names each
+	// frame (a sort of them all was most of the exporter's CPU).
+	bar := 0.0
+	if len(l.labeled) >= l.n {
+		q, ok := l.quietest()
+		if !ok {
+			l.forgetQuiet()
+			return nil
+		}
+		bar = takeOver * l.score[q]
+	}
+	candidates := make([]string, 0, 16)
 	for k, s := range l.score {
-		if _, ok := l.labeled[k]; !ok && s > 0 {
+		if _, ok := l.labeled[k]; !ok && s > 0 && s > bar {
 			candidates = append(candidates, k)
 		}
 	}
