@@ -43,6 +43,12 @@ func TestReason(t *testing.T) {
 		{"a kill ending a read is no lock", Input{State: 'S', Syscall: 0, FileKind: event.KindPipe, WakerSyscall: 62}, event.ReasonIPC},
 		{"semop", Input{State: 'S', Syscall: 65}, event.ReasonLock},
 		{"semtimedop", Input{State: 'S', Syscall: 220}, event.ReasonLock},
+		// a timed wait its own timeout ended slept, from every root (issue 42)
+		{"epoll ended by its timeout (pg_sleep)", Input{State: 'S', Syscall: 232, PollOnSockets: true, WakerSyscall: event.WakerTimer}, event.ReasonSleep},
+		{"futex ended by its timeout (SLEEP())", Input{State: 'S', Syscall: 202, WakerSyscall: event.WakerTimer}, event.ReasonSleep},
+		{"futex ended by a thread", Input{State: 'S', Syscall: 202, WakerSyscall: -1}, event.ReasonLock},
+		{"a read ended by the timer is still the pipe's", Input{State: 'S', Syscall: 0, FileKind: event.KindPipe, WakerSyscall: event.WakerTimer}, event.ReasonIPC},
+		{"an uninterruptible wait the timer ended", Input{State: 'D', Syscall: 202, WakerSyscall: event.WakerTimer}, event.ReasonLock},
 	} {
 		if got := Reason(tc.in); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)

@@ -141,6 +141,37 @@ var waitSyscalls = map[int32]string{
 	56: "clone", 57: "fork", 58: "vfork", 59: "execve", 60: "exit", 76: "truncate",
 	82: "rename", 83: "mkdir", 217: "getdents64", 231: "exit_group", 262: "newfstatat",
 	316: "renameat2", 332: "statx", 435: "clone3",
+	65: "semop", 220: "semtimedop",
+	// a waker's: it signalled the thread it woke
+	62: "kill", 200: "tkill", 234: "tgkill", 129: "rt_sigqueueinfo", 297: "rt_tgsigqueueinfo", 424: "pidfd_send_signal",
+}
+
+// SyscallNr is the x86_64 number of a syscall whyslow names (traced, or one
+// the classifier recognises), false for another.
+func SyscallNr(name string) (int32, bool) {
+	for nr, s := range syscalls {
+		if s.name == name {
+			return int32(nr), true
+		}
+	}
+	for nr, s := range waitSyscalls {
+		if s == name {
+			return nr, true
+		}
+	}
+	return -1, false
+}
+
+// SyscallsOfClass lists the numbers of the traced syscalls of class c.
+func SyscallsOfClass(c Class) []int32 {
+	var out []int32
+	for nr, s := range syscalls {
+		if s.class == c {
+			out = append(out, int32(nr))
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // SyscallName names a traced syscall, or a wait syscall, or "syscall_N".
