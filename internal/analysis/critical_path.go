@@ -118,6 +118,9 @@ type pathWalker struct {
 	win     window
 	reached map[uint32]bool
 	hop     *pathHop
+	// served: the request windows of each thread, when the walk explains
+	// requests (FindRequests), for the request being walked.
+	served *servedRequests
 	// live finds the threads alive in a span, for busiest (lives).
 	live  *liveIndex
 	begin uint64
@@ -307,21 +310,15 @@ func (w *pathWalker) wait(th *pathThread, iv *pathInterval, a, b uint64, depth i
 	// An outside process, or one hopped into, waiting for work (a backend
 	// idle in a transaction, awaiting its client's next statement) is where
 	// the chain ends: its client's doings are no part of the target's wait.
-	idleOutsider := (th.outside || w.hop != nil && th.pid == w.hop.pid) && iv.forWork
+	idleOutsider := w.hopped(th) && iv.forWork
 	if traced && followed[iv.reason] && depth < maxPathDepth && waker.walking == 0 && !idleOutsider {
 		w.link(th, waker, iv.reason, iv.object, a, b, depth)
-		if waker.pid != th.pid && (waker.outside || iv.reason == string(event.ReasonLock)) {
-			// Into another process: what it did meanwhile is the path,
-			// and where it was itself idle the wait stays this hop's. A
-			// lock's holder is such a process from every root, the
-			// target's own too (one backend behind another's row lock,
-			// recorded from the postmaster): asleep while it held the
-			// lock, it kept the waiter waiting on the lock.
+		if hop := w.hopInto(th, waker, iv, a, b); hop != nil {
+			// What the process or holder did meanwhile is the path, and
+			// where it was itself idle (asleep while it held the lock)
+			// the wait stays this hop's, blocked by it.
 			saved := w.hop
-			w.hop = &pathHop{reason: iv.reason, object: iv.object, pid: waker.pid, comm: waker.comm, waiter: th.tid}
-			if saved != nil {
-				w.hop.waiter = saved.waiter
-			}
+			w.hop = hop
 			defer func() { w.hop = saved }()
 		}
 		w.walk(waker.tid, a, b, depth+1)
@@ -435,7 +432,7 @@ func (w *pathWalker) add(th *pathThread, reason string, a, b uint64, info *pathS
 	if th.outside {
 		seg.Role = roleOutside
 	}
-	if w.hop != nil && (th.outside || th.pid == w.hop.pid) {
+	if w.hop != nil && w.hopped(th) {
 		w.hopSegment(&seg)
 	}
 	if n := len(w.segs); n > 0 {

@@ -21,12 +21,52 @@ import (
 // roleOutside marks segments and links of a process outside the target.
 const roleOutside = "outside"
 
-// pathHop is the hand-off into the outside process being walked.
+// pathHop is the hand-off into the outside process being walked, or into
+// the lock holder.
 type pathHop struct {
 	reason, object string
 	pid            uint32
-	comm           string
-	waiter         uint32 // the target's thread that waited, at the first hop
+	// tid: the hop is into this one thread of the waiter's own process (a
+	// lock holder serving another request), 0 into the whole process pid
+	tid    uint32
+	comm   string
+	waiter uint32 // the target's thread that waited, at the first hop
+}
+
+// hopped says whether th is a thread of what the path hopped into.
+func (w *pathWalker) hopped(th *pathThread) bool {
+	switch {
+	case th.outside:
+		return true
+	case w.hop == nil:
+		return false
+	case w.hop.tid != 0:
+		return th.tid == w.hop.tid
+	}
+	return th.pid == w.hop.pid
+}
+
+// hopInto is the hop the path makes following th's wait iv on waker over
+// [a, b], or nil when the waker's time is the waiter's own. Into another
+// process the path hops when that process is outside the target, or holds
+// a lock the waiter waited on (from every root: one backend behind
+// another's row lock, recorded from the postmaster). Into a thread of the
+// waiter's own process it hops when that thread held the lock while serving
+// another request (w.served: MariaDB's sessions are threads of one process).
+func (w *pathWalker) hopInto(th, waker *pathThread, iv *pathInterval, a, b uint64) *pathHop {
+	lock := iv.reason == string(event.ReasonLock)
+	h := &pathHop{reason: iv.reason, object: iv.object, pid: waker.pid, comm: waker.comm, waiter: th.tid}
+	switch {
+	case waker.pid != th.pid && (waker.outside || lock):
+	case lock && waker.pid == th.pid && w.served != nil && w.served.another(waker.tid, a, b):
+		h.tid = waker.tid
+	default:
+		return nil
+	}
+	if w.hop != nil {
+		h.waiter = w.hop.waiter
+	}
+	return h
 }
 
 // idleOutside: what an outside process does that is no work of its own for

@@ -200,10 +200,12 @@ func FindRequests(s *Source, opts RequestOptions) (*Requests, error) {
 		return nil, err
 	}
 	loops := eventLoopsOf(calls, reqs)
+	w.served = servedBy(reqs)
 	for _, r := range reqs {
 		if w.threads[r.TID] == nil {
 			w.threads[r.TID] = &pathThread{pid: r.conn.pid, tid: r.TID, comm: r.Comm}
 		}
+		w.served.cur = r.conn
 		w.begin, w.segs, w.links = r.begin, nil, nil
 		w.walk(r.TID, r.begin, r.end, 0)
 		r.path = w.result()
@@ -303,4 +305,37 @@ func cutRequests(calls []socketCall) (reqs []*request, clients map[connKey]bool)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].begin < out[j].begin })
 	return out, clients
+}
+
+// servedRequests is the requests each thread answered, by their begin, and
+// the connection of the request being walked: a lock held by a thread while
+// it served another connection's request is that session's (hopInto).
+type servedRequests struct {
+	by  map[uint32][]*request
+	cur connKey
+}
+
+func servedBy(reqs []*request) *servedRequests {
+	s := &servedRequests{by: map[uint32][]*request{}}
+	for _, r := range reqs {
+		s.by[r.TID] = append(s.by[r.TID], r)
+	}
+	for _, list := range s.by { // arrivals can move a begin before the last one's
+		sort.Slice(list, func(i, j int) bool { return list[i].begin < list[j].begin })
+	}
+	return s
+}
+
+// another says whether thread tid served a request of another connection
+// than the one walked during [a, b].
+func (s *servedRequests) another(tid uint32, a, b uint64) bool {
+	for _, r := range s.by[tid] {
+		if r.begin >= b {
+			break
+		}
+		if r.end > a && r.conn != s.cur {
+			return true
+		}
+	}
+	return false
 }
