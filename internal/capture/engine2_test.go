@@ -292,8 +292,8 @@ func TestIOUringDirectBlockFile(t *testing.T) {
 					}
 					switch {
 					case anon > 0 || elsewhere > 0 || onFile < size*7/8:
-						t.Errorf("fio's block %ss: %d bytes charged to its file (want %d), %d requests on its sectors charged elsewhere, %d to an anon inode; bytes by issuer and file: %v",
-							op, onFile, size, elsewhere, anon, charged)
+						t.Errorf("fio's block %ss: %d bytes charged to its file (want %d), %d requests on its sectors charged elsewhere, %d to an anon inode; bytes by issuer and file: %v; lost: %v",
+							op, onFile, size, elsewhere, anon, charged, c.lost)
 					case byIssuer < onFile/2:
 						t.Errorf("%s issued %d bytes of %d: the mode is not what it says; bytes by issuer and file: %v", m.issuer, byIssuer, onFile, charged)
 					}
