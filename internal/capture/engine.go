@@ -133,19 +133,22 @@ const LiveDescribedFiles = 16384
 
 // Engine is a loaded and attached set of programs.
 type Engine struct {
-	opts     Options
-	coll     *ebpf.Collection // the programs, chosen by name (attach)
-	maps     whyslowMaps
-	links    []link.Link
-	events   *ring
-	meta     *ring
-	callMaps []*ebpf.Map // the rings of calls, one per CPU (per-call hooks only)
-	calls    []*ring
-	flavour  string
-	missing  []string // tracepoints that could not be attached
-	resolver *resolver
-	cpuSeen  cpuAccount // on-CPU ns already reported, per thread
-	existing existing   // threads found waiting at attach
+	opts  Options
+	coll  *ebpf.Collection // the programs, chosen by name (attach)
+	maps  whyslowMaps
+	links []link.Link
+	// detachOnce: the links are closed once, when Run's context ends or
+	// at Close
+	detachOnce sync.Once
+	events     *ring
+	meta       *ring
+	callMaps   []*ebpf.Map // the rings of calls, one per CPU (per-call hooks only)
+	calls      []*ring
+	flavour    string
+	missing    []string // tracepoints that could not be attached
+	resolver   *resolver
+	cpuSeen    cpuAccount // on-CPU ns already reported, per thread
+	existing   existing   // threads found waiting at attach
 	// targetDirtied: a drain saw pages the target dirtied.
 	targetDirtied atomic.Bool
 	// ownStacks: the frames of stacks sent whole (ownStack), by id.
@@ -557,19 +560,26 @@ func (e *Engine) AddTarget(pid uint32) error {
 	return nil
 }
 
+// detach closes the programs' links: nothing is written to the rings or
+// the maps after it. Detaching waits for RCU grace periods, as attaching
+// does: all at once. Run detaches when its context ends, Close if Run did not.
+func (e *Engine) detach() {
+	e.detachOnce.Do(func() {
+		var wg sync.WaitGroup
+		for _, l := range e.links {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				l.Close()
+			}()
+		}
+		wg.Wait()
+	})
+}
+
 // Close detaches everything and frees the maps. Closing twice is harmless.
 func (e *Engine) Close() error {
-	// Detaching waits for RCU grace periods, as attaching does: all at once.
-	var wg sync.WaitGroup
-	for _, l := range e.links {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			l.Close()
-		}()
-	}
-	wg.Wait()
-	e.links = nil
+	e.detach()
 	if e.events != nil {
 		e.events.close()
 		e.events = nil

@@ -21,9 +21,25 @@ const (
 )
 
 // Run reads both ring buffers and drains the in-kernel aggregates every second,
-// handing events to sink until ctx is done; then it reads what is left and
-// returns. Off-CPU intervals still open at the end are closed at that moment.
+// handing events to sink until ctx is done; then it detaches the programs,
+// reads what is left and returns. Off-CPU intervals still open at the end are
+// closed at that moment.
 func (e *Engine) Run(ctx context.Context, sink Sink) error {
+	// The rings are read to their end only once the programs are detached:
+	// a record written after the last read was lost (a thread's wait that
+	// ended as its process exited, a run of short waits sent at its death),
+	// and a thread whose last wait is missing looks busy all along.
+	parent := ctx
+	ctx, stopReading := context.WithCancel(context.Background())
+	defer stopReading()
+	go func() {
+		select {
+		case <-parent.Done():
+			e.detach()
+			stopReading()
+		case <-ctx.Done():
+		}
+	}()
 	out := make(chan []event.Event, 256) // about a million events of slack for bursts
 	st := newStacks(e.maps.Stacks, &e.ownStacks)
 	var wg sync.WaitGroup
