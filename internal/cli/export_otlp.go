@@ -30,6 +30,7 @@ type otlpFlags struct {
 	min      time.Duration
 	label    string
 	pid      uint
+	path     bool
 	timeout  time.Duration
 }
 
@@ -62,7 +63,8 @@ offset taken when it began. Details: docs/otlp.md.`,
 	f.StringArrayVar(&o.headers, "header", nil, "a header to send, NAME=VALUE (repeatable): an API key, a tenant")
 	f.DurationVar(&o.min, "min", 0, "only requests at least this slow")
 	f.StringVar(&o.label, "label", "", "only requests whose label matches this glob ('GET /api/*')")
-	f.UintVar(&o.pid, "pid", 0, "without requests: the process whose critical path to send (default: the recording's target)")
+	f.BoolVar(&o.path, "critical-path", false, "send the critical path of the target (or --pid), not the requests")
+	f.UintVar(&o.pid, "pid", 0, "the process whose critical path to send, without requests or with --critical-path (default: the recording's target)")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Second, "how long one request to the endpoint may take")
 	return cmd
 }
@@ -96,6 +98,10 @@ func exportOTLP(cmd *cobra.Command, rec string, o otlpFlags) error {
 	if err != nil {
 		return err
 	}
+	if traces.Spans() == 0 {
+		fmt.Fprintln(cmd.ErrOrStderr(), "no request to send: none passes --min and --label")
+		return nil
+	}
 	s := &otlp.Sender{URL: url, Headers: headers, Attempts: 3, Client: &http.Client{Timeout: o.timeout}}
 	sent, err := s.Send(context.Background(), traces.Data(), otlpBatch)
 	if err != nil {
@@ -108,21 +114,21 @@ func exportOTLP(cmd *cobra.Command, rec string, o otlpFlags) error {
 // addOTLPTraces adds the recording's requests, or its target's critical
 // path when it has none, and says which.
 func addOTLPTraces(traces *otlp.Traces, src *analysis.Source, o otlpFlags) (string, error) {
-	f := analysis.NoFilter()
-	f.Limit, f.Min = 0, o.min
-	r, err := analysis.FindRequests(src, analysis.RequestOptions{Filter: f, LabelGlob: o.label, Explained: otlpExplained})
-	switch {
-	case errors.Is(err, analysis.ErrNoSocketCalls):
-		r = &analysis.Requests{}
-	case err != nil:
-		return "", err
-	}
-	if r.Count > 0 || o.min > 0 || o.label != "" {
-		output.FillRequestSummaries(r)
-		for i := range r.Requests {
-			traces.AddRequest(&r.Requests[i])
+	if !o.path {
+		f := analysis.NoFilter()
+		f.Limit, f.Min = 0, o.min
+		r, err := analysis.FindRequests(src, analysis.RequestOptions{Filter: f, LabelGlob: o.label, Explained: otlpExplained})
+		if err != nil && !errors.Is(err, analysis.ErrNoSocketCalls) {
+			return "", err
 		}
-		return "request traces", nil
+		// Filters that leave no request send none, not the whole target.
+		if err == nil && (r.Count > 0 || o.min > 0 || o.label != "") {
+			output.FillRequestSummaries(r)
+			for i := range r.Requests {
+				traces.AddRequest(&r.Requests[i])
+			}
+			return "request traces", nil
+		}
 	}
 	pid := uint32(o.pid)
 	if pid == 0 {
