@@ -78,7 +78,7 @@ func (s *otlpSender) close() {
 	close(s.queue)
 	<-s.done
 	if n := s.dropped.Load(); n > 0 {
-		fmt.Fprintf(s.o.Log, "whyslow watch: %d incidents sent to %s, %d dropped\n", s.sent.Load(), format.Safe(s.o.OTLP), n)
+		fmt.Fprintf(s.o.Log, "whyslow watch: incidents sent to %s: %d; dropped: %d\n", format.Safe(s.o.OTLP), s.sent.Load(), n)
 	}
 }
 
