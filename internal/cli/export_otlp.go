@@ -104,8 +104,11 @@ func exportOTLP(cmd *cobra.Command, rec string, o otlpFlags) error {
 	}
 	s := &otlp.Sender{URL: url, Headers: headers, Attempts: 3, Client: &http.Client{Timeout: o.timeout}}
 	sent, err := s.Send(context.Background(), traces.Data(), otlpBatch)
+	if err != nil && sent > 0 {
+		return fmt.Errorf("%w (%d spans were sent before)", err, sent)
+	}
 	if err != nil {
-		return fmt.Errorf("%w (%d spans sent before)", err, sent)
+		return err
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "sent %d %s, %d spans, to %s\n", traces.Count(), what, sent, format.Safe(url))
 	return nil

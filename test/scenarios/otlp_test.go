@@ -273,6 +273,7 @@ func TestOTLPNginxFPM(t *testing.T) {
 			found = true
 		}
 	}
+	t.Logf("under the php-fpm worker:\n%s", strings.Join(tree, "\n"))
 	if !found {
 		t.Errorf("the stalled request's trace has no php-fpm worker span with a disk write of the session file blamed on sync or dd; under the worker:\n%s",
 			strings.Join(tree, "\n"))
