@@ -14,6 +14,7 @@ import (
 	"github.com/whyslow/whyslow/internal/export/otlp"
 	"github.com/whyslow/whyslow/internal/format"
 	"github.com/whyslow/whyslow/internal/output"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
 
 // otlpExplained is how many of the slowest requests an OTLP export gives
@@ -26,6 +27,7 @@ const otlpBatch = 2000
 
 type otlpFlags struct {
 	endpoint string
+	protocol string
 	headers  []string
 	min      time.Duration
 	label    string
@@ -38,20 +40,22 @@ func newExportOTLP() *cobra.Command {
 	var o otlpFlags
 	cmd := &cobra.Command{
 		Use:   "otlp FILE --endpoint URL",
-		Short: "Each request as an OpenTelemetry trace whose spans say why, sent over OTLP/HTTP",
+		Short: "Each request as an OpenTelemetry trace whose spans say why, sent over OTLP",
 		Long: `Sends the recording's requests (record --requests) to an OpenTelemetry endpoint
-(a Collector, Jaeger, Tempo) over OTLP/HTTP, as protobuf: one trace per
+(a Collector, Jaeger, Tempo) over OTLP/HTTP (protobuf) or OTLP/gRPC: one trace per
 request, a server span with the semantic conventions' attributes, and under
 it the request's critical path: queued, cpu, disk-write on FILE, lock held by
 a process, network wait on PEER, the hop into its upstream with the
 upstream's own spans. whyslow.* attributes give each span's reason and
 share, and the blame; spans link to the blamed processes. A request whose
 first bytes carry a W3C traceparent joins that trace. A recording without
-requests sends its target's critical path as one trace.
+requests (or with --critical-path) sends its target's critical path as one
+trace.
 
 Times are wall-clock times, converted from the recording's clock with the
 offset taken when it began. Details: docs/otlp.md.`,
 		Example: `  whyslow export otlp rec.db --endpoint http://localhost:4318
+  whyslow export otlp rec.db --endpoint http://localhost:4317 --protocol grpc
   whyslow export otlp rec.db --endpoint https://otlp.example.com --header "Authorization=Bearer $TOKEN" --min 100ms`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -59,8 +63,9 @@ offset taken when it began. Details: docs/otlp.md.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.endpoint, "endpoint", "", "the OTLP/HTTP endpoint: a base URL (http://localhost:4318; /v1/traces is added) or the traces URL")
-	f.StringArrayVar(&o.headers, "header", nil, "a header to send, NAME=VALUE (repeatable): an API key, a tenant")
+	f.StringVar(&o.endpoint, "endpoint", "", "the OTLP endpoint: http/protobuf, a base URL (http://localhost:4318; /v1/traces is added) or the traces URL; grpc, http://HOST:4317 or https://")
+	f.StringVar(&o.protocol, "protocol", "http/protobuf", "OTLP's transport: http/protobuf or grpc")
+	f.StringArrayVar(&o.headers, "header", nil, "a header (gRPC: metadata) to send, NAME=VALUE (repeatable): an API key, a tenant")
 	f.DurationVar(&o.min, "min", 0, "only requests at least this slow")
 	f.StringVar(&o.label, "label", "", "only requests whose label matches this glob ('GET /api/*')")
 	f.BoolVar(&o.path, "critical-path", false, "send the critical path of the target (or --pid), not the requests")
@@ -69,13 +74,34 @@ offset taken when it began. Details: docs/otlp.md.`,
 	return cmd
 }
 
+// otlpSend is a transport's sender: otlp.Sender or otlp.GRPCSender.
+type otlpSend interface {
+	Send(context.Context, *tracepb.TracesData, int) (int, error)
+	Close() error
+}
+
+// otlpSender reads --protocol and --endpoint: the sender, and the URL said.
+func otlpSender(o otlpFlags, headers map[string]string) (otlpSend, string, error) {
+	switch o.protocol {
+	case "http/protobuf", "http":
+		url, err := otlp.Endpoint(o.endpoint)
+		if err != nil {
+			return nil, "", withCode(ExitUsage, err)
+		}
+		return &otlp.Sender{URL: url, Headers: headers, Attempts: 3, Client: &http.Client{Timeout: o.timeout}}, url, nil
+	case "grpc":
+		target, secure, err := otlp.GRPCEndpoint(o.endpoint)
+		if err != nil {
+			return nil, "", withCode(ExitUsage, err)
+		}
+		return &otlp.GRPCSender{Target: target, Secure: secure, Headers: headers, Timeout: o.timeout, Attempts: 3}, o.endpoint + " (gRPC)", nil
+	}
+	return nil, "", usageErr("--protocol %q: http/protobuf or grpc", o.protocol)
+}
+
 func exportOTLP(cmd *cobra.Command, rec string, o otlpFlags) error {
 	if o.endpoint == "" {
 		return usageErr("export otlp needs --endpoint URL (e.g. http://localhost:4318)")
-	}
-	url, err := otlp.Endpoint(o.endpoint)
-	if err != nil {
-		return withCode(ExitUsage, err)
 	}
 	headers := map[string]string{}
 	for _, h := range o.headers {
@@ -88,6 +114,11 @@ func exportOTLP(cmd *cobra.Command, rec string, o otlpFlags) error {
 	if o.min < 0 || o.timeout <= 0 {
 		return usageErr("--min must be at least 0 and --timeout more than 0")
 	}
+	sender, url, err := otlpSender(o, headers)
+	if err != nil {
+		return err
+	}
+	defer sender.Close()
 	src, done, err := openSource(rec)
 	if err != nil {
 		return err
@@ -102,8 +133,7 @@ func exportOTLP(cmd *cobra.Command, rec string, o otlpFlags) error {
 		fmt.Fprintln(cmd.ErrOrStderr(), "no request to send: none passes --min and --label")
 		return nil
 	}
-	s := &otlp.Sender{URL: url, Headers: headers, Attempts: 3, Client: &http.Client{Timeout: o.timeout}}
-	sent, err := s.Send(context.Background(), traces.Data(), otlpBatch)
+	sent, err := sender.Send(context.Background(), traces.Data(), otlpBatch)
 	if err != nil && sent > 0 {
 		return fmt.Errorf("%w (%d spans were sent before)", err, sent)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/whyslow/whyslow/internal/slowdisk"
+	"github.com/whyslow/whyslow/internal/store/storetest"
 )
 
 // Requests as OpenTelemetry traces (issue 44): the nginx + PHP-FPM session
@@ -23,8 +24,8 @@ import (
 
 // jaeger is a Jaeger all-in-one (v2) on free ports with in-memory storage.
 type jaeger struct {
-	otlp, query string // the OTLP/HTTP base URL, the query service's
-	cmd         *exec.Cmd
+	otlp, grpc, query string // the OTLP/HTTP and OTLP/gRPC base URLs, the query service's
+	cmd               *exec.Cmd
 }
 
 // kill stops Jaeger now, as a crash would (the test's cleanup reaps it).
@@ -43,7 +44,7 @@ func startJaeger(t *testing.T) *jaeger {
 			t.Fatal("jaeger is needed (make deps installs it)")
 		}
 	}
-	otlpPort, queryPort, grpcPort := freePort(t), freePort(t), freePort(t)
+	otlpPort, otlpGRPCPort, queryPort, grpcPort := freePort(t), freePort(t), freePort(t), freePort(t)
 	conf := fmt.Sprintf(`service:
   extensions: [jaeger_storage, jaeger_query]
   pipelines:
@@ -74,16 +75,20 @@ receivers:
     protocols:
       http:
         endpoint: 127.0.0.1:%d
+      grpc:
+        endpoint: 127.0.0.1:%d
 exporters:
   jaeger_storage_exporter:
     trace_storage: mem
-`, queryPort, grpcPort, otlpPort)
+`, queryPort, grpcPort, otlpPort, otlpGRPCPort)
 	file := filepath.Join(t.TempDir(), "jaeger.yaml")
 	os.WriteFile(file, []byte(conf), 0o644)
 	cmd := startGroup(t, path, "--config", file)
 	waitPort(t, otlpPort)
 	waitPort(t, queryPort)
-	return &jaeger{otlp: fmt.Sprintf("http://127.0.0.1:%d", otlpPort), query: fmt.Sprintf("http://127.0.0.1:%d", queryPort), cmd: cmd}
+	waitPort(t, otlpGRPCPort)
+	return &jaeger{otlp: fmt.Sprintf("http://127.0.0.1:%d", otlpPort), grpc: fmt.Sprintf("http://127.0.0.1:%d", otlpGRPCPort),
+		query: fmt.Sprintf("http://127.0.0.1:%d", queryPort), cmd: cmd}
 }
 
 // jaegerSpan is a span as Jaeger's query API gives it: times in µs.
@@ -148,9 +153,9 @@ func (j *jaeger) traces(t *testing.T, path string) []jaegerTrace {
 }
 
 // exportOTLP runs whyslow export otlp and returns its stderr.
-func exportOTLP(t *testing.T, rec, endpoint string) string {
+func exportOTLP(t *testing.T, rec, endpoint string, args ...string) string {
 	t.Helper()
-	out, err := exec.Command(filepath.Join(bin, "whyslow"), "export", "otlp", rec, "--endpoint", endpoint).CombinedOutput()
+	out, err := exec.Command(filepath.Join(bin, "whyslow"), append([]string{"export", "otlp", rec, "--endpoint", endpoint}, args...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("export otlp: %v\n%s", err, out)
 	}
@@ -277,6 +282,62 @@ func TestOTLPNginxFPM(t *testing.T) {
 	if !found {
 		t.Errorf("the stalled request's trace has no php-fpm worker span with a disk write of the session file blamed on sync or dd; under the worker:\n%s",
 			strings.Join(tree, "\n"))
+	}
+}
+
+// TestOTLPGRPC: the slow-request story sent over OTLP/gRPC: its six
+// requests are in Jaeger, the slow one's fsync of the session file blamed on
+// sync and linked to the span of sync's own trace. (No root: the recording
+// is built, not captured.)
+func TestOTLPGRPC(t *testing.T) {
+	j := startJaeger(t)
+	var rec string
+	for _, s := range storetest.Stories {
+		if s.Name == "slow-request" {
+			rec = s.Record(t)
+		}
+	}
+	t.Log(exportOTLP(t, rec, j.grpc, "--protocol", "grpc"))
+	var traces []jaegerTrace
+	// The story's times are its own day's: a window from 0 to now holds them.
+	path := fmt.Sprintf("/api/traces?service=whyslow&limit=100&start=0&end=%d", time.Now().UnixMicro())
+	for try := 0; try < 50 && len(traces) < 8; try++ {
+		time.Sleep(100 * time.Millisecond)
+		traces = j.traces(t, path)
+	}
+	spans := map[string]jaegerSpan{}
+	var servers int
+	var vote, fsync jaegerSpan
+	for _, tr := range traces {
+		for _, s := range tr.Spans {
+			spans[s.TraceID+s.SpanID] = s
+			if s.tag("span.kind") == "server" {
+				servers++
+			}
+			if s.Name == "POST /vote/linux" {
+				vote = s
+			}
+			if strings.HasPrefix(s.Name, "sync on /srv/sessions/sess_42") {
+				fsync = s
+			}
+		}
+	}
+	// Six requests, and the traces of the two processes blamed (sync, tar).
+	if servers != 6 || len(traces) != 8 {
+		t.Fatalf("%d request traces, %d in all; want the story's 6, and sync's and tar's", servers, len(traces))
+	}
+	if vote.SpanID == "" || fsync.parent() != vote.SpanID || fsync.tag("whyslow.blame.comm") != "sync" || fsync.tag("whyslow.file") != "/srv/sessions/sess_42" {
+		t.Fatalf("the fsync span %+v under POST /vote/linux %q", fsync, vote.SpanID)
+	}
+	var linked bool
+	for _, r := range fsync.References {
+		if r.RefType == "FOLLOWS_FROM" {
+			s, ok := spans[r.TraceID+r.SpanID]
+			linked = linked || ok && s.Name == "sync (pid 4100)"
+		}
+	}
+	if !linked {
+		t.Errorf("the fsync span does not link to sync's own: %+v", fsync.References)
 	}
 }
 

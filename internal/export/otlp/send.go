@@ -48,6 +48,11 @@ type Sender struct {
 // many spans the endpoint accepted. A span the endpoint rejects (OTLP's
 // partial success) is an error: it is counted in its message.
 func (s *Sender) Send(ctx context.Context, d *tracepb.TracesData, maxSpans int) (int, error) {
+	return send(ctx, s.post, d, maxSpans)
+}
+
+// send delivers d in batches by post, which returns the spans rejected.
+func send(ctx context.Context, post func(context.Context, []byte) (int64, error), d *tracepb.TracesData, maxSpans int) (int, error) {
 	sent := 0
 	for _, batch := range Split(d, maxSpans) {
 		body, err := proto.Marshal(batch)
@@ -55,7 +60,7 @@ func (s *Sender) Send(ctx context.Context, d *tracepb.TracesData, maxSpans int) 
 			return sent, fmt.Errorf("encoding traces: %w", err)
 		}
 		n := spansIn(batch)
-		rejected, err := s.post(ctx, body)
+		rejected, err := post(ctx, body)
 		if err != nil {
 			return sent, err
 		}
@@ -65,6 +70,14 @@ func (s *Sender) Send(ctx context.Context, d *tracepb.TracesData, maxSpans int) 
 		}
 	}
 	return sent, nil
+}
+
+// Close lets the client's idle connections go.
+func (s *Sender) Close() error {
+	if s.Client != nil {
+		s.Client.CloseIdleConnections()
+	}
+	return nil
 }
 
 func (s *Sender) post(ctx context.Context, body []byte) (rejected int64, err error) {
