@@ -179,9 +179,21 @@ func TestOTLPNginxFPM(t *testing.T) {
 		"-H", "traceparent: "+tp, web.url).CombinedOutput(); err != nil {
 		t.Fatalf("curl with a traceparent: %v %s", err, out)
 	}
-	r, text, rec := stop()
+	_, text, rec := stop()
 	t.Logf("report requests:\n%s", text)
 	t.Log(exportOTLP(t, rec, j.otlp))
+	// Every request, not the 10 slowest report requests shows by default.
+	out, err := exec.Command(filepath.Join(bin, "whyslow"), "report", "requests", rec, "--json", "--limit", "1000").Output()
+	if err != nil {
+		t.Fatalf("report requests: %v", err)
+	}
+	var r proxyRequests
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Requests) != r.Count {
+		t.Fatalf("report requests --limit 1000 lists %d of %d requests", len(r.Requests), r.Count)
+	}
 
 	// Jaeger's writes are asynchronous: read until every trace is there.
 	var all []jaegerTrace
