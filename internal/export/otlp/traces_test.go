@@ -140,8 +140,8 @@ func TestRequestTraces(t *testing.T) {
 	if blamed == nil || !bytes.Equal(blamed.TraceId, fsync.Links[0].TraceId) || attr(blamed, "process.pid").GetIntValue() != 4100 {
 		t.Errorf("the link leads to %v, want the span of sync (pid 4100)", blamed)
 	}
-	if len(traces) != 6+len(tr.order) {
-		t.Errorf("%d trace ids, want 6 requests' and %d blamed processes'", len(traces), len(tr.order))
+	if len(traces) != 6+len(tr.blamedOrder) {
+		t.Errorf("%d trace ids, want 6 requests' and %d blamed processes'", len(traces), len(tr.blamedOrder))
 	}
 	// The same recording exported again gives the same ids.
 	again := New(RecordingOf(src, "test"))
