@@ -31,6 +31,20 @@ func (t *Traces) blame(b analysis.Blame, begin, end uint64) *tracepb.Span_Link {
 		Attributes: []*commonpb.KeyValue{str("whyslow.blame.activity", string(b.Activity)), f64("whyslow.blame.share", b.Share)}}
 }
 
+// blamedSpans are the blamed processes' spans, each its trace's one.
+func (t *Traces) blamedSpans() []*tracepb.Span {
+	var out []*tracepb.Span
+	for _, pid := range t.blamedOrder {
+		p := t.blamed[pid]
+		out = append(out, &tracepb.Span{TraceId: p.trace, SpanId: p.span, Name: fmt.Sprintf("%s (pid %d)", p.b.Comm, pid),
+			Kind: tracepb.Span_SPAN_KIND_INTERNAL, StartTimeUnixNano: t.wall(p.begin), EndTimeUnixNano: t.wall(p.end),
+			Flags: sampled | hasIsRemote, Attributes: []*commonpb.KeyValue{
+				i64("process.pid", int64(pid)), str("process.executable.name", p.b.Comm),
+				str("whyslow.blame.activity", string(p.b.Activity)), i64("whyslow.blamed_spans", int64(p.times))}})
+	}
+	return out
+}
+
 // blameAttrs are the whyslow.blame attributes of the verdict's blame.
 func blameAttrs(b *analysis.Blame) []*commonpb.KeyValue {
 	if b == nil {

@@ -8,6 +8,7 @@ package otlp
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/whyslow/whyslow/internal/analysis"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -171,16 +172,7 @@ func (b *builder) add(parentID []byte, name string, kind tracepb.Span_SpanKind, 
 // Data is the export as OTLP's TracesData (on the wire the same as an
 // ExportTraceServiceRequest), the blamed processes' spans last.
 func (t *Traces) Data() *tracepb.TracesData {
-	spans := t.spans
-	for _, pid := range t.blamedOrder {
-		p := t.blamed[pid]
-		spans = append(spans, &tracepb.Span{TraceId: p.trace, SpanId: p.span, Name: fmt.Sprintf("%s (pid %d)", p.b.Comm, pid),
-			Kind: tracepb.Span_SPAN_KIND_INTERNAL, StartTimeUnixNano: t.wall(p.begin), EndTimeUnixNano: t.wall(p.end),
-			Flags: sampled | hasIsRemote, Attributes: []*commonpb.KeyValue{
-				i64("process.pid", int64(pid)), str("process.executable.name", p.b.Comm),
-				str("whyslow.blame.activity", string(p.b.Activity)), i64("whyslow.blamed_spans", int64(p.times))}})
-	}
-	return t.wrap(spans)
+	return t.wrap(append(slices.Clip(t.spans), t.blamedSpans()...))
 }
 
 func (t *Traces) wrap(spans []*tracepb.Span) *tracepb.TracesData {
