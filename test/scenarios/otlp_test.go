@@ -379,8 +379,13 @@ func TestOTLPWatch(t *testing.T) {
 	if worst < 1200*time.Millisecond {
 		t.Fatalf("no request stalled past the trigger's 1s (client's worst %v): the scenario did not reproduce", worst)
 	}
-	waitIncidents(t, dir, 1, 60*time.Second, stop)
-	explained := time.Now() // its explanation is written
+	names := waitIncidents(t, dir, 1, 60*time.Second, stop)
+	// Explained when its text, the last of its explanations, was written.
+	fi, err := os.Stat(filepath.Join(dir, names[0]+".txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	explained := fi.ModTime()
 	var took time.Duration
 	for took == 0 && time.Since(explained) < 5*time.Second {
 		for _, tr := range j.traces(t, "/api/traces?service=whyslow&limit=100&lookback=1h") {
