@@ -35,7 +35,12 @@ type Explanation struct {
 	quota     *CPUQuota    // for the verdict (cgroup_limits.go)
 	memory    *MemoryLimit // for the verdict (cgroup_limits.go)
 	io        *IOLimit     // for the verdict (cgroup_limits.go)
+	win       window       // the target's time: Mono
 }
+
+// Mono is the explained window in the recording's clock (CLOCK_MONOTONIC
+// ns): the critical path's segments' BeginS count from its begin.
+func (x *Explanation) Mono() (begin, end uint64) { return x.win.begin, x.win.end }
 
 type TargetInfo struct {
 	Command  string   `json:"command"`
@@ -237,6 +242,7 @@ func Explain(s *Source, pid uint32) (*Explanation, error) {
 	}
 	win := s.lifeIn(pid, s.window())
 	x.WallS = float64(win.end-win.begin) / 1e9
+	x.win = win
 	if x.Target.Command == "" {
 		x.Target.Command = s.commOf(pid)
 	}

@@ -75,6 +75,9 @@ type RequestEntry struct {
 	SharedWith []SharedRequest `json:"shared_with,omitempty"`
 	// Timerange zooms into it: whyslow report log REC --timerange ...
 	Timerange string `json:"timerange"`
+	// TraceParent is the W3C traceparent header its first bytes carried
+	// (an HTTP request with one in its first PAYLOAD_LEN bytes), as sent.
+	TraceParent string `json:"traceparent,omitempty"`
 
 	begin, end uint64
 	conn       connKey
@@ -234,6 +237,14 @@ type request struct {
 	answered  bool
 	hops      []hop // its conversations on connections it opened (upstreams)
 }
+
+// Path is the request's critical path; its segments' BeginS count from the
+// request's begin.
+func (r *RequestEntry) Path() CriticalPath { return r.path }
+
+// Mono is the request's time in the recording's clock (CLOCK_MONOTONIC ns):
+// what Begin and DurationS are, before their conversion.
+func (r *RequestEntry) Mono() (begin, end uint64) { return r.begin, r.end }
 
 func (r *request) server() float64 { return float64(r.end-r.begin)/1e9 - r.ClientWaitS }
 

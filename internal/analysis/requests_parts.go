@@ -74,8 +74,9 @@ type labelKey struct {
 // firstBytes is what the kernel told of a request's first bytes: its label,
 // and when they reached the socket (TCP; 0 unknown).
 type firstBytes struct {
-	label   string
-	arrived uint64
+	label       string
+	arrived     uint64
+	traceParent string
 }
 
 // requestStarts reads the first bytes of each request, by connection and the
@@ -95,6 +96,7 @@ func (s *Source) requestStarts(pids []uint32, keepQuery bool) (map[labelKey]firs
 			return nil, err
 		}
 		f.label = requestLabel(data, keepQuery)
+		f.traceParent = traceParent(data)
 		out[k] = f
 	}
 	return out, rows.Err()
@@ -109,7 +111,7 @@ func placeArrivals(reqs []*request, starts map[labelKey]firstBytes, perConnectio
 	prevEnd := map[connKey]uint64{}
 	for _, r := range reqs {
 		f := starts[labelKey{r.conn, r.firstRead}]
-		r.Label = f.label
+		r.Label, r.TraceParent = f.label, f.traceParent
 		if r.Label == "" {
 			r.Label = "(no request line)"
 		}

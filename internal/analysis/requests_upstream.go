@@ -18,7 +18,13 @@ type Upstream struct {
 	// Nested is how many requests cut at the upstream's end belong to this
 	// one (a system-wide recording sees both ends): counted here, not again.
 	Nested int `json:"nested"`
+
+	first, last uint64 // the hop, in the recording's clock
 }
+
+// Mono is the hop into the upstream in the recording's clock
+// (CLOCK_MONOTONIC ns): the front's first bytes sent to it to the last read.
+func (u *Upstream) Mono() (first, last uint64) { return u.first, u.last }
 
 // hop is a request's conversation on a connection it opened itself while
 // it was served: its first write and last read there.
@@ -142,7 +148,7 @@ func (s *Source) nestUpstreams(calls []socketCall, clients map[connKey]bool, req
 	for _, r := range reqs {
 		var best *Upstream
 		for _, h := range hops[r] {
-			u := &Upstream{Peer: ends[h.conn].peer, DurationS: float64(h.last-h.first) / 1e9}
+			u := &Upstream{Peer: ends[h.conn].peer, DurationS: float64(h.last-h.first) / 1e9, first: h.first, last: h.last}
 			for _, o := range pairs[h.conn] {
 				for _, q := range byConn[o] {
 					// Its time inside the hop's, a millisecond either side.

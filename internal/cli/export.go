@@ -17,19 +17,20 @@ import (
 func newExport() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "export FORMAT FILE",
-		Short: "Write a recording for other tools: folded, parquet, perfetto",
+		Short: "Write a recording for other tools: folded, parquet, perfetto, otlp",
 		Long: `Writes a recording in another tool's format: folded stacks for flame graphs
 (flamegraph.pl, speedscope, inferno), Parquet files for Spark, Trino or DuckDB,
-or a Perfetto trace for ui.perfetto.dev. Formats: docs/export.md.`,
+a Perfetto trace for ui.perfetto.dev, or sends its requests as OpenTelemetry
+traces to an OTLP endpoint. Formats: docs/export.md, docs/otlp.md.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return usageErr("export needs a format: folded, parquet or perfetto (see 'whyslow export --help')")
+				return usageErr("export needs a format: folded, parquet, perfetto or otlp (see 'whyslow export --help')")
 			}
-			return usageErr("unknown export format %q: folded, parquet or perfetto", args[0])
+			return usageErr("unknown export format %q: folded, parquet, perfetto or otlp", args[0])
 		},
 	}
-	cmd.AddCommand(newExportFolded(), newExportParquet(), newExportPerfetto())
+	cmd.AddCommand(newExportFolded(), newExportParquet(), newExportPerfetto(), newExportOTLP())
 	return cmd
 }
 

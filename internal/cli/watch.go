@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
+	"github.com/whyslow/whyslow/internal/export/otlp"
 	"github.com/whyslow/whyslow/internal/exporter"
 	"github.com/whyslow/whyslow/internal/format"
 	"github.com/whyslow/whyslow/internal/live"
@@ -40,6 +41,7 @@ type watchOptions struct {
 	snapshot    bool
 	ring        string
 	writer      bool // the incident writer child (internal)
+	otlp        string
 }
 
 func newWatch() *cobra.Command {
@@ -73,7 +75,10 @@ the oldest incidents. Triggers:
 
 With --listen, the exporter's metrics are served too, with
 whyslow_incidents_total{trigger} and whyslow_last_incident_timestamp_seconds
-(docs/watch.md).`,
+(docs/watch.md). With --otlp URL, each incident is sent, once explained, to an
+OpenTelemetry endpoint as traces (its slow requests, or its process's
+critical path); up to 8 wait while the endpoint is down, and those dropped
+are counted and said (docs/otlp.md).`,
 		Example: `  whyslow watch --requests --slow-request 1s --dir /var/lib/whyslow/incidents
   whyslow watch --psi 'io:full>20%/5s' --listen 127.0.0.1:9477
   whyslow watch --snapshot --dir /var/lib/whyslow/incidents`,
@@ -102,6 +107,7 @@ whyslow_incidents_total{trigger} and whyslow_last_incident_timestamp_seconds
 	f.DurationVar(&o.stall, "stall", 2*time.Second, "trigger: a thread stalled this long in one uninterruptible wait, a sync or dirty throttling (0: off)")
 	f.StringArrayVar(&o.psi, "psi", nil, "trigger: pressure above a share, RESOURCE:some|full>SHARE%/DURATION (repeatable)")
 	f.StringVar(&o.listen, "listen", "", "also serve Prometheus metrics here (host:port)")
+	f.StringVar(&o.otlp, "otlp", "", "also send each incident, once explained, to this OTLP/HTTP endpoint as traces (docs/otlp.md)")
 	f.BoolVar(&o.snapshot, "snapshot", false, "ask the watch writing to --dir for an incident now, and return")
 	f.StringVar(&o.ring, "ring-size", "", "ring buffer for events (a power of two, 4K to 1G; default 4M)")
 	f.BoolVar(&o.writer, "write-recording", false, "internal: write an incident's recording handed over on stdin")
@@ -126,6 +132,13 @@ func (o watchOptions) config() (watch.Options, error) {
 		return w, usageErr("--slow-request needs --requests: requests are followed only when socket calls are captured")
 	case o.dir == "":
 		return w, usageErr("--dir needs a directory")
+	}
+	if o.otlp != "" {
+		url, err := otlp.Endpoint(o.otlp)
+		if err != nil {
+			return w, withCode(ExitUsage, err)
+		}
+		w.OTLP = url
 	}
 	maxDisk, err := parseSize(o.maxDisk)
 	if err != nil || maxDisk < 0 {
@@ -153,7 +166,7 @@ func (o watchOptions) config() (watch.Options, error) {
 	}
 	w = watch.Options{Capture: copts, Dir: o.dir, Window: o.window, After: o.after, Cooldown: o.cooldown,
 		Keep: o.keep, MaxDisk: int64(maxDisk), Memory: int64(memory), SlowRequest: o.slowRequest, Stall: o.stall,
-		PSI: w.PSI, Log: os.Stderr, Exe: exe}
+		PSI: w.PSI, Log: os.Stderr, Exe: exe, OTLP: w.OTLP}
 	return w, nil
 }
 
@@ -221,7 +234,13 @@ func runWatch(cmd *cobra.Command, o watchOptions) error {
 		triggers := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "whyslow_watch_triggers_total",
 			Help: "Triggers fired, written as incidents or counted in a cooldown."},
 			func() float64 { return float64(counters.Triggers.Load()) })
-		srv, ln, err := metricsServer(o.listen, col, incidents, last, dropped, triggers)
+		otlpSent := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "whyslow_watch_otlp_sent_total",
+			Help: "Incidents whyslow watch sent to its --otlp endpoint."},
+			func() float64 { return float64(counters.OTLPSent.Load()) })
+		otlpDropped := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "whyslow_watch_otlp_dropped_total",
+			Help: "Incidents whyslow watch did not send to its --otlp endpoint: the queue was full or the endpoint did not take them."},
+			func() float64 { return float64(counters.OTLPDropped.Load()) })
+		srv, ln, err := metricsServer(o.listen, col, incidents, last, dropped, triggers, otlpSent, otlpDropped)
 		if err != nil {
 			return err
 		}

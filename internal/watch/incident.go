@@ -89,6 +89,9 @@ func (w *watcher) incidents(ctx context.Context) {
 		default:
 			diskFull = false
 			w.logIncident(inc)
+			if w.otlp != nil {
+				w.otlp.add(inc)
+			}
 		}
 		if w.o.Incident != nil {
 			w.o.Incident(inc)

@@ -47,17 +47,28 @@ type Options struct {
 	Incident func(Incident)
 	// Counters, if set, are kept up to date for metrics.
 	Counters *Counters
+	// OTLP is an OTLP/HTTP traces URL each incident is sent to once
+	// explained (otlp.go); "" sends none.
+	OTLP string
 }
 
 // Counters are what a watch has done so far.
 type Counters struct {
 	Dropped  atomic.Uint64 // events the memory budget dropped before their window ended
 	Triggers atomic.Uint64 // triggers fired, written as incidents or not
+	// Incidents sent to the OTLP endpoint, and those dropped: the queue was
+	// full, or the endpoint did not take them.
+	OTLPSent, OTLPDropped atomic.Uint64
 }
 
 // Run watches until ctx ends.
 func Run(ctx context.Context, o Options) error {
 	w := newWatcher(o)
+	if o.OTLP != "" {
+		w.otlp = newOTLPSender(&w.o)
+		go w.otlp.run(ctx)
+		defer w.otlp.close()
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); w.incidents(ctx) }()
@@ -100,6 +111,7 @@ type watcher struct {
 	lost     lostHistory
 
 	fired chan *Trigger
+	otlp  *otlpSender                   // nil without --otlp
 	waits atomic.Pointer[capture.Waits] // the waits in progress, read when an incident is written
 	// started is when capture began (CLOCK_MONOTONIC ns): an incident's
 	// window never reaches before it, where nothing was seen.

@@ -28,8 +28,11 @@ type proxyRequests struct {
 		PID       uint32  `json:"pid"`
 		Comm      string  `json:"comm"`
 		Label     string  `json:"label"`
+		Begin     string  `json:"begin"`
 		DurationS float64 `json:"duration_s"`
-		Upstream  *struct {
+		// TraceParent: a W3C traceparent among the request's first bytes.
+		TraceParent string `json:"traceparent"`
+		Upstream    *struct {
 			PID       uint32  `json:"pid"`
 			Comm      string  `json:"comm"`
 			Peer      string  `json:"peer"`
