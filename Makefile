@@ -19,7 +19,7 @@ CLI        := github.com/whyslow/whyslow/internal/cli
 LDFLAGS := -X $(CLI).Version=$(VERSION) -X $(CLI).Commit=$(COMMIT) -X $(CLI).BuildDate=$(BUILD_DATE) \
 	-extldflags=-Wl,--exclude-libs,ALL
 
-.PHONY: all deps build dist generate vmlinux check-generated check-mod check-fmt check test demo bench fuzz clean
+.PHONY: all deps jaeger build dist generate vmlinux check-generated check-mod check-fmt check test demo bench fuzz clean
 
 all: build
 
@@ -97,10 +97,15 @@ check: check-fmt check-mod
 	$(GO) vet ./...
 	$(GO) test -short -count=1 ./...
 
+# Jaeger, for the OTLP tests: built in the background when missing (minutes
+# on a new machine); the tests wait for it (scripts/jaeger.sh).
+jaeger:
+	@./scripts/jaeger.sh
+
 # -p 1: tests that change machine-wide state (dirty limits, throttles, loop
 # devices) must not run at the same time as each other. The digest of the BPF
 # sources is checked by a test (internal/capture), with no clang needed.
-test: deps build check-fmt check-mod
+test: deps jaeger build check-fmt check-mod
 	$(GO) vet ./...
 	$(GO) test -p 1 -count=1 -timeout 30m ./...
 

@@ -52,14 +52,3 @@ if ! python3 -c 'from perfetto.protos.perfetto.trace import perfetto_trace_pb2' 
 		python3 -m pip install -q --break-system-packages perfetto
 fi
 have go || { echo "deps: the Go toolchain is needed (go 1.26)" >&2; exit 1; }
-# Jaeger all-in-one (v2), the OTLP endpoint the export otlp tests read traces
-# back from: a Go program at a pinned version, built in its own module (its
-# replace directives refuse `go install`) beside go's tools; never a tool
-# dependency of whyslow's module, whose dependencies it would pin
-jaeger="$(go env GOPATH)/bin/jaeger"
-if ! "$jaeger" version 2>/dev/null | grep -q '"gitVersion":"v1.76.0"'; then
-	echo "installing: jaeger v1.76.0 (go build)" >&2
-	src="$(GOFLAGS= go mod download -json github.com/jaegertracing/jaeger@v1.76.0 | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
-	(cd "$src" && GOFLAGS=-mod=mod go build -o "$jaeger" \
-		-ldflags "-X github.com/jaegertracing/jaeger/internal/version.latestVersion=v1.76.0" ./cmd/jaeger)
-fi

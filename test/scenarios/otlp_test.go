@@ -40,8 +40,15 @@ func startJaeger(t *testing.T) *jaeger {
 	if err != nil {
 		gopath, _ := exec.Command("go", "env", "GOPATH").Output()
 		path = filepath.Join(strings.TrimSpace(string(gopath)), "bin", "jaeger")
+		// make test builds it in the background (scripts/jaeger.sh),
+		// holding its lock: wait for the build to end
+		if _, err := os.Stat(path + ".lock"); err == nil {
+			if out, err := exec.Command("timeout", "30m", "flock", path+".lock", "true").CombinedOutput(); err != nil {
+				t.Fatalf("waiting for jaeger's build: %v %s", err, out)
+			}
+		}
 		if _, err := os.Stat(path); err != nil {
-			t.Fatal("jaeger is needed (make deps installs it)")
+			t.Fatalf("jaeger is needed (make test builds it: scripts/jaeger.sh; its build's log: %s.log)", path)
 		}
 	}
 	otlpPort, otlpGRPCPort, queryPort, grpcPort := freePort(t), freePort(t), freePort(t), freePort(t)
@@ -302,6 +309,7 @@ func TestOTLPNginxFPM(t *testing.T) {
 // sync and linked to the span of sync's own trace. (No root: the recording
 // is built, not captured.)
 func TestOTLPGRPC(t *testing.T) {
+	requireRoot(t) // as every test here: the binary is built for them (harness.Main)
 	j := startJaeger(t)
 	var rec string
 	for _, s := range storetest.Stories {
