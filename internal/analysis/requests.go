@@ -160,11 +160,12 @@ func FindRequests(s *Source, opts RequestOptions) (*Requests, error) {
 	if err != nil {
 		return nil, err
 	}
-	reqs, clients := cutRequests(calls)
 	starts, err := s.requestStarts(pids, opts.KeepQuery)
 	if err != nil {
 		return nil, err
 	}
+	everyRead := s.Meta["payload_read_bytes"] != "" && s.Meta["payload_read_bytes"] != "0"
+	reqs, clients := frameRequests(calls, starts, everyRead)
 	placeArrivals(reqs, starts, s.Meta["arrivals"] == event.ArrivalsPerConnection)
 	// The server waking its own workers is no client's request.
 	if reqs, err = s.dropWakeups(calls, clients, reqs); err != nil {

@@ -71,15 +71,17 @@ type labelKey struct {
 	ts   uint64
 }
 
-// firstBytes is what the kernel told of a request's first bytes: its label,
-// and when they reached the socket (TCP; 0 unknown).
+// firstBytes is what the kernel told of a read's first bytes: its label,
+// when they reached the socket (TCP; 0 unknown), and, on a connection whose
+// protocol frames by message, the bytes themselves.
 type firstBytes struct {
 	label   string
 	arrived uint64
+	data    []byte
 }
 
-// requestStarts reads the first bytes of each request, by connection and the
-// entry time of the read that brought them.
+// requestStarts reads the first bytes of each read (each request's first,
+// in older recordings), by connection and the entry time of the read.
 func (s *Source) requestStarts(pids []uint32, keepQuery bool) (map[labelKey]firstBytes, error) {
 	out := map[labelKey]firstBytes{}
 	rows, err := s.query(sqlOf("requests_first_bytes"), sql.Named("pids", pids))
@@ -87,6 +89,8 @@ func (s *Source) requestStarts(pids []uint32, keepQuery bool) (map[labelKey]firs
 		return nil, fmt.Errorf("reading request labels: %w", err)
 	}
 	defer rows.Close()
+	var conn connKey
+	var framed bool // the connection's protocol frames by message: keep its bytes
 	for rows.Next() {
 		var k labelKey
 		var data []byte
@@ -94,7 +98,15 @@ func (s *Source) requestStarts(pids []uint32, keepQuery bool) (map[labelKey]firs
 		if err := rows.Scan(&k.conn.pid, &k.conn.dev, &k.conn.ino, &k.conn.gen, &k.ts, &data, &f.arrived); err != nil {
 			return nil, err
 		}
+		if k.conn != conn {
+			conn = k.conn
+			p := protocolOf(data)
+			framed = p != nil && p.NewFramer != nil
+		}
 		f.label = requestLabel(data, keepQuery)
+		if framed {
+			f.data = data
+		}
 		out[k] = f
 	}
 	return out, rows.Err()
@@ -109,7 +121,9 @@ func placeArrivals(reqs []*request, starts map[labelKey]firstBytes, perConnectio
 	prevEnd := map[connKey]uint64{}
 	for _, r := range reqs {
 		f := starts[labelKey{r.conn, r.firstRead}]
-		r.Label = f.label
+		if r.Label == "" { // not labelled by its protocol's framer
+			r.Label = f.label
+		}
 		if r.Label == "" {
 			r.Label = "(no request line)"
 		}
