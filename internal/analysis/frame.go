@@ -107,14 +107,24 @@ func frameRequests(calls []socketCall, bytesOf map[labelKey]firstBytes, everyRea
 	return reqs, clients
 }
 
+// A connection's protocol is known by its first bytes: those of its first
+// reads, up to startBytes of them or startReads reads (a server may read a
+// message's header alone, as MariaDB does).
+const startBytes, startReads = 64, 4
+
 // firstRead is the first bytes the server read on a connection.
 func firstRead(conn []socketCall, bytesOf map[labelKey]firstBytes) []byte {
+	var start []byte
+	n := 0
 	for _, c := range conn {
 		if c.ret > 0 && reads.has(c.class, c.name) {
-			return bytesOf[labelKey{c.conn, c.ts}].data
+			start = append(start, bytesOf[labelKey{c.conn, c.ts}].data...)
+			if n++; n == startReads || len(start) >= startBytes {
+				break
+			}
 		}
 	}
-	return nil
+	return start
 }
 
 // serves says whether the target is a connection's server: it accepted it,

@@ -35,7 +35,7 @@ var mysqlCommands = map[byte]string{0x02: "INIT_DB", 0x04: "FIELD_LIST", 0x09: "
 	0x11: "CHANGE_USER", 0x1a: "STMT_RESET", 0x1c: "STMT_FETCH", 0x1f: "RESET_CONNECTION", 0x1b: "SET_OPTION"}
 
 // mysqlDetect: a handshake response (a connection's first packet, sequence
-// 1) or a command whose packet the read holds whole.
+// 1) or a command, whole in the bytes or longer than them.
 func mysqlDetect(first []byte) bool {
 	if len(first) < 5 {
 		return false
@@ -45,7 +45,7 @@ func mysqlDetect(first []byte) bool {
 	case 1:
 		return size >= 32 && len(first) >= 8 && binary.LittleEndian.Uint32(first[4:])&mysqlHandshake41 != 0
 	case 0:
-		return mysqlLabel(first, false) != "" && (size+4 == len(first) || len(first) >= 128)
+		return mysqlLabel(first, false) != "" && (size+4 <= len(first) || len(first) >= startBytes)
 	}
 	return false
 }
@@ -86,6 +86,8 @@ type mysqlFramer struct {
 	head     []byte // a packet's head split across reads
 	skip     int    // bytes of the current packet still to come
 	more     bool   // the current packet is full: the command goes on in the next
+	cmdHead  []byte // a command's head, its body not yet read
+	began    int    // the read that head came in
 	reads    int
 	prepares uint32            // COM_STMT_PREPAREs seen: the server numbers statements from 1
 	prepared map[uint32]string // their labels, by statement id
@@ -96,6 +98,11 @@ func (f *mysqlFramer) Feed(data []byte, n int) []Frame {
 	var out []Frame
 	pos := 0
 	for pos < n {
+		if f.cmdHead != nil { // a command whose head came alone (MariaDB reads it first)
+			pkt := append(f.cmdHead, data[min(pos, len(data)):min(len(data), pos+f.skip)]...)
+			out = f.command(pkt, f.reads-f.began, out)
+			f.cmdHead = nil
+		}
 		if f.skip > 0 {
 			adv := min(f.skip, n-pos)
 			f.skip -= adv
@@ -111,6 +118,10 @@ func (f *mysqlFramer) Feed(data []byte, n int) []Frame {
 			f.head = head
 			break
 		}
+		began := f.reads
+		if len(f.head) > 0 {
+			began--
+		}
 		size := int(head[0]) | int(head[1])<<8 | int(head[2])<<16
 		pos += 4 - len(f.head)
 		f.head = nil
@@ -121,27 +132,28 @@ func (f *mysqlFramer) Feed(data []byte, n int) []Frame {
 		case cont: // the rest of a long command
 		case head[3] != 0:
 			out = append(out, Frame{Setup: true})
+		case pos == n && size > 0: // its body comes in the next read
+			f.cmdHead, f.began = head[:4:4], began
 		default:
 			// The packet as far as this read has it: its head, then its body.
 			pkt := append(head[:4:4], data[min(pos, len(data)):min(len(data), pos+size)]...)
-			cmd := byte(0xff) // unknown: not kept
-			if len(pkt) > 4 {
-				cmd = pkt[4]
-			}
-			if fr, ok := f.command(cmd, pkt); ok {
-				out = append(out, fr)
-			}
+			out = f.command(pkt, f.reads-began, out)
 		}
 	}
 	return out
 }
 
-// command is the request a command packet makes, if it is answered.
-func (f *mysqlFramer) command(cmd byte, pkt []byte) (Frame, bool) {
+// command adds the request a command packet makes, if it is answered; pkt
+// is the packet as far as the recording kept it.
+func (f *mysqlFramer) command(pkt []byte, back int, out []Frame) []Frame {
+	cmd := byte(0xff) // unknown: not kept
+	if len(pkt) > 4 {
+		cmd = pkt[4]
+	}
 	label := mysqlLabel(pkt, false)
 	switch cmd {
 	case comQuit, comStmtClose, comStmtLongData:
-		return Frame{}, false
+		return out
 	case comStmtPrepare:
 		// The server numbers a connection's prepared statements 1, 2, ...
 		// in its answers (which the recording does not keep).
@@ -163,5 +175,5 @@ func (f *mysqlFramer) command(cmd byte, pkt []byte) (Frame, bool) {
 	if label == "" {
 		label = fmt.Sprintf("mysql COMMAND %#02x", cmd)
 	}
-	return Frame{Label: label}, true
+	return append(out, Frame{Label: label, Back: back})
 }

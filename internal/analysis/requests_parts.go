@@ -89,25 +89,43 @@ func (s *Source) requestStarts(pids []uint32, keepQuery bool) (map[labelKey]firs
 		return nil, fmt.Errorf("reading request labels: %w", err)
 	}
 	defer rows.Close()
-	var conn connKey
-	var framed bool // the connection's protocol frames by message: keep its bytes
+	// A connection's bytes are kept when its protocol frames by message,
+	// known by its first reads (frame.go): until then, kept.
+	var (
+		conn            connKey
+		start           []byte
+		undecided       []labelKey
+		decided, framed bool
+	)
 	for rows.Next() {
 		var k labelKey
-		var data []byte
 		var f firstBytes
-		if err := rows.Scan(&k.conn.pid, &k.conn.dev, &k.conn.ino, &k.conn.gen, &k.ts, &data, &f.arrived); err != nil {
+		if err := rows.Scan(&k.conn.pid, &k.conn.dev, &k.conn.ino, &k.conn.gen, &k.ts, &f.data, &f.arrived); err != nil {
 			return nil, err
 		}
 		if k.conn != conn {
-			conn = k.conn
-			p := protocolOf(data)
-			framed = p != nil && p.NewFramer != nil
+			conn, start, undecided, decided, framed = k.conn, nil, nil, false, false
 		}
-		f.label = requestLabel(data, keepQuery)
-		if framed {
-			f.data = data
+		f.label = requestLabel(f.data, keepQuery)
+		if decided && !framed {
+			f.data = nil
 		}
 		out[k] = f
+		if decided {
+			continue
+		}
+		start, undecided = append(start, f.data...), append(undecided, k)
+		if len(undecided) < startReads && len(start) < startBytes {
+			continue
+		}
+		p := protocolOf(start)
+		decided, framed = true, p != nil && p.NewFramer != nil
+		for _, u := range undecided {
+			if g := out[u]; !framed {
+				g.data = nil
+				out[u] = g
+			}
+		}
 	}
 	return out, rows.Err()
 }
