@@ -1,6 +1,10 @@
 package analysis
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/whyslow/whyslow/internal/event"
+)
 
 // A request is cut from a connection by its protocol. Most request/response
 // protocols cut well by read-then-write (cutRequests): a request begins when
@@ -175,7 +179,7 @@ func cutMessages(conn []socketCall, bytesOf map[labelKey]firstBytes, p *Protocol
 					continue
 				}
 				r := newRequest(seen[from])
-				r.Label = fr.Label
+				r.Label = event.EncodeText(fr.Label) // a table's name is the client's bytes
 				for i := max(from, given); i < len(seen); i++ {
 					r.BytesIn += uint64(seen[i].ret)
 					if i > from && seen[i].blocked {

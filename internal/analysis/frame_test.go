@@ -187,3 +187,35 @@ func TestCutMessages(t *testing.T) {
 		t.Errorf("an older recording's pipeline: %d requests, want 1 (read-then-write)", len(reqs))
 	}
 }
+
+// FuzzFramers: a connection's bytes are a client's, anyone's. No framer
+// panics on them, however they are cut into reads or kept, and each read
+// gives at most as many requests as it has bytes.
+func FuzzFramers(f *testing.F) {
+	for _, s := range []string{
+		pgStartup() + pgMsg('Q', "SELECT 1\x00"), extended("s", "UPDATE t SET a = $1") + pgMsg('S', ""),
+		myPkt(0, "\x03SELECT * FROM t") + myPkt(0, "\x17\xff\xff\xff\xff"), myPkt(1, strings.Repeat("\x00", 40)),
+		"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n", "PING\r\n", "*-1\r\n$-5\r\n",
+	} {
+		f.Add([]byte(s), uint8(3), uint8(0))
+	}
+	f.Fuzz(func(t *testing.T, b []byte, cut, kept uint8) {
+		for _, p := range protocols {
+			if p.NewFramer == nil {
+				continue
+			}
+			fr := p.NewFramer()
+			for rest := b; len(rest) > 0; {
+				n := min(len(rest), int(cut)+1)
+				data := rest[:n]
+				if kept > 0 && int(kept) < n {
+					data = data[:kept]
+				}
+				if got := fr.Feed(data, n); len(got) > n {
+					t.Fatalf("%s: %d requests from %d bytes", p.Name, len(got), n)
+				}
+				rest = rest[n:]
+			}
+		}
+	})
+}
