@@ -66,8 +66,11 @@ type Protocol struct {
 // bytes wins.
 var protocols = []*Protocol{httpProtocol, redisProtocol, postgresProtocol, mysqlProtocol}
 
-// protocolOf is the protocol a connection speaks by the first bytes the
-// server read on it, nil when none knows them.
+// ProtocolOf is the protocol a connection speaks by the first bytes the
+// server read on it, nil when none knows them: for a live view (whyslow
+// watch), which frames as `report requests` does.
+func ProtocolOf(first []byte) *Protocol { return protocolOf(first) }
+
 func protocolOf(first []byte) *Protocol {
 	for _, p := range protocols {
 		if p.Detect(first) {
