@@ -222,7 +222,9 @@ static __always_inline void emit_unlink(struct inflight *in, long ret, __u64 dur
 }
 
 /* Per connection, what the target did last: 1 wrote, 2 read. A read after a
- * write (or the first on a connection) begins a request. */
+ * write (or the first on a connection) begins a request: only its bytes'
+ * arrival is looked up (a later read's bytes are the same request's, or a
+ * pipelined one's that arrived with them). */
 struct conn_key {
 	__u32 pid;
 	__u32 dev;
@@ -234,6 +236,21 @@ struct {
 	__type(key, struct conn_key);
 	__type(value, __u8);
 } conn_dir SEC(".maps");
+
+/* fill_payload fills a payload_event or payload_read_event (their heads are
+ * one layout) with up to cap of the read's bytes. */
+#define fill_payload(e, in, ret, arrived, cap)                                              \
+	do {                                                                                 \
+		fill_hdr_at(&(e)->h, EV_PAYLOAD, (in)->ts);                                  \
+		(e)->f = (in)->f;                                                            \
+		__u32 n = (ret) > (cap) ? (cap) : (ret);                                     \
+		(e)->len = 0;                                                                \
+		(e)->_pad = 0;                                                               \
+		(e)->arrived = (arrived);                                                    \
+		if (payload && (in)->buf && n > 0 && n <= (cap) &&                           \
+		    bpf_probe_read_user((e)->data, n, (void *)(in)->buf) == 0)               \
+			(e)->len = n;                                                        \
+	} while (0)
 
 static __always_inline void note_request(struct inflight *in, __u32 pid, long ret)
 {
@@ -253,22 +270,23 @@ static __always_inline void note_request(struct inflight *in, __u32 pid, long re
 	bool first = read && (!last || *last != 2);
 	if (!last || *last != now)
 		bpf_map_update_elem(&conn_dir, &k, &now, BPF_ANY);
-	if (!first)
+	if (!read)
 		return;
-	__u64 arrived = in->f.kind == FK_SOCK_INET ? arrival_of(in->fd, ret) : 0;
+	__u64 arrived = first && in->f.kind == FK_SOCK_INET ? arrival_of(in->fd, ret) : 0;
 	if (!arrived && (!payload || !in->buf))
 		return;
+	if (payload && ret > PAYLOAD_LEN) {
+		struct payload_read_event *e = reserve_event(sizeof(*e), LOST_PAYLOAD);
+		if (!e)
+			return;
+		fill_payload(e, in, ret, arrived, PAYLOAD_READ_LEN);
+		submit_event(e);
+		return;
+	}
 	struct payload_event *e = reserve_event(sizeof(*e), LOST_PAYLOAD);
 	if (!e)
 		return;
-	fill_hdr_at(&e->h, EV_PAYLOAD, in->ts);
-	e->f = in->f;
-	__u32 n = ret > PAYLOAD_LEN ? PAYLOAD_LEN : ret;
-	e->len = 0;
-	e->_pad = 0;
-	e->arrived = arrived;
-	if (payload && in->buf && n > 0 && n <= PAYLOAD_LEN && bpf_probe_read_user(e->data, n, (void *)in->buf) == 0)
-		e->len = n;
+	fill_payload(e, in, ret, arrived, PAYLOAD_LEN);
 	submit_event(e);
 }
 

@@ -702,6 +702,7 @@ const struct hdr *unused_hdr __attribute__((unused));
 const struct file_ref *unused_file_ref __attribute__((unused));
 const struct syscall_event *unused_syscall_event __attribute__((unused));
 const struct payload_event *unused_payload_event __attribute__((unused));
+const struct payload_read_event *unused_payload_read_event __attribute__((unused));
 const struct sample_event *unused_sample_event __attribute__((unused));
 const struct stack_event *unused_stack_event __attribute__((unused));
 const struct file_event *unused_file_event __attribute__((unused));

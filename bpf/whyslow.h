@@ -273,11 +273,14 @@ struct unlink_event {
 	char name[UNLINK_NAME_LEN];
 };
 
-/* The first bytes a server read of a request (--requests): its label, such
- * as an HTTP request line. Only the first read after the server wrote to the
- * connection (or accepted it) is taken. Sent without bytes (len 0) when
- * payloads are off and the arrival is known. */
+/* The first bytes a server read on a connection (--requests): a request's
+ * label, such as an HTTP request line, and the messages protocols framed by
+ * message are cut from (PostgreSQL, MySQL, Redis: a pipelined read holds
+ * several). Every read's are taken; a read of more than PAYLOAD_LEN bytes is
+ * sent as a payload_read_event with up to PAYLOAD_READ_LEN. Sent without
+ * bytes (len 0) when payloads are off and the arrival is known. */
 #define PAYLOAD_LEN 128
+#define PAYLOAD_READ_LEN 1024
 struct payload_event {
 	struct hdr h;          /* ts = the read's entry */
 	struct file_ref f;     /* the socket */
@@ -285,6 +288,14 @@ struct payload_event {
 	__u32 _pad;
 	__u64 arrived;         /* TCP: when those bytes reached the socket (arrival.bpf.h), 0 unknown */
 	__u8 data[PAYLOAD_LEN];
+};
+struct payload_read_event {   /* payload_event's layout, with a longer data */
+	struct hdr h;
+	struct file_ref f;
+	__u32 len;
+	__u32 _pad;
+	__u64 arrived;
+	__u8 data[PAYLOAD_READ_LEN];
 };
 
 /* A TCP connection's byte totals as it closes (it leaves ESTABLISHED, or

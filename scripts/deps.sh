@@ -7,6 +7,9 @@ have fio        || need_apt="$need_apt fio"
 have curl       || need_apt="$need_apt curl"
 # a real database for the tests of waits across processes (a row lock, a commit's fsync)
 ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || need_apt="$need_apt postgresql"
+# the database and cache servers whose protocols requests are framed by
+have mariadbd   || [ -x /usr/sbin/mariadbd ] || need_apt="$need_apt mariadb-server"
+have redis-server || need_apt="$need_apt redis-server"
 have mkfs.ext4  || need_apt="$need_apt e2fsprogs"
 have losetup    || need_apt="$need_apt util-linux"
 have setpriv    || need_apt="$need_apt util-linux"

@@ -2,24 +2,28 @@ package analysis
 
 import (
 	"bytes"
-	"encoding/binary"
-	"strconv"
 	"strings"
 
 	"github.com/whyslow/whyslow/internal/event"
 )
 
-// A request is labelled by its first bytes (at most 128, read in the
-// kernel), by the first protocol that recognises them. Each labeller reads
-// only what names the kind of request, never its values: a query string, a
-// key, a SQL literal may hold secrets.
-var labellers = []func(first []byte, keepQuery bool) string{httpLabel, redisLabel, postgresLabel}
+// A request is labelled by its first bytes (those the kernel read: 128 of
+// a request's first read, 1024 of any read since payload_read_bytes), by the
+// first protocol whose Labeller knows them (frame.go).
+
+// HTTP/1.x is cut by read-then-write: a client waits for each answer before
+// it asks again (pipelining is unused), and the request line is the label.
+var httpProtocol = &Protocol{
+	Name:     "http",
+	Detect:   func(first []byte) bool { return httpLabel(first, false) != "" },
+	Labeller: LabelFunc(httpLabel),
+}
 
 // requestLabel is the label of a request by its first bytes, "" when no
 // protocol knows them.
 func requestLabel(first []byte, keepQuery bool) string {
-	for _, l := range labellers {
-		if s := l(first, keepQuery); s != "" {
+	for _, p := range protocols {
+		if s := p.Label(first, keepQuery); s != "" {
 			// A path's bytes are the client's: not UTF-8, they are text
 			// as recorded names are (event.EncodeText), and JSON keeps them.
 			return event.EncodeText(s)
@@ -49,58 +53,6 @@ func httpLabel(data []byte, keepQuery bool) string {
 		target, _, _ = strings.Cut(target, "?")
 	}
 	return f[0] + " " + target
-}
-
-// redisLabel reads a Redis command in RESP, an array of bulk strings:
-// "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n" is "redis GET".
-func redisLabel(data []byte, _ bool) string {
-	if len(data) < 4 || data[0] != '*' {
-		return ""
-	}
-	_, rest, ok := bytes.Cut(data, []byte("\r\n"))
-	if !ok || len(rest) < 2 || rest[0] != '$' {
-		return ""
-	}
-	size, rest, ok := bytes.Cut(rest[1:], []byte("\r\n"))
-	n, err := strconv.Atoi(string(size))
-	if !ok || err != nil || n <= 0 || n > 32 || len(rest) < n {
-		return ""
-	}
-	cmd := strings.ToUpper(string(rest[:n]))
-	if !isWord(cmd) {
-		return ""
-	}
-	return "redis " + cmd
-}
-
-// postgresLabel reads a PostgreSQL frontend message that carries a query:
-// a simple Query ('Q') or an extended protocol Parse ('P'), labelled by the
-// statement's first keyword: "postgres SELECT".
-func postgresLabel(data []byte, _ bool) string {
-	if len(data) < 6 || data[0] != 'Q' && data[0] != 'P' {
-		return ""
-	}
-	size := binary.BigEndian.Uint32(data[1:5])
-	if size < 5 || size > 1<<30 {
-		return ""
-	}
-	body := data[5:]
-	if data[0] == 'P' { // the statement's name, NUL-terminated, then the query
-		_, q, ok := bytes.Cut(body, []byte{0})
-		if !ok {
-			return ""
-		}
-		body = q
-	}
-	f := strings.Fields(string(body))
-	if len(f) == 0 {
-		return ""
-	}
-	kw := strings.ToUpper(strings.TrimRight(f[0], ";\x00"))
-	if !isWord(kw) || len(kw) > 16 {
-		return ""
-	}
-	return "postgres " + kw
 }
 
 // isWord: A-Z only, as a command or keyword is.

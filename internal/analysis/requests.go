@@ -134,11 +134,11 @@ type socketCall struct {
 // are cut from: a user's choice of analysis, not a damaged file.
 var ErrNoSocketCalls = errors.New("this recording has no socket calls to cut requests from: record with --requests (or --full)")
 
-// FindRequests cuts the target's connections into requests: on a connection
-// a server accepted (or first read from), a request begins when bytes arrive
-// after the server's previous answer, and ends with the last bytes it wrote
-// before reading the next one or closing. Any request/response protocol cuts
-// this way: HTTP/1.x with keep-alive, Redis, PostgreSQL's simple queries.
+// FindRequests cuts the target's connections into requests by their
+// protocol (frame.go): by message for PostgreSQL, MySQL and Redis, and for
+// the rest, on a connection a server accepted (or first read from), a
+// request begins when bytes arrive after the server's previous answer and
+// ends with the last bytes it wrote before reading the next one or closing.
 func FindRequests(s *Source, opts RequestOptions) (*Requests, error) {
 	s, release, err := s.hold()
 	if err != nil {
@@ -163,11 +163,12 @@ func FindRequests(s *Source, opts RequestOptions) (*Requests, error) {
 	if err != nil {
 		return nil, err
 	}
-	reqs, clients := cutRequests(calls)
 	starts, err := s.requestStarts(pids, opts.KeepQuery)
 	if err != nil {
 		return nil, err
 	}
+	everyRead := s.Meta["payload_read_bytes"] != "" && s.Meta["payload_read_bytes"] != "0"
+	reqs, clients := frameRequests(calls, starts, everyRead)
 	placeArrivals(reqs, starts, s.Meta["arrivals"] == event.ArrivalsPerConnection)
 	// The server waking its own workers is no client's request.
 	if reqs, err = s.dropWakeups(calls, clients, reqs); err != nil {

@@ -71,16 +71,18 @@ type labelKey struct {
 	ts   uint64
 }
 
-// firstBytes is what the kernel told of a request's first bytes: its label,
-// and when they reached the socket (TCP; 0 unknown).
+// firstBytes is what the kernel told of a read's first bytes: its label,
+// when they reached the socket (TCP; 0 unknown), and, on a connection whose
+// protocol frames by message, the bytes themselves.
 type firstBytes struct {
 	label       string
 	arrived     uint64
 	traceParent string
+	data        []byte
 }
 
-// requestStarts reads the first bytes of each request, by connection and the
-// entry time of the read that brought them.
+// requestStarts reads the first bytes of each read (each request's first,
+// in older recordings), by connection and the entry time of the read.
 func (s *Source) requestStarts(pids []uint32, keepQuery bool) (map[labelKey]firstBytes, error) {
 	out := map[labelKey]firstBytes{}
 	rows, err := s.query(sqlOf("requests_first_bytes"), sql.Named("pids", pids))
@@ -88,16 +90,44 @@ func (s *Source) requestStarts(pids []uint32, keepQuery bool) (map[labelKey]firs
 		return nil, fmt.Errorf("reading request labels: %w", err)
 	}
 	defer rows.Close()
+	// A connection's bytes are kept when its protocol frames by message,
+	// known by its first reads (frame.go): until then, kept.
+	var (
+		conn            connKey
+		start           []byte
+		undecided       []labelKey
+		decided, framed bool
+	)
 	for rows.Next() {
 		var k labelKey
-		var data []byte
 		var f firstBytes
-		if err := rows.Scan(&k.conn.pid, &k.conn.dev, &k.conn.ino, &k.conn.gen, &k.ts, &data, &f.arrived); err != nil {
+		if err := rows.Scan(&k.conn.pid, &k.conn.dev, &k.conn.ino, &k.conn.gen, &k.ts, &f.data, &f.arrived); err != nil {
 			return nil, err
 		}
-		f.label = requestLabel(data, keepQuery)
-		f.traceParent = traceParent(data)
+		if k.conn != conn {
+			conn, start, undecided, decided, framed = k.conn, nil, nil, false, false
+		}
+		f.label = requestLabel(f.data, keepQuery)
+		f.traceParent = traceParent(f.data)
+		if decided && !framed {
+			f.data = nil
+		}
 		out[k] = f
+		if decided {
+			continue
+		}
+		start, undecided = append(start, f.data...), append(undecided, k)
+		if len(undecided) < startReads && len(start) < startBytes {
+			continue
+		}
+		p := protocolOf(start)
+		decided, framed = true, p != nil && p.NewFramer != nil
+		for _, u := range undecided {
+			if g := out[u]; !framed {
+				g.data = nil
+				out[u] = g
+			}
+		}
 	}
 	return out, rows.Err()
 }
@@ -111,7 +141,10 @@ func placeArrivals(reqs []*request, starts map[labelKey]firstBytes, perConnectio
 	prevEnd := map[connKey]uint64{}
 	for _, r := range reqs {
 		f := starts[labelKey{r.conn, r.firstRead}]
-		r.Label, r.TraceParent = f.label, f.traceParent
+		if r.Label == "" { // not labelled by its protocol's framer
+			r.Label = f.label
+		}
+		r.TraceParent = f.traceParent
 		if r.Label == "" {
 			r.Label = "(no request line)"
 		}

@@ -352,9 +352,9 @@ func TestRequestLabels(t *testing.T) {
 		"*2\r\n$3\r\nget\r\n$6\r\nsecret\r\n":          "redis GET",
 		"*1\r\n$4\r\nPING\r\n":                         "redis PING",
 		"*1\r\n$99\r\nPING\r\n":                        "", // shorter than it says
-		q('Q', "select * from t where pw = 'x'\x00"):   "postgres SELECT",
+		q('Q', "select * from t where pw = 'x'\x00"):   "postgres SELECT t",
 		q('Q', "  BEGIN;\x00"):                         "postgres BEGIN",
-		q('P', "s1\x00UPDATE t SET a = $1\x00"):        "postgres UPDATE",
+		q('P', "s1\x00UPDATE t SET a = $1\x00"):        "postgres UPDATE t",
 		q('Q', "1 + 1\x00"):                            "",
 		"\x00\x00\x00\x08\x04\xd2\x16\x2f":             "", // SSLRequest
 		"\x01\x01\x00\x01\x00\x08\x00\x00\x00\x01\x00": "", // FastCGI

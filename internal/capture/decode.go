@@ -34,6 +34,8 @@ const (
 
 	// PayloadLen is PAYLOAD_LEN: the most of a request's first bytes taken.
 	PayloadLen = len(whyslowPayloadEvent{}.Data)
+	// PayloadReadLen is PAYLOAD_READ_LEN: the most of any read's bytes taken.
+	PayloadReadLen = len(whyslowPayloadReadEvent{}.Data)
 )
 
 // Flag bits of file_event.flags (FILEF_*) and block_event.rflags (BLKF_*),
@@ -311,8 +313,10 @@ func (d *decoder) decode(raw []byte) (event.Event, error) {
 		if err != nil {
 			return nil, err
 		}
-		n := min(int(w.Len), len(w.Data))
-		return &event.Payload{Header: d.hdr(&w.H), Conn: fileRef(w.F), Data: append([]byte(nil), w.Data[:n]...), Arrived: w.Arrived}, nil
+		// A long read's record is a payload_read_event: the same head, more data.
+		off := int(unsafe.Offsetof(w.Data))
+		n := min(int(w.Len), len(raw)-off, PayloadReadLen)
+		return &event.Payload{Header: d.hdr(&w.H), Conn: fileRef(w.F), Data: append([]byte(nil), raw[off:off+n]...), Arrived: w.Arrived}, nil
 	case evSample:
 		w, err := as[whyslowSampleEvent](raw)
 		if err != nil {

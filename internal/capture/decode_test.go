@@ -266,3 +266,35 @@ func TestDecodeLongNames(t *testing.T) {
 		t.Errorf("path %q, want %q", f.Path, want)
 	}
 }
+
+// TestDecodePayloads: a read's first bytes come in a payload_event, or, for
+// a read longer than PAYLOAD_LEN, in a payload_read_event of the same head
+// and a longer data; a length past the record is cut to it.
+func TestDecodePayloads(t *testing.T) {
+	short := whyslowPayloadEvent{Len: 5, Arrived: 77}
+	short.H = whyslowHdr{Ts: 42, Pid: 100, Tid: 101, Kind: evPayload}
+	copy(short.Data[:], "GET /")
+	long := whyslowPayloadReadEvent{Len: 900}
+	long.H = whyslowHdr{Ts: 43, Pid: 100, Tid: 101, Kind: evPayload}
+	copy(long.Data[:], strings.Repeat("*1\r\n$4\r\nPING\r\n", 70))
+	for _, tc := range []struct {
+		raw  []byte
+		want string
+	}{
+		{wire(t, short), "GET /"},
+		{wire(t, long), strings.Repeat("*1\r\n$4\r\nPING\r\n", 70)[:900]},
+		{wire(t, long)[:int(unsafe.Sizeof(short))], strings.Repeat("*1\r\n$4\r\nPING\r\n", 70)[:PayloadLen]},
+	} {
+		ev, err := newDecoder().decode(tc.raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, ok := ev.(*event.Payload)
+		if !ok || string(p.Data) != tc.want {
+			t.Errorf("decoded %d bytes %.40q, want %d", len(p.Data), p.Data, len(tc.want))
+		}
+	}
+	if PayloadReadLen <= PayloadLen {
+		t.Errorf("PAYLOAD_READ_LEN %d, not longer than PAYLOAD_LEN %d", PayloadReadLen, PayloadLen)
+	}
+}

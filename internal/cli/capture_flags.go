@@ -37,7 +37,7 @@ func (c *captureFlags) bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.slow, "slow", time.Millisecond, "with --syscalls: stream syscalls at least this slow")
 	fs.StringVar(&c.ring, "ring-size", "", "ring buffer for events (a power of two, 4K to 1G; default 4M; the rings of calls of --syscalls and --full share 8M, or this size when given): bigger rides out bursts")
 	fs.BoolVar(&c.requests, "requests", false, "capture every socket call of the target, so that 'report requests' can cut its requests")
-	fs.BoolVar(&c.noPayload, "no-payload", false, "with --requests: do not take the first bytes of each request (its label, e.g. the HTTP request line)")
+	fs.BoolVar(&c.noPayload, "no-payload", false, "with --requests: do not take the first bytes of each read on a socket (labels, e.g. the HTTP request line, and message framing)")
 	fs.BoolVar(&c.noPeers, "no-peers", false, "do not follow the processes outside the target that it waits on (a server, a lock holder): the critical path then stops at them; following them costs every process a little at each context switch (BENCHMARKS.md)")
 }
 

@@ -136,7 +136,10 @@ func startMeta(cfg Config, eng *capture.Engine, start time.Time) map[string]stri
 		"whyslow_pid":   fmt.Sprint(os.Getpid()),
 		"requests":      fmt.Sprint(cfg.Capture.Requests),
 		"payload_bytes": fmt.Sprint(payloadBytes(cfg.Capture)),
-		"arrivals":      event.ArrivalsPerConnection,
+		// Every read's first bytes are kept, not only a request's first:
+		// protocols framed by message are cut from them.
+		"payload_read_bytes": fmt.Sprint(payloadReadBytes(cfg.Capture)),
+		"arrivals":           event.ArrivalsPerConnection,
 	}
 }
 
@@ -205,4 +208,13 @@ func payloadBytes(o capture.Options) int {
 		return 0
 	}
 	return capture.PayloadLen
+}
+
+// payloadReadBytes is how many first bytes of every read on a connection
+// were taken: 0 when payloads were not.
+func payloadReadBytes(o capture.Options) int {
+	if payloadBytes(o) == 0 {
+		return 0
+	}
+	return capture.PayloadReadLen
 }

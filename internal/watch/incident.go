@@ -203,9 +203,9 @@ func (w *watcher) meta(win window, t *Trigger, pid uint32) map[string]string {
 	end := time.Unix(0, int64(win.end)+offset)
 	begin, exit := lifetime(win, pid)
 	opts := w.o.Capture
-	payload := 0
+	payload, readBytes := 0, 0
 	if opts.Requests && opts.Payload {
-		payload = capture.PayloadLen
+		payload, readBytes = capture.PayloadLen, capture.PayloadReadLen
 	}
 	return map[string]string{
 		"host": event.EncodeText(host), "kernel": unix.ByteSliceToString(uts.Release[:]), "arch": runtime.GOARCH,
@@ -217,7 +217,7 @@ func (w *watcher) meta(win window, t *Trigger, pid uint32) map[string]string {
 		"flavour": w.info.Flavour, "missing": strings.Join(w.info.Missing, ","),
 		"slow_ns": strconv.FormatInt(opts.Slow.Nanoseconds(), 10), "recording": event.EncodeText(path(w.o.Dir)),
 		"whyslow_pid": strconv.Itoa(int(w.self)), "requests": strconv.FormatBool(opts.Requests),
-		"payload_bytes": strconv.Itoa(payload), "arrivals": event.ArrivalsPerConnection,
+		"payload_bytes": strconv.Itoa(payload), "payload_read_bytes": strconv.Itoa(readBytes), "arrivals": event.ArrivalsPerConnection,
 		"target_pid": strconv.Itoa(int(pid)), "exit_code": "-1",
 		"target_start_mono": strconv.FormatUint(begin, 10), "target_end_mono": strconv.FormatUint(exit, 10),
 		// What fired, for the incident's reader (docs/watch.md).

@@ -11,7 +11,8 @@ import (
 // serving follows requests live, as `report requests` cuts them after the
 // fact but cheaply: on a connection whose first call read (a server's end),
 // a request begins when a read returns bytes after the previous answer, and
-// is answered by the next write. One still unanswered past the threshold
+// is answered by the next write. A protocol's start-up (PostgreSQL's,
+// MySQL's handshake) is none, by its framer (analysis.Framer). One still unanswered past the threshold
 // fires, while it is still slow; one answered past it fires if the poll
 // missed it.
 type serving struct {
@@ -34,6 +35,12 @@ type conn struct {
 	label    string
 	pending  string // the first bytes of a read not yet seen to return
 	reported bool
+	// The connection's protocol, known by its first bytes: one framed by
+	// message (PostgreSQL, MySQL, Redis) is cut by its framer, as `report
+	// requests` cuts it, so that its start-up is no request.
+	known  bool
+	framer analysis.Framer
+	setup  bool // the read not yet seen to return was start-up only
 }
 
 // maxConns bounds the connections followed; past it, the idlest go.
@@ -78,10 +85,10 @@ func (s *serving) call(c *event.Syscall) *Trigger {
 		return nil
 	}
 	if dir > 0 {
-		if cn.begin == 0 {
+		if cn.begin == 0 && !cn.setup {
 			cn.begin, cn.tid, cn.comm, cn.label, cn.reported = end, c.TID, c.Comm, cn.pending, false
 		}
-		cn.pending = ""
+		cn.pending, cn.setup = "", false
 		return nil
 	}
 	// An answer: the request ends with its first write; later writes of the
@@ -109,12 +116,41 @@ func (s *serving) payload(p *event.Payload) {
 		cn = &conn{}
 		s.conns[key] = cn
 	}
-	label := analysis.RequestLabel(p.Data)
-	if cn.begin != 0 && cn.label == "" {
+	label, setup := cn.frame(p.Data)
+	switch {
+	case setup && cn.begin != 0 && cn.label == "": // its read came first and opened a request
+		cn.begin = 0
+	case setup:
+		cn.setup = true
+	case cn.begin != 0 && cn.label == "":
 		cn.label = label
-		return
+	default:
+		cn.pending = label
 	}
-	cn.pending = label
+}
+
+// frame reads a read's first bytes by the connection's protocol: the label
+// of the first request they hold, or setup when they are the connection's
+// start-up or authentication alone.
+func (cn *conn) frame(data []byte) (label string, setup bool) {
+	if !cn.known && len(data) > 0 {
+		cn.known = true
+		if p := analysis.ProtocolOf(data); p != nil && p.NewFramer != nil {
+			cn.framer = p.NewFramer()
+		}
+	}
+	if cn.framer == nil {
+		return analysis.RequestLabel(data), false
+	}
+	// Live, a read's length is what was taken of it: a longer read's
+	// messages past that are not followed (its label is).
+	frames := cn.framer.Feed(data, len(data))
+	for _, f := range frames {
+		if !f.Setup {
+			return event.EncodeText(f.Label), false
+		}
+	}
+	return "", len(frames) > 0
 }
 
 // slow lists requests open longer than the threshold at now, once each.

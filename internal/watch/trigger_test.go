@@ -200,3 +200,37 @@ func TestStallRemembersKernelThreads(t *testing.T) {
 		t.Errorf("the kworker's wait fired as it ended: %+v", tr)
 	}
 }
+
+// TestServingFramesByProtocol: a PostgreSQL connection's start-up is no
+// request, told before its read's call or after; its first query is,
+// labelled by statement and table.
+func TestServingFramesByProtocol(t *testing.T) {
+	s := newServing(uint64(time.Second))
+	pg := func(ino uint64, data string) {
+		s.payload(&event.Payload{Header: event.Header{PID: 1}, Conn: event.FileRef{Dev: 8, Ino: ino}, Data: []byte(data)})
+	}
+	startup := "\x00\x00\x00\x1b\x00\x03\x00\x00user\x00u\x00database\x00d\x00\x00"
+	// The start-up's bytes before its read, then after it on another connection.
+	pg(4, startup)
+	s.call(sock(0, ms, 1, "recvfrom", int64(len(startup)), 4))
+	s.call(sock(10*ms, ms, 1, "read", int64(len(startup)), 5))
+	pg(5, startup)
+	if got := s.slow(5000 * ms); len(got) != 0 {
+		t.Fatalf("a start-up left open fired: %+v", got)
+	}
+	s.call(sock(6000*ms, ms, 1, "sendto", 10, 4))
+	q := "Q\x00\x00\x00\x1eSELECT * FROM t WHERE a=1\x00"
+	pg(4, q)
+	s.call(sock(7000*ms, ms, 1, "recvfrom", int64(len(q)), 4))
+	if got := s.slow(9000 * ms); len(got) != 1 || !strings.HasPrefix(got[0].Detail, "postgres SELECT t,") {
+		t.Errorf("the query at 9 s: %+v", triggers(got))
+	}
+}
+
+func triggers(ts []*Trigger) []Trigger {
+	var out []Trigger
+	for _, t := range ts {
+		out = append(out, *t)
+	}
+	return out
+}

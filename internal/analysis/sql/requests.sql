@@ -15,12 +15,13 @@ WHERE s.pid IN (SELECT unnest($pids::UINTEGER[])) AND s.fkind IN ('socket', 'uni
 ORDER BY s.pid, s.dev, s.ino, s.gen, s.ts;
 
 -- name: requests_first_bytes
--- Each request's first bytes (--requests), by connection and the entry
--- time of the read that brought them, and when they reached the socket
--- (TCP; 0 unknown).
+-- Each read's first bytes (--requests; each request's first read's, in
+-- older recordings), by connection and the entry time of the read, and when
+-- they reached the socket (TCP; 0 unknown); per connection in time order.
 -- Parameters: $pids (UINTEGER[]): the target's processes.
 -- Columns: pid, dev, ino, gen, ts, data (BLOB), arrived.
-SELECT pid, dev, ino, gen, ts, data, coalesce(arrived, 0) FROM payloads WHERE pid IN (SELECT unnest($pids::UINTEGER[]));
+SELECT pid, dev, ino, gen, ts, data, coalesce(arrived, 0) FROM payloads WHERE pid IN (SELECT unnest($pids::UINTEGER[]))
+ORDER BY pid, dev, ino, gen, ts;
 
 -- name: requests_files
 -- The files a request's threads used while it ran: bytes read and written,
