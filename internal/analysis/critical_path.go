@@ -36,6 +36,9 @@ type PathSegment struct {
 	// (a lock holder that let go, the writer of a pipe).
 	BlockedByPID  uint32 `json:"blocked_by_pid,omitempty"`
 	BlockedByComm string `json:"blocked_by_comm,omitempty"`
+	// BlockedByTID is the thread, when it is one of the waiter's own
+	// process (a lock held by the thread serving another request).
+	BlockedByTID uint32 `json:"blocked_by_tid,omitempty"`
 	// Role is "outside" for a process outside the target that the path went
 	// on into (a server, a lock holder), empty for the target's own.
 	Role string `json:"role,omitempty"`
@@ -438,7 +441,7 @@ func (w *pathWalker) add(th *pathThread, reason string, a, b uint64, info *pathS
 	if n := len(w.segs); n > 0 {
 		last := &w.segs[n-1]
 		if last.TID == seg.TID && last.Reason == seg.Reason && last.Object == seg.Object && last.Role == seg.Role &&
-			last.BlockedByPID == seg.BlockedByPID && seg.BeginS+seg.DurS >= last.BeginS-1e-9 {
+			last.BlockedByPID == seg.BlockedByPID && last.BlockedByTID == seg.BlockedByTID && seg.BeginS+seg.DurS >= last.BeginS-1e-9 {
 			last.DurS += last.BeginS - seg.BeginS
 			last.BeginS = seg.BeginS
 			return

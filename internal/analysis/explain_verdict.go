@@ -89,7 +89,7 @@ func (x *Explanation) pathHolder(reason string) (th *ThreadTime, object string, 
 			perObj[s.Object] += s.DurS
 		}
 		if s.BlockedByPID != 0 {
-			perBy[Actor{Role: ActorOutside, Comm: s.BlockedByComm, PID: s.BlockedByPID}] += s.DurS
+			perBy[blockedBy(&s)] += s.DurS
 		}
 	}
 	var tid uint32

@@ -84,7 +84,7 @@ func (w *pathWalker) hopSegment(seg *PathSegment) {
 	if seg.Object == "" {
 		seg.Object = w.hop.object
 	}
-	seg.BlockedByPID, seg.BlockedByComm = w.hop.pid, w.hop.comm
+	seg.BlockedByPID, seg.BlockedByComm, seg.BlockedByTID = w.hop.pid, w.hop.comm, w.hop.tid
 }
 
 // reach loads the waits of process pid, outside the target, the first time
@@ -166,4 +166,13 @@ func (w *pathWalker) loadOutside(pid uint32) error {
 	}
 	w.live = nil // the index of lives is rebuilt with the new threads
 	return nil
+}
+
+// blockedBy is the actor that held up a segment: a process outside the
+// target, or a thread of the waiter's own (BlockedByTID).
+func blockedBy(s *PathSegment) Actor {
+	if s.BlockedByTID != 0 {
+		return Actor{Role: ActorThread, Comm: s.BlockedByComm, PID: s.BlockedByPID, TID: s.BlockedByTID}
+	}
+	return Actor{Role: ActorOutside, Comm: s.BlockedByComm, PID: s.BlockedByPID}
 }

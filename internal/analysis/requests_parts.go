@@ -278,7 +278,7 @@ func pathObject(p CriticalPath, reason string) (object string, by *Actor) {
 			perObj[s.Object] += s.DurS
 		}
 		if s.BlockedByPID != 0 {
-			perBy[Actor{Role: ActorOutside, Comm: s.BlockedByComm, PID: s.BlockedByPID}] += s.DurS
+			perBy[blockedBy(&s)] += s.DurS
 		}
 	}
 	return largest(perObj), largestActor(perBy)
