@@ -141,5 +141,9 @@ func TestRequestsMariaDB(t *testing.T) {
 		if q.Verdict.Reason != "lock" {
 			t.Errorf("the blocked UPDATE: verdict %s (%s), want lock", q.Verdict.Reason, q.Verdict.Summary)
 		}
+		// held by the holding session's thread of mariadbd, not the process
+		if h := q.Verdict.HeldUpBy; h == nil || h.PID != uint32(m.pid) || h.TID == 0 || h.TID == q.TID {
+			t.Errorf("the blocked UPDATE (tid %d) is held up by %+v, want another thread of mariadbd (pid %d): %s", q.TID, h, m.pid, q.Verdict.Summary)
+		}
 	}
 }

@@ -38,12 +38,18 @@ type requestsJSON struct {
 	} `json:"by_label"`
 	Requests []struct {
 		PID       uint32  `json:"pid"`
+		TID       uint32  `json:"tid"`
 		Label     string  `json:"label"`
 		Begin     string  `json:"begin"`
 		DurationS float64 `json:"duration_s"`
 		Verdict   struct {
-			Reason  string `json:"reason"`
-			Summary string `json:"summary"`
+			Reason   string `json:"reason"`
+			Summary  string `json:"summary"`
+			HeldUpBy *struct {
+				Role string `json:"role"`
+				PID  uint32 `json:"pid"`
+				TID  uint32 `json:"tid"`
+			} `json:"held_up_by"`
 		} `json:"verdict"`
 		Files []struct {
 			Path string `json:"path"`
