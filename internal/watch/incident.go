@@ -315,16 +315,27 @@ func (w *watcher) explain(inc Incident) (verdict, culprit string, err error) {
 		errs = append(errs, err, os.WriteFile(base+".requests.json", js, 0o600))
 		verdict, culprit = requestVerdict(js)
 	}
+	explained := false
 	if inc.PID != 0 {
 		out, err := w.run(append([]string{"report", "explain", rec}, pid...)...)
-		text.Write(out)
-		errs = append(errs, err)
-		js, err := w.run(append([]string{"report", "explain", rec, "--json"}, pid...)...)
-		errs = append(errs, err, os.WriteFile(base+".json", js, 0o600))
-		if verdict == "" {
-			verdict, culprit = explainVerdict(js)
+		if noSuchProcess(err) {
+			// The process left nothing in the window (its events were
+			// lost, or dropped by the memory budget): the machine's
+			// usage explains the incident instead, and says why.
+			fmt.Fprintf(&text, "(pid %d left no events in the incident's recording: the machine's usage instead)\n\n", inc.PID)
+			pid = nil
+		} else {
+			explained = true
+			text.Write(out)
+			errs = append(errs, err)
+			js, err := w.run(append([]string{"report", "explain", rec, "--json"}, pid...)...)
+			errs = append(errs, err, os.WriteFile(base+".json", js, 0o600))
+			if verdict == "" {
+				verdict, culprit = explainVerdict(js)
+			}
 		}
-	} else {
+	}
+	if !explained {
 		out, err := w.run("report", "usage", rec)
 		text.Write(out)
 		errs = append(errs, err)
@@ -332,6 +343,13 @@ func (w *watcher) explain(inc Incident) (verdict, culprit string, err error) {
 	_, err = w.run(append([]string{"report", "html", rec, "-o", base + ".html"}, pid...)...)
 	errs = append(errs, err, os.WriteFile(base+".txt", []byte(text.String()), 0o600))
 	return verdict, culprit, errors.Join(errs...)
+}
+
+// noSuchProcess says whether an analysis refused its --pid: the recording
+// holds no such process (exit code 2, a usage error, with that message).
+func noSuchProcess(err error) bool {
+	var ee *exec.ExitError
+	return errors.As(err, &ee) && ee.ExitCode() == 2 && strings.Contains(err.Error(), "the recording holds no such process")
 }
 
 // run runs an analysis of an incident and returns its output.
