@@ -306,14 +306,17 @@ func (w *pathWalker) walk(tid uint32, from, to uint64, depth int) {
 // wait explains [a, b] of an off-CPU interval of th.
 func (w *pathWalker) wait(th *pathThread, iv *pathInterval, a, b uint64, depth int) {
 	waker := w.threads[iv.wakerTID]
-	if waker == nil && followed[iv.reason] && iv.wakerPID != 0 && iv.wakerPID != th.pid {
+	if waker == nil && followed[iv.reason] && iv.wakerPID != 0 && iv.wakerPID != th.pid && !iv.forWork {
 		waker = w.reach(iv.wakerPID, iv.wakerTID)
 	}
 	traced := waker != nil && iv.wakerTID != th.tid
 	// An outside process, or one hopped into, waiting for work (a backend
 	// idle in a transaction, awaiting its client's next statement) is where
 	// the chain ends: its client's doings are no part of the target's wait.
-	idleOutsider := w.hopped(th) && iv.forWork
+	// Nor does a wait for work go on into the process outside that brought
+	// it (a server's poll ended by its client's request: the client's doings
+	// before it sent are no part of the server's time).
+	idleOutsider := iv.forWork && (w.hopped(th) || waker != nil && waker.outside)
 	if traced && followed[iv.reason] && depth < maxPathDepth && waker.walking == 0 && !idleOutsider {
 		w.link(th, waker, iv.reason, iv.object, a, b, depth)
 		if hop := w.hopInto(th, waker, iv, a, b); hop != nil {

@@ -147,3 +147,22 @@ func TestServerAsleepIsNotLookedThroughIntoTheClient(t *testing.T) {
 		}
 	}
 }
+
+// A server's poll ended by its client's request waited for work: the path
+// does not go on into the client, whatever the client did before it sent
+// (a request's first moments once walked into curl's CPU).
+func TestServerIdleIsNotItsClientsWork(t *testing.T) {
+	r := storetest.New(t, "unused", nil)
+	o := r.Off(client, 0, 1000, event.ReasonNetwork, "epoll_wait", server, 0.01)
+	o.WakerSide = event.SideClient
+	x := crossProcess(t, "server-idle-client-busy", o,
+		outside(r.Off(server, 100, 900, event.ReasonSync, "fsync", storetest.Thread{}, 0)))
+	if x.Path.ByReason["idle"] < 0.99 {
+		t.Errorf("path %v: a poll woken by a client's request is waiting for work, not the client's disk", x.Path.ByReason)
+	}
+	for _, l := range x.Path.Chain {
+		if l.WorkerPID == server.PID {
+			t.Errorf("chain %+v goes on into the client that brought the work", x.Path.Chain)
+		}
+	}
+}
