@@ -181,7 +181,7 @@ take --pid (explain also --json) and cover the whole recording.`,
 		},
 	}
 	cmd.AddCommand(newExplain())
-	cmd.AddCommand(newLatencyReports()...)
+	cmd.AddCommand(newUsageReport(), newStatsReport(), newFreqReport(), newTopReport(), newLogReport())
 	cmd.AddCommand(newRequestsReport())
 	cmd.AddCommand(newHTMLReport())
 	return cmd
