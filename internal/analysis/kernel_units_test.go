@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"database/sql"
+	"slices"
 	"testing"
 
 	"github.com/whyslow/whyslow/internal/event"
@@ -25,6 +26,12 @@ func TestKernelMacros(t *testing.T) {
 	var page int
 	if err := conn.QueryRowContext(t.Context(), "SELECT page_size()").Scan(&page); err != nil || page != event.PageSize {
 		t.Errorf("page_size() = %d (%v), want %d", page, err, event.PageSize)
+	}
+	for _, nc := range event.SyscallNames() {
+		var poll sql.NullBool
+		if err := conn.QueryRowContext(t.Context(), "SELECT is_poll(?)", nc[0]).Scan(&poll); err != nil || poll.Bool != slices.Contains(event.PollSyscalls, nc[0]) {
+			t.Errorf("is_poll(%q) = %v (%v), want %v", nc[0], poll, err, slices.Contains(event.PollSyscalls, nc[0]))
+		}
 	}
 	for _, op := range []event.BlockOp{event.BlockRead, event.BlockWrite, event.BlockDiscard, event.BlockWriteZeroes} {
 		var n sql.NullInt64

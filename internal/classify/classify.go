@@ -139,7 +139,7 @@ var (
 	readSyscalls = ofClass(event.ClassRead)
 	// lockSyscalls wait for a file lock: flock, fcntl (record locks only are followed).
 	lockSyscalls = ofClass(event.ClassLock)
-	pollSyscalls = named("poll", "select", "epoll_wait", "epoll_pwait", "epoll_pwait2", "ppoll", "pselect6")
+	pollSyscalls = named(event.PollSyscalls...)
 	// timedWaits wait on something with a timeout besides polls.
 	timedWaits = named("futex", "semtimedop", "rt_sigtimedwait")
 	// signalSyscalls send a signal.

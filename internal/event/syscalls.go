@@ -146,6 +146,11 @@ var waitSyscalls = map[int32]string{
 	62: "kill", 200: "tkill", 234: "tgkill", 129: "rt_sigqueueinfo", 297: "rt_tgsigqueueinfo", 424: "pidfd_send_signal",
 }
 
+// PollSyscalls wait on many fds at once (poll, select, epoll): what tells a
+// wait for one of several peers, or, in a thread that moved no socket
+// data, a wait for work. classify and the analyses' SQL (is_poll) read it.
+var PollSyscalls = []string{"poll", "select", "epoll_wait", "epoll_pwait", "epoll_pwait2", "ppoll", "pselect6"}
+
 // SyscallNr is the x86_64 number of a syscall whyslow names (traced, or one
 // the classifier recognises), false for another.
 func SyscallNr(name string) (int32, bool) {

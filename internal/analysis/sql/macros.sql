@@ -7,12 +7,6 @@
 -- from the bound list $pids: sql/target.sql).
 CREATE OR REPLACE TEMP MACRO is_target(p) AS p IN (SELECT pid FROM target_pids);
 
--- name: is_poll
--- is_poll(syscall): the call waits on many fds at once (poll, select,
--- epoll): for a thread that moved no socket data, that is waiting for work.
-CREATE OR REPLACE TEMP MACRO is_poll(syscall) AS
-  syscall IN ('poll', 'select', 'epoll_wait', 'epoll_pwait', 'epoll_pwait2', 'ppoll', 'pselect6');
-
 -- name: is_signal_wait
 -- is_signal_wait(syscall): the call waits for a signal and nothing else.
 CREATE OR REPLACE TEMP MACRO is_signal_wait(syscall) AS syscall IN ('rt_sigsuspend', 'pause', 'rt_sigtimedwait');
