@@ -13,7 +13,9 @@ import (
 // dirtied and writeback tables' page counts, block_op('write') for
 // block_raw's op codes (the named disk view costs a join the sums on
 // block_raw avoid), is_poll(syscall) for the calls that wait on many fds at
-// once (event.PollSyscalls). Fixed words, never input.
+// once (event.PollSyscalls), is_read(class, name) and is_write(class, name)
+// for the calls' directions (reads, writes: requests ask the same in Go).
+// Fixed words, never input.
 func kernelMacros() string {
 	var ops []string
 	for _, op := range event.BlockOps() {
@@ -21,5 +23,7 @@ func kernelMacros() string {
 	}
 	return fmt.Sprintf("CREATE OR REPLACE TEMP MACRO page_size() AS %d;\n", event.PageSize) +
 		"CREATE OR REPLACE TEMP MACRO block_op(name) AS CASE name " + strings.Join(ops, " ") + " END;\n" +
-		"CREATE OR REPLACE TEMP MACRO is_poll(syscall) AS syscall IN ('" + strings.Join(event.PollSyscalls, "', '") + "');\n"
+		"CREATE OR REPLACE TEMP MACRO is_poll(syscall) AS syscall IN ('" + strings.Join(event.PollSyscalls, "', '") + "');\n" +
+		"CREATE OR REPLACE TEMP MACRO is_read(class, name) AS " + reads.sql() + ";\n" +
+		"CREATE OR REPLACE TEMP MACRO is_write(class, name) AS " + writes.sql() + ";\n"
 }

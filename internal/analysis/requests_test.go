@@ -81,20 +81,25 @@ func TestCutRequests(t *testing.T) {
 }
 
 // TestRequestsSplitReadsFromWritesAsSQL: requests tell a call that brings a
-// request's bytes in from one that sends the answer out exactly as readSQL
-// and writeSQL do for usage and explain, for every syscall whyslow names.
+// request's bytes in from one that sends the answer out exactly as the
+// is_read and is_write macros do for usage and explain, for every syscall
+// whyslow names.
 func TestRequestsSplitReadsFromWritesAsSQL(t *testing.T) {
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	db.SetMaxOpenConns(1) // the macros are the connection's
+	if _, err := db.Exec(kernelMacros()); err != nil {
+		t.Fatal(err)
+	}
 	conn := connKey{pid: 1, ino: 10}
 	for _, nc := range event.SyscallNames() {
 		name, class := nc[0], nc[1]
 		var sqlRead, sqlWrite bool
-		if err := db.QueryRow("SELECT "+readSQL+", "+writeSQL+" FROM (SELECT ?::VARCHAR AS class, ?::VARCHAR AS name)",
-			class, name).Scan(&sqlRead, &sqlWrite); err != nil {
+		if err := db.QueryRow("SELECT is_read(?::VARCHAR, ?::VARCHAR), is_write(?::VARCHAR, ?::VARCHAR)",
+			class, name, class, name).Scan(&sqlRead, &sqlWrite); err != nil {
 			t.Fatal(err)
 		}
 		// A read: the call alone on a connection, then an answer, cuts a

@@ -23,13 +23,8 @@ var (
 	writes = direction{"write", []string{"sendto", "sendmsg"}}
 )
 
-// readSQL and writeSQL are reads and writes in SQL, for rows with class and
-// name; requests ask reads.has and writes.has.
-var (
-	readSQL  = reads.sql()
-	writeSQL = writes.sql()
-)
-
+// sql is the direction in SQL, for rows with class and name: the is_read and
+// is_write macros (kernelMacros).
 func (d direction) sql() string {
 	return "(class = '" + d.class + "' OR name IN ('" + strings.Join(d.net, "','") + "'))"
 }

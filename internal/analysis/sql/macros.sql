@@ -24,18 +24,6 @@ CREATE OR REPLACE TEMP MACRO moves_bytes(name) AS name IN (
   'copy_file_range', 'fallocate', 'ftruncate', 'pread64', 'preadv', 'preadv2', 'pwrite64', 'pwritev', 'pwritev2',
   'read', 'readv', 'recvfrom', 'recvmsg', 'sendfile', 'sendmsg', 'sendto', 'splice', 'write', 'writev');
 
--- name: is_read
--- is_read(class, name), is_write(class, name): among calls that move bytes,
--- reads and writes: a class, and the net calls that go the same way (a recv
--- is a read, a send a write). sendfile, splice and copy_file_range are
--- neither: the file a row names is the one they read from, the bytes go to
--- another (Go: reads.has, writes.has; a test keeps them the same).
-CREATE OR REPLACE TEMP MACRO is_read(class, name) AS (class = 'read' OR name IN ('recvfrom', 'recvmsg'));
-
--- name: is_write
--- is_write(class, name): see is_read.
-CREATE OR REPLACE TEMP MACRO is_write(class, name) AS (class = 'write' OR name IN ('sendto', 'sendmsg'));
-
 -- name: traffic
 -- traffic(fkind): the kind of traffic a call's file carries, as usage
 -- splits it: file, net, ipc or other (event.FileKind.Traffic; a test keeps
