@@ -6,8 +6,9 @@ package analysis
 //   - woken by a server's answer ('server'): a client waiting on its
 //     server, whatever else it polled: never waiting for work;
 //   - woken by a client's request ('client'): a server waiting for work;
-//   - neither (a timer, a pipe, a packet from another machine): as before,
-//     waiting for work unless the thread was seen moving socket data.
+//   - neither (a pipe, a packet from another machine): waiting for work
+//     unless the thread was seen moving socket data; ended by its own
+//     timeout (the timer), a sleep (classify).
 //
 // A client polls with a timeout and polls again until the answer comes
 // (curl wakes every 200 ms to 1 s): those timed-out polls are the same wait

@@ -456,7 +456,7 @@ func (w *pathWalker) add(th *pathThread, reason string, a, b uint64, info *pathS
 func (w *pathWalker) result() CriticalPath {
 	p := CriticalPath{ByReason: map[string]float64{}}
 	if len(w.segs) > 0 {
-		p.Segments = make([]PathSegment, 0, len(w.segs)) // nil when empty: JSON null, as before
+		p.Segments = make([]PathSegment, 0, len(w.segs)) // nil when empty: JSON null
 	}
 	for i := len(w.segs) - 1; i >= 0; i-- {
 		s := w.segs[i]

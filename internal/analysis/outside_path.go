@@ -89,7 +89,7 @@ func (w *pathWalker) hopSegment(seg *PathSegment) {
 
 // reach loads the waits of process pid, outside the target, the first time
 // the walk reaches it, and returns its thread tid (nil: the recording holds
-// no wait of that process, and the path stops at it as before).
+// no wait of that process, and the path stops at it).
 func (w *pathWalker) reach(pid, tid uint32) *pathThread {
 	if w.src == nil {
 		return nil

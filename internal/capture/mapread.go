@@ -38,7 +38,7 @@ func readMap[K any, V any](m *ebpf.Map, del bool, got func(k *K, v *V)) bool {
 			return true // the end
 		case err != nil && first && n == 0:
 			// No batch operations in this kernel for this map (or a
-			// bucket larger than a batch): one at a time, as before.
+			// bucket larger than a batch): one at a time.
 			return readMapEach(m, del, got)
 		case err != nil:
 			return false
