@@ -134,23 +134,36 @@ func firstRead(conn []socketCall, bytesOf map[labelKey]firstBytes) []byte {
 	return start
 }
 
-// serves says whether the target is a connection's server: it accepted it,
-// or (one older than the recording) the first data on it went in. The rule
-// of cutRequests.
+// serves says whether the target is a connection's server, by the first of
+// its calls that says (serverSide).
 func serves(conn []socketCall) bool {
 	for _, c := range conn {
-		switch {
-		case c.name == "accept" || c.name == "accept4":
-			return true
-		case c.name == "connect":
-			return false
-		case c.ret > 0 && reads.has(c.class, c.name):
-			return true
-		case c.ret > 0 && writes.has(c.class, c.name):
-			return false
+		if server, decided := serverSide(c); decided {
+			return server
 		}
 	}
 	return false
+}
+
+// opens says whether the call made its connection: accept, accept4, connect.
+func opens(c socketCall) bool {
+	return c.name == "accept" || c.name == "accept4" || c.name == "connect"
+}
+
+// serverSide is what one call says of the target's end of its connection:
+// the server's if it accepted it, or (a connection older than the
+// recording) if the first data on it went in; the client's if it connected,
+// or the first data went out. decided is false for a call that says neither.
+func serverSide(c socketCall) (server, decided bool) {
+	switch {
+	case opens(c):
+		return c.name != "connect", true
+	case c.ret > 0 && reads.has(c.class, c.name):
+		return true, true
+	case c.ret > 0 && writes.has(c.class, c.name):
+		return false, true
+	}
+	return false, false
 }
 
 // cutMessages cuts one served connection by its protocol's messages. A

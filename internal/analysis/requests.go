@@ -275,13 +275,9 @@ func cutRequests(calls []socketCall) (reqs []*request, clients map[connKey]bool)
 		}
 		in := c.ret > 0 && reads.has(c.class, c.name)
 		outb := c.ret > 0 && writes.has(c.class, c.name)
-		switch {
-		case c.name == "accept" || c.name == "accept4":
-			st.decided, st.server = true, true
-		case c.name == "connect":
-			st.decided, st.server = true, false
-		case (in || outb) && !st.decided:
-			st.decided, st.server = true, in
+		// an accept or a connect says it whatever came before it
+		if server, decided := serverSide(c); decided && (!st.decided || opens(c)) {
+			st.server, st.decided = server, true
 		}
 		if !st.server {
 			continue
