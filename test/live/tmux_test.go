@@ -52,6 +52,23 @@ func (tm *tmux) send(t *testing.T, keys ...string) {
 	}
 }
 
+// sendUntil types keys and waits for ok; if the screen does not show it in
+// 3 s, it clears any half-typed prompt (Escape) and types them once more.
+func (tm *tmux) sendUntil(t *testing.T, what string, keys []string, ok func(string) bool) string {
+	t.Helper()
+	tm.send(t, keys...)
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		if s := tm.capture(t); ok(s) {
+			return s
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("%s not shown 3 s after the keys %q: typing them again; the screen:\n%s", what, keys, tm.capture(t))
+	tm.send(t, append([]string{"Escape"}, keys...)...)
+	return tm.waitFor(t, what, 5*time.Second, ok)
+}
+
 func (tm *tmux) capture(t *testing.T) string {
 	t.Helper()
 	out, err := tm.cmd("capture-pane", "-p", "-t", tm.session).Output()
