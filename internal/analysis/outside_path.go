@@ -55,14 +55,15 @@ func (w *pathWalker) hopped(th *pathThread) bool {
 // another request (w.served: MariaDB's sessions are threads of one process).
 func (w *pathWalker) hopInto(th, waker *pathThread, iv *pathInterval, a, b uint64) *pathHop {
 	lock := iv.reason == string(event.ReasonLock)
-	h := &pathHop{reason: iv.reason, object: iv.object, pid: waker.pid, comm: waker.comm, waiter: th.tid}
+	var tid uint32
 	switch {
 	case waker.pid != th.pid && (waker.outside || lock):
 	case lock && waker.pid == th.pid && w.served != nil && w.served.another(waker.tid, a, b):
-		h.tid = waker.tid
+		tid = waker.tid
 	default:
-		return nil
+		return nil // the walk's common case: nothing made
 	}
+	h := &pathHop{reason: iv.reason, object: iv.object, pid: waker.pid, tid: tid, comm: waker.comm, waiter: th.tid}
 	if w.hop != nil {
 		h.waiter = w.hop.waiter
 	}

@@ -196,10 +196,27 @@ func TestRequestsPostgres(t *testing.T) {
 		// pgbench's own looks at the scale and at partitions
 		"postgres SELECT pgbench_branches": 1, "postgres SELECT pg_catalog.pg_class": 1,
 	})
+	// The same rules as `run -- psql` (issue 42): the blocked UPDATE is the
+	// lock, held by the holding backend, and the holder's pg_sleep a sleep.
+	backend := holder.PID()
 	if i := slowest(r, "postgres UPDATE t"); i >= 0 {
 		q := r.Requests[i]
 		checkClientTime(t, "the blocked UPDATE", q.DurationS, waited)
-		t.Logf("the blocked UPDATE: %.3f s server-side, %v at the client; verdict %s: %s", q.DurationS, waited, q.Verdict.Reason, q.Verdict.Summary)
+		v := q.Verdict
+		if v.Reason != "lock" {
+			t.Errorf("the blocked UPDATE's verdict is %q (%s), want lock", v.Reason, v.Summary)
+		}
+		if v.HeldUpBy == nil || v.HeldUpBy.PID != backend {
+			t.Errorf("the blocked UPDATE is held up by %+v, want the holding backend (pid %d)", v.HeldUpBy, backend)
+		}
+		if v.Blame == nil || v.Blame.PID != backend || v.Blame.Activity != "lock" {
+			t.Errorf("the blocked UPDATE blames %+v, want the holding backend (pid %d) for the lock", v.Blame, backend)
+		}
+	}
+	if i := slowest(r, "postgres BEGIN"); i < 0 {
+		t.Error("no request of the holder's")
+	} else if q := r.Requests[i]; q.PID != backend || q.Verdict.Reason != "sleep" {
+		t.Errorf("the holder's request (backend %d): pid %d, verdict %q (%s), want its pg_sleep a sleep", backend, q.PID, q.Verdict.Reason, q.Verdict.Summary)
 	}
 	// Each pipelined request ends with its own ReadyForQuery, no later than
 	// the client had it.

@@ -50,6 +50,10 @@ type requestsJSON struct {
 				PID  uint32 `json:"pid"`
 				TID  uint32 `json:"tid"`
 			} `json:"held_up_by"`
+			Blame *struct {
+				PID      uint32 `json:"pid"`
+				Activity string `json:"activity"`
+			} `json:"blame"`
 		} `json:"verdict"`
 		Files []struct {
 			Path string `json:"path"`
@@ -301,13 +305,12 @@ php_admin_value session.save_path %[6]s
 // before whyslow attaches. Another process dirties data and runs sync, and
 // one request stalls writing its session. report requests must find that
 // request, label it, and blame the sync.
-func TestRequestsApacheSessionStall(t *testing.T) {
-	d := newSlowDisk(t, slowdisk.Options{WriteBPS: 8 << 20, DirtyBytes: 256 << 20, DirtyBackground: 128 << 20})
-	fetch, pid := startApacheSessions(t, d.Dir)
-	fetch() // the session exists before the recording
-
-	stop := attachRequests(t, pid)
-	noisy := exec.Command("sh", filepath.Join(repo, "examples", "session-stall", "noisy.sh"), d.Dir, "24")
+// fetchBesideNoise fetches 16 times, 250 ms apart, while from the fifth on
+// examples/session-stall/noisy.sh writes `files` MiB under dir and
+// syncs; it returns the client's latencies.
+func fetchBesideNoise(t *testing.T, fetch func() time.Duration, dir, files string) []time.Duration {
+	t.Helper()
+	noisy := exec.Command("sh", filepath.Join(repo, "examples", "session-stall", "noisy.sh"), dir, files)
 	var latencies []time.Duration
 	for i := range 16 {
 		if i == 4 {
@@ -319,6 +322,16 @@ func TestRequestsApacheSessionStall(t *testing.T) {
 		time.Sleep(250 * time.Millisecond)
 	}
 	noisy.Wait()
+	return latencies
+}
+
+func TestRequestsApacheSessionStall(t *testing.T) {
+	d := newSlowDisk(t, slowdisk.Options{WriteBPS: 8 << 20, DirtyBytes: 256 << 20, DirtyBackground: 128 << 20})
+	fetch, pid := startApacheSessions(t, d.Dir)
+	fetch() // the session exists before the recording
+
+	stop := attachRequests(t, pid)
+	latencies := fetchBesideNoise(t, fetch, d.Dir, "24")
 	r, rec := stop()
 	matchClients(t, rec)
 
