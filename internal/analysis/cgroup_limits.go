@@ -11,8 +11,8 @@ import (
 
 // CPUQuota is the cgroup CPU quota that held a verdict's thread off the CPU
 // (reason cpu-quota): which cgroup, how much CPU it may use, and what the
-// kernel counted of its throttling (cpu.stat, since the cgroup began, at
-// the end of the capture).
+// kernel counted of its throttling during the capture (cpu.stat at the end
+// less at the first throttled wait).
 type CPUQuota struct {
 	Cgroup  string `json:"cgroup"`
 	Version string `json:"version"`
@@ -21,7 +21,9 @@ type CPUQuota struct {
 	QuotaUS  int64   `json:"quota_us"`
 	PeriodUS int64   `json:"period_us"`
 	// Periods the cgroup had runnable tasks in; ThrottledPeriods of them
-	// it ran out of quota; ThrottledS its tasks were held off in all.
+	// it ran out of quota; ThrottledS its tasks were held off in all, summed
+	// over CPUs (up to the window times the CPUs it ran on). All 0 when the
+	// cgroup was gone by the end of the capture.
 	Periods          uint64  `json:"periods"`
 	ThrottledPeriods uint64  `json:"throttled_periods"`
 	ThrottledS       float64 `json:"throttled_s"`

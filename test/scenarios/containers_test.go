@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -81,6 +82,9 @@ while time.time() < end: pass'`, dir, secs), py}
 // CPU" read as an overloaded machine), and names the cgroup, the quota in
 // CPUs and the kernel's count of throttled periods. In run, attach, and a
 // system-wide record.
+// throttledPeriods reads a quota verdict's "throttled it in N of M periods".
+var throttledPeriods = regexp.MustCompile(`throttled it in (\d+) of (\d+) periods`)
+
 func TestCPUQuota(t *testing.T) {
 	cgroup, dir := cpuQuotaCgroup(t)
 	py := harness.Python(t)
@@ -104,6 +108,14 @@ func TestCPUQuota(t *testing.T) {
 			if !strings.Contains(x.Verdict.Summary, want) {
 				t.Errorf("summary %q does not say %q", x.Verdict.Summary, want)
 			}
+		}
+		// The kernel's counts are the capture's, not the cgroup's since it
+		// began: the tests before this one ran in the same cgroup.
+		m := throttledPeriods.FindStringSubmatch(x.Verdict.Summary)
+		if m == nil {
+			t.Errorf("summary %q gives no periods", x.Verdict.Summary)
+		} else if n, _ := strconv.Atoi(m[2]); float64(n)*0.1 > x.WallS+0.5 {
+			t.Errorf("%d periods of 100 ms counted in a %.2fs capture: counted since the cgroup began?", n, x.WallS)
 		}
 		if x.Time.OffCPUS["cpu-quota"] < 0.5*x.WallS {
 			t.Errorf("%.2fs held off by the quota of %.2fs: want most of it\n%s", x.Time.OffCPUS["cpu-quota"], x.WallS, log)

@@ -202,17 +202,21 @@ WHERE is_target(pid) AND op = 'read' AND fkind = 'blockdev' AND NOT lower AND ts
 
 -- name: cpu_quota
 -- The CPU quota of the cgroup of the target's process $pid (any of the
--- target's when $pid has none) that held it off the CPU: what the capture
--- read at its first such wait, and the kernel's counts at the end of the
--- capture when the cgroup was still there (else at that first read).
+-- target's when $pid has none) that held it off the CPU, and what the
+-- kernel counted of its throttling during the capture: its cpu.stat at the
+-- end less what the capture read at the first throttled wait. A container's
+-- counts since it began (days of them) say nothing of this window. 0 when
+-- the cgroup was gone by the end.
 -- Parameters: $pid (UINTEGER).
 -- Columns: cgroup, version, quota_us, period_us, periods, throttled, throttled_ns.
 WITH first AS (
     SELECT * FROM cpu_quotas WHERE phase = 'first' AND is_target(pid)
     ORDER BY pid = $pid DESC, ts LIMIT 1)
 SELECT f.cgroup, f.version, f.quota_us, f.period_us,
-       coalesce(e.periods, f.periods), coalesce(e.throttled, f.throttled), coalesce(e.throttled_ns, f.throttled_ns)
-FROM first f LEFT JOIN (SELECT * FROM cpu_quotas WHERE phase = 'end') e USING (cgroup)
+       coalesce(e.periods - f.periods, 0), coalesce(e.throttled - f.throttled, 0),
+       coalesce(e.throttled_ns - f.throttled_ns, 0)
+FROM first f LEFT JOIN (SELECT * FROM cpu_quotas WHERE phase = 'end') e
+     ON e.cgroup = f.cgroup AND e.periods >= f.periods AND e.throttled >= f.throttled AND e.throttled_ns >= f.throttled_ns
 ORDER BY e.ts DESC NULLS LAST LIMIT 1;
 
 -- name: memory_limit
