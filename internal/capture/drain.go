@@ -71,7 +71,8 @@ func (e *Engine) drain(final bool) []event.Event {
 			os := &slot.W
 			if os.Ts != 0 && now > os.Ts { // 0: a target thread between waits
 				out = append(out, &event.OffCPU{Header: event.Header{Time: now, PID: os.Pid, TID: *tid},
-					Off: now - os.Ts, State: byte(os.State), StackID: os.StackId, Syscall: os.Syscall, WakerSyscall: -1, Waits: 1})
+					Off: now - os.Ts, State: byte(os.State), StackID: os.StackId, Syscall: os.Syscall, WakerSyscall: -1, Waits: 1,
+					Quota: os.Quota != 0})
 			}
 		})
 	}

@@ -44,8 +44,8 @@ func (w *Waits) Now() (now uint64, out []*event.OffCPU) {
 			continue
 		}
 		o := &event.OffCPU{Header: event.Header{Time: now, PID: s.Pid, TID: tid},
-			Off: now - s.Ts, State: byte(s.State), StackID: s.StackId, Syscall: s.Syscall, Waits: 1}
-		if o.State == 'R' {
+			Off: now - s.Ts, State: byte(s.State), StackID: s.StackId, Syscall: s.Syscall, Waits: 1, Quota: s.Quota != 0}
+		if o.State == 'R' && !o.Quota { // a quota's wait is not for a CPU
 			o.Runq = o.Off
 		}
 		w.st.classify(o)

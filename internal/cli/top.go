@@ -20,6 +20,7 @@ type topOptions struct {
 	iterations int
 	limit      int
 	threads    bool
+	cgroups    bool
 	name       string
 	cgroup     string
 }
@@ -37,17 +38,21 @@ filetop; dirty and writeback memory; pressure (PSI). Numbers are % of one
 thread's time in the interval.
 
 Keys: < > sort column, / filter by command, g filter by cgroup, t threads,
-p or space pause, h or ? help, q quit.
+c a row per cgroup, p or space pause, h or ? help, q quit.
 
 --batch (or a standard output that is not a terminal) prints plain frames,
 one per interval, for scripts. Captures at the default level (docs/top.md).`,
 		Example: `  whyslow top
   whyslow top -d 2s --threads
-  whyslow top --batch -n 5 --name dd`,
+  whyslow top --batch -n 5 --name dd
+  whyslow top --cgroups --cgroup docker`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.every < 100*time.Millisecond {
 				return usageErr("-d must be at least 100ms, got %s", o.every)
+			}
+			if o.threads && o.cgroups {
+				return usageErr("--threads and --cgroups: a row is a thread or a cgroup, not both")
 			}
 			if o.iterations < 0 || o.limit < 1 {
 				return usageErr("-n must be 0 or more and --limit at least 1")
@@ -60,6 +65,7 @@ one per interval, for scripts. Captures at the default level (docs/top.md).`,
 	cmd.Flags().IntVarP(&o.iterations, "iterations", "n", 0, "batch: stop after this many frames (0: until interrupted)")
 	cmd.Flags().IntVar(&o.limit, "limit", 20, "batch: process rows per frame")
 	cmd.Flags().BoolVar(&o.threads, "threads", false, "a row per thread")
+	cmd.Flags().BoolVar(&o.cgroups, "cgroups", false, "a row per cgroup, its processes' times summed")
 	cmd.Flags().StringVar(&o.name, "name", "", "only commands whose name contains this")
 	cmd.Flags().StringVar(&o.cgroup, "cgroup", "", "only processes whose cgroup path contains this")
 	return cmd
@@ -70,7 +76,7 @@ func runTop(o topOptions) error {
 		return err
 	}
 	st := top.NewState(o.every)
-	st.Threads, st.Name, st.Cgroup, st.Limit = o.threads, o.name, o.cgroup, o.limit
+	st.Threads, st.Cgroups, st.Name, st.Cgroup, st.Limit = o.threads, o.cgroups, o.name, o.cgroup, o.limit
 	ctx, stop := interruptible()
 	defer stop()
 	sampler := live.Sampler{Every: o.every}

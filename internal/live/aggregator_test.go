@@ -173,3 +173,24 @@ func TestLateEventsJoinTheirFrame(t *testing.T) {
 		t.Errorf("frame 2: %d ms, want the wait that ended in it (40)", got/ms)
 	}
 }
+
+// A runnable thread held off by its cgroup's quota lost that time to the
+// quota, not to a crowded run queue: in progress at a cut and once ended.
+func TestQuotaIsNotRunqueue(t *testing.T) {
+	a := testAggregator(0)
+	held := &event.OffCPU{Header: event.Header{Time: 1000 * ms, PID: 7, TID: 7}, Off: 80 * ms, State: 'R', Quota: true,
+		Reason: event.ReasonCPUQuota}
+	f1 := a.Cut(1000*ms, []*event.OffCPU{held})
+	if q, r := f1.Procs[7].Wait[event.ReasonCPUQuota], f1.Procs[7].Wait[event.ReasonRunqueue]; q != 80*ms || r != 0 {
+		t.Errorf("in progress: quota %d ms, runqueue %d ms; want 80 and 0", q/ms, r/ms)
+	}
+	a.Feed([]event.Event{&event.OffCPU{Header: event.Header{Time: 1050 * ms, PID: 7, TID: 7}, Off: 130 * ms, State: 'R',
+		Quota: true, Reason: event.ReasonCPUQuota}})
+	f2 := a.Cut(2000*ms, nil)
+	if q, r := f2.Procs[7].Wait[event.ReasonCPUQuota], f2.Procs[7].Wait[event.ReasonRunqueue]; q != 50*ms || r != 0 {
+		t.Errorf("ended: quota %d ms, runqueue %d ms; want 50 and 0", q/ms, r/ms)
+	}
+	if f2.Procs[7].Lost() != 50*ms {
+		t.Errorf("lost %d ms, want the quota's 50", f2.Procs[7].Lost()/ms)
+	}
+}

@@ -75,9 +75,27 @@ func (t *Times) Lost() uint64 {
 	return n
 }
 
-// LostReasons are the reasons counted as wall time lost.
-var LostReasons = []event.Reason{event.ReasonRunqueue, event.ReasonDiskRead, event.ReasonDiskWrite,
-	event.ReasonDirtyThrottle, event.ReasonSync}
+// LostReasons are the reasons counted as wall time lost: a CPU, a
+// cgroup's CPU quota, memory reclaim, the disk, dirty-page throttling, a sync.
+var LostReasons = []event.Reason{event.ReasonRunqueue, event.ReasonCPUQuota, event.ReasonMemory,
+	event.ReasonDiskRead, event.ReasonDiskWrite, event.ReasonDirtyThrottle, event.ReasonSync}
+
+// Add adds o's times to t's (a cgroup's, from its processes').
+func (t *Times) Add(o *Times) {
+	t.CPU += o.CPU
+	for r, ns := range o.Wait {
+		if t.Wait == nil {
+			t.Wait = map[event.Reason]uint64{}
+		}
+		t.Wait[r] += ns
+	}
+	for obj, ns := range o.On {
+		if t.On == nil {
+			t.On = map[Object]uint64{}
+		}
+		t.On[obj] += ns
+	}
+}
 
 // Top returns the object waited on the longest, and for how long.
 func (t *Times) Top() (Object, uint64) {

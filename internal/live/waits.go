@@ -98,7 +98,12 @@ func (a *Aggregator) inProgressWait(o *event.OffCPU) {
 	w.counted[o.TID] = c
 }
 
+// reasonOf is a wait's reason as the live view counts it: a runnable
+// thread waited for a CPU, or was held off by its cgroup's quota.
 func reasonOf(o *event.OffCPU) event.Reason {
+	if o.State == 'R' && o.Quota {
+		return event.ReasonCPUQuota
+	}
 	if o.State == 'R' {
 		return event.ReasonRunqueue
 	}

@@ -44,13 +44,15 @@ func reasonShare(reason event.Reason) func(r *row) float64 {
 }
 
 var columns = []column{
-	{title: "PID", help: "process id (thread id with threads shown)", width: 7, text: func(r *row) string { return fmt.Sprint(r.id) }},
-	{title: "COMM", help: "command name", width: 12, text: func(r *row) string { return r.comm }},
-	{title: "LOST", help: "waiting for a CPU, the disk, dirty-page throttling or a sync", width: 5,
+	{title: "PID", help: "process id (thread id with threads shown, processes with cgroups)", width: 7, text: func(r *row) string { return fmt.Sprint(r.id) }},
+	{title: "COMM", help: "command name (the cgroup's short name with cgroups)", width: 12, text: func(r *row) string { return r.comm }},
+	{title: "LOST", help: "waiting for a CPU, a cgroup's CPU quota, memory reclaim, the disk, dirty-page throttling or a sync", width: 5,
 		share: func(r *row) float64 { return float64(r.times.Lost()) / 1e9 / r.secs }},
 	{title: "CPU", help: "running on a CPU", width: 5,
 		share: func(r *row) float64 { return float64(r.times.CPU) / 1e9 / r.secs }},
 	{title: "RUNQ", help: "runnable, waiting for a CPU", width: 5, share: reasonShare(event.ReasonRunqueue)},
+	{title: "QUOTA", help: "runnable, held off the CPU by its cgroup's CPU quota", width: 5, share: reasonShare(event.ReasonCPUQuota), priority: 1},
+	{title: "MEM", help: "in memory reclaim (at a cgroup's memory limit, or the machine's)", width: 5, share: reasonShare(event.ReasonMemory), priority: 2},
 	{title: "READ", help: "waiting for disk reads", width: 5, share: reasonShare(event.ReasonDiskRead)},
 	{title: "WRITE", help: "waiting for disk writes (writeback, journal, direct I/O)", width: 5, share: reasonShare(event.ReasonDiskWrite)},
 	{title: "DIRTY", help: "throttled for dirtying pages faster than the disk writes them", width: 5, share: reasonShare(event.ReasonDirtyThrottle)},

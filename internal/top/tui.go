@@ -75,7 +75,9 @@ func (m Model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 	case "g":
 		m.editing, m.text = "cgroup", m.st.Cgroup
 	case "t":
-		m.st.Threads = !m.st.Threads
+		m.st.Threads, m.st.Cgroups = !m.st.Threads, false
+	case "c":
+		m.st.Cgroups, m.st.Threads = !m.st.Cgroups, false
 	case "p", " ":
 		m.st.Paused = !m.st.Paused
 	case "h", "?":

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/whyslow/whyslow/internal/event"
 	"github.com/whyslow/whyslow/internal/format"
 	"github.com/whyslow/whyslow/internal/live"
 )
@@ -21,6 +22,9 @@ type State struct {
 	Name    string // show only commands containing this (case-insensitive)
 	Cgroup  string // show only cgroups containing this
 	Threads bool   // a row per thread instead of per process
+	// Cgroups: a row per cgroup, its processes' times summed (as
+	// systemd-cgtop), instead of per process.
+	Cgroups bool
 	Paused  bool
 	Help    bool
 	Every   time.Duration
@@ -58,13 +62,20 @@ func rows(f *live.Frame, st State) []row {
 		}
 		out = append(out, r)
 	}
-	for _, p := range f.Procs {
-		if !st.Threads {
-			add(p.PID, p.Comm, p.Cgroup, &p.Times)
-			continue
+	switch {
+	case st.Cgroups:
+		for _, g := range cgroupTimes(f) {
+			add(g.procs, event.CgroupName(g.path), g.path, &g.times)
 		}
-		for _, t := range p.Threads {
-			add(t.TID, t.Comm, p.Cgroup, &t.Times)
+	case st.Threads:
+		for _, p := range f.Procs {
+			for _, t := range p.Threads {
+				add(t.TID, t.Comm, p.Cgroup, &t.Times)
+			}
+		}
+	default:
+		for _, p := range f.Procs {
+			add(p.PID, p.Comm, p.Cgroup, &p.Times)
 		}
 	}
 	key := columns[st.Sort].share
@@ -79,6 +90,35 @@ func rows(f *live.Frame, st State) []row {
 		}
 		return a.id < b.id
 	})
+	return out
+}
+
+// cgroupRow is a cgroup's processes in a frame, their times summed.
+type cgroupRow struct {
+	path  string
+	procs uint32
+	times live.Times
+}
+
+// cgroupTimes sums the frame's processes by cgroup ("?" for a process that
+// left before its cgroup was read).
+func cgroupTimes(f *live.Frame) []*cgroupRow {
+	by := map[string]*cgroupRow{}
+	var out []*cgroupRow
+	for _, p := range f.Procs {
+		path := p.Cgroup
+		if path == "" {
+			path = "?"
+		}
+		g := by[path]
+		if g == nil {
+			g = &cgroupRow{path: path}
+			by[path] = g
+			out = append(out, g)
+		}
+		g.procs++
+		g.times.Add(&p.Times)
+	}
 	return out
 }
 
@@ -100,7 +140,10 @@ func Render(f *live.Frame, st State, width, height int, now time.Time) string {
 	if st.Cgroup != "" {
 		title += "  cgroup~" + format.Safe(st.Cgroup)
 	}
-	if st.Threads {
+	switch {
+	case st.Cgroups:
+		title += "  by cgroup"
+	case st.Threads:
 		title += "  threads"
 	}
 	if st.Paused {
@@ -335,6 +378,7 @@ func helpLines() []string {
 		"  /        filter by command name (Enter applies, Esc clears)",
 		"  g        filter by cgroup",
 		"  t        a row per thread / per process",
+		"  c        a row per cgroup (its processes summed) / per process",
 		"  p, space pause / resume",
 		"  h, ?     this help (any key closes it)",
 		"  q        quit",

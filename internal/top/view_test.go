@@ -86,3 +86,28 @@ func TestKeys(t *testing.T) {
 		t.Errorf("q does not quit")
 	}
 }
+
+func TestCgroupsSumTheirProcesses(t *testing.T) {
+	f := frame()
+	f.Procs[13] = &live.Proc{PID: 13, Comm: "worker", Cgroup: "/docker/" + strings.Repeat("4f", 32),
+		Times: live.Times{CPU: 200e6, Wait: map[event.Reason]uint64{event.ReasonCPUQuota: 700e6}}}
+	f.Procs[14] = &live.Proc{PID: 14, Comm: "worker", Cgroup: "/docker/" + strings.Repeat("4f", 32),
+		Times: live.Times{CPU: 200e6, Wait: map[event.Reason]uint64{event.ReasonCPUQuota: 600e6}}}
+	st := NewState(time.Second)
+	st.Cgroups = true
+	s := Render(f, st, 0, 0, time.Unix(0, 0))
+	var lines []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, "docker 4f4f") || strings.Contains(l, "x.service") {
+			lines = append(lines, l)
+		}
+	}
+	// The container's two processes lost 1.3 s to its quota: first, 130%.
+	if len(lines) != 2 || !strings.HasPrefix(strings.TrimSpace(lines[0]), "2 docker 4f4f") ||
+		!strings.Contains(lines[0], " 130 ") || !strings.Contains(s, "by cgroup") {
+		t.Errorf("want the container's row (2 processes, 130%% lost) before x.service's:\n%s", s)
+	}
+	if f := strings.Fields(lines[1]); len(f) < 2 || f[0] != "3" {
+		t.Errorf("x.service's row counts %v processes, want 3:\n%s", f, s)
+	}
+}

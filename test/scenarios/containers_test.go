@@ -76,15 +76,15 @@ end = time.time() + %g
 while time.time() < end: pass'`, dir, secs), py}
 }
 
+// throttledPeriods reads a quota verdict's "throttled it in N of M periods".
+var throttledPeriods = regexp.MustCompile(`throttled it in (\d+) of (\d+) periods`)
+
 // A CPU-bound program in a cgroup whose quota is 0.2 CPU, on a machine
 // whose CPUs are otherwise idle, is held off the CPU by its quota: the
 // verdict is cpu-quota, not runqueue (issue 41: "RUNQUEUE 79% waiting for a
 // CPU" read as an overloaded machine), and names the cgroup, the quota in
 // CPUs and the kernel's count of throttled periods. In run, attach, and a
 // system-wide record.
-// throttledPeriods reads a quota verdict's "throttled it in N of M periods".
-var throttledPeriods = regexp.MustCompile(`throttled it in (\d+) of (\d+) periods`)
-
 func TestCPUQuota(t *testing.T) {
 	cgroup, dir := cpuQuotaCgroup(t)
 	py := harness.Python(t)
@@ -327,4 +327,48 @@ func TestIOLimitOfItsCgroup(t *testing.T) {
 				t.Errorf("summary %q does not say %q", x.Verdict.Summary, want)
 			}
 		})
+}
+
+// top shows a row per cgroup with --cgroups, and a throttled container's
+// time lost to its quota in its own column and in LOST (issue 41: top and
+// the exporter group by cgroup).
+func TestTopByCgroup(t *testing.T) {
+	cgroup, dir := cpuQuotaCgroup(t)
+	py := harness.Python(t)
+	argv := busyInCgroup(py, dir, 6)
+	busy := exec.Command(argv[0], argv[1:]...)
+	if err := busy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Wait()
+	defer busy.Process.Kill()
+	out, err := exec.Command(filepath.Join(bin, "whyslow"), "top", "--batch", "--cgroups", "-n", "3", "-d", "1s",
+		"--cgroup", cgroup).CombinedOutput()
+	if err != nil {
+		t.Fatalf("whyslow top: %v\n%s", err, out)
+	}
+	frames := strings.Split(strings.TrimSpace(string(out)), "whyslow top ")
+	last := frames[len(frames)-1]
+	var header []string
+	for _, l := range strings.Split(last, "\n") {
+		f := strings.Fields(l)
+		if len(f) > 2 && f[0] == "PID" {
+			header = f
+			continue
+		}
+		if header == nil || len(f) <= slices.Index(header, "OTHER") || !strings.HasPrefix(f[1], "/whyslow-qu") {
+			continue
+		}
+		share := func(col string) float64 {
+			i := slices.Index(header, col)
+			v, _ := strconv.ParseFloat(f[i], 64)
+			return v
+		}
+		if f[0] != "1" || share("QUOTA") < 50 || share("LOST") < share("QUOTA") || share("RUNQ") > 20 {
+			t.Errorf("the cgroup's row: %s processes, QUOTA %.0f%%, LOST %.0f%%, RUNQ %.0f%%; want 1, most of the time held off by the quota, counted as lost\n%s",
+				f[0], share("QUOTA"), share("LOST"), share("RUNQ"), last)
+		}
+		return
+	}
+	t.Fatalf("no row for cgroup %s in the last frame:\n%s", cgroup, last)
 }
