@@ -93,25 +93,6 @@ type pathThread struct {
 	outside bool
 }
 
-// maxPathDepth bounds how many hand-offs the walk follows in a chain. Each
-// hop explains a shorter span than the one before, and at any moment one
-// thread is on the path, so the walk's work is the path's length whatever the
-// depth; the bound only keeps the recursion finite. Go's runtime threads hand
-// work to each other thousands of times in a build.
-const maxPathDepth = 100000
-
-// followed: waits whose waker is the cause, not an interrupt that happened to
-// run on its CPU (disk completions, timers) or the waiter itself.
-var followed = reasonSet(func(r event.Reason) bool {
-	return r == event.ReasonChild || r == event.ReasonLock || r == event.ReasonIPC || r == event.ReasonNetwork || r == event.ReasonOther
-})
-
-// working: waits that are part of doing work, for finding who a poller
-// waited on.
-var working = reasonSet(func(r event.Reason) bool {
-	return r == event.ReasonRunqueue || r.Disk() || r == event.ReasonNetwork
-})
-
 type pathWalker struct {
 	threads map[uint32]*pathThread
 	// src and win let the walk load the waits of processes outside the
@@ -264,7 +245,7 @@ func (w *pathWalker) walk(tid uint32, from, to uint64, depth int) {
 	for t > from {
 		if th.born > from && t <= th.born {
 			// Before the thread existed, the path is in whoever created it.
-			if p := w.threads[th.parent]; p != nil && p.tid != tid && depth < maxPathDepth {
+			if p := w.threads[th.parent]; p != nil && p.tid != tid && depth < pathPolicy.maxDepth {
 				w.walk(p.tid, from, t, depth+1)
 			} else {
 				w.add(th, "other", from, t, nil)
@@ -306,7 +287,7 @@ func (w *pathWalker) walk(tid uint32, from, to uint64, depth int) {
 // wait explains [a, b] of an off-CPU interval of th.
 func (w *pathWalker) wait(th *pathThread, iv *pathInterval, a, b uint64, depth int) {
 	waker := w.threads[iv.wakerTID]
-	if waker == nil && followed[iv.reason] && iv.wakerPID != 0 && iv.wakerPID != th.pid && !iv.forWork {
+	if waker == nil && pathPolicy.follow[iv.reason] && iv.wakerPID != 0 && iv.wakerPID != th.pid && !iv.forWork {
 		waker = w.reach(iv.wakerPID, iv.wakerTID)
 	}
 	traced := waker != nil && iv.wakerTID != th.tid
@@ -317,7 +298,7 @@ func (w *pathWalker) wait(th *pathThread, iv *pathInterval, a, b uint64, depth i
 	// it (a server's poll ended by its client's request: the client's doings
 	// before it sent are no part of the server's time).
 	idleOutsider := iv.forWork && (w.hopped(th) || waker != nil && waker.outside)
-	if traced && followed[iv.reason] && depth < maxPathDepth && waker.walking == 0 && !idleOutsider {
+	if traced && pathPolicy.follow[iv.reason] && depth < pathPolicy.maxDepth && waker.walking == 0 && !idleOutsider {
 		w.link(th, waker, iv.reason, iv.object, a, b, depth)
 		if hop := w.hopInto(th, waker, iv, a, b); hop != nil {
 			// What the process or holder did meanwhile is the path, and
@@ -330,7 +311,7 @@ func (w *pathWalker) wait(th *pathThread, iv *pathInterval, a, b uint64, depth i
 		w.walk(waker.tid, a, b, depth+1)
 		return
 	}
-	if (iv.reason == string(event.ReasonSleep) || iv.reason == string(event.ReasonChild)) && depth < maxPathDepth {
+	if pathPolicy.lookThrough[iv.reason] && depth < pathPolicy.maxDepth {
 		// A poller sleeping on a timer while other traced threads work, or a
 		// wait for children that did not end while capture watched: the
 		// work is the path, not the wait.
@@ -340,15 +321,11 @@ func (w *pathWalker) wait(th *pathThread, iv *pathInterval, a, b uint64, depth i
 			return
 		}
 	}
-	reason := iv.reason
-	if iv.forWork {
-		reason = string(event.ReasonIdle)
-	}
 	var by *pathInterval
-	if !traced && iv.wakerPID != 0 && followed[iv.reason] && iv.reason != "network" {
+	if !traced && iv.wakerPID != 0 && pathPolicy.heldUpBy[iv.reason] {
 		by = iv // blocked by a process outside the target
 	}
-	w.add(th, reason, a, b, &pathSegmentInfo{object: iv.object, by: by})
+	w.add(th, ownReason(iv), a, b, &pathSegmentInfo{object: iv.object, by: by})
 }
 
 type pathSegmentInfo struct {
@@ -357,9 +334,8 @@ type pathSegmentInfo struct {
 }
 
 // busiest is the target's thread, off the walk's stack, that worked most in
-// [a, b] (on CPU or waiting for a CPU, the disk or the network: not
-// sleeping, not waiting on locks, children or work), if it worked at least a
-// quarter of that time, for a sleeping thread of the target. An outside
+// [a, b] (pathPolicy.working), if it worked enough of that time
+// (busyEnough), for a sleeping thread of the target. An outside
 // process's sleep has none: it is not polling on the work of the target's
 // threads (a server asleep in its handler while its Go client's runtime
 // threads spin), and its own threads' waits are known only in part (peers'
@@ -382,7 +358,7 @@ func (w *pathWalker) busiest(sleeper *pathThread, a, b uint64) *pathThread {
 			best, bestBusy = th, busy
 		}
 	}
-	if bestBusy*4 < b-a {
+	if !busyEnough(bestBusy, b-a) {
 		return nil
 	}
 	return best
@@ -405,7 +381,7 @@ func (th *pathThread) busyIn(a, b uint64) (busy uint64, alive bool) {
 	i := sort.Search(len(th.offs), func(i int) bool { return th.offs[i].end > lo })
 	for ; i < len(th.offs) && th.offs[i].start < hi; i++ {
 		iv := th.offs[i]
-		if !working[iv.reason] || iv.forWork {
+		if !pathPolicy.working[iv.reason] || iv.forWork {
 			busy -= min(iv.end, hi) - max(iv.start, lo)
 		}
 	}

@@ -3,8 +3,6 @@ package analysis
 import (
 	"database/sql"
 	"fmt"
-
-	"github.com/whyslow/whyslow/internal/event"
 )
 
 // The critical path across processes. A wait of the target ended by a
@@ -54,11 +52,11 @@ func (w *pathWalker) hopped(th *pathThread) bool {
 // waiter's own process it hops when that thread held the lock while serving
 // another request (w.served: MariaDB's sessions are threads of one process).
 func (w *pathWalker) hopInto(th, waker *pathThread, iv *pathInterval, a, b uint64) *pathHop {
-	lock := iv.reason == string(event.ReasonLock)
+	holder := pathPolicy.hopIntoThread[iv.reason]
 	var tid uint32
 	switch {
-	case waker.pid != th.pid && (waker.outside || lock):
-	case lock && waker.pid == th.pid && w.served != nil && w.served.another(waker.tid, a, b):
+	case waker.pid != th.pid && (waker.outside || holder):
+	case holder && waker.pid == th.pid && w.served != nil && w.served.another(waker.tid, a, b):
 		tid = waker.tid
 	default:
 		return nil // the walk's common case: nothing made
@@ -70,15 +68,11 @@ func (w *pathWalker) hopInto(th, waker *pathThread, iv *pathInterval, a, b uint6
 	return h
 }
 
-// idleOutside: what an outside process does that is no work of its own for
-// the waiter, so the waiter's wait is said plainly.
-var idleOutside = map[string]bool{string(event.ReasonIdle): true, string(event.ReasonSleep): true}
-
 // hopSegment words a segment of the process the path hopped into: its idle
-// stretches are the hop's wait, blocked by it.
+// stretches (pathPolicy.chargedToHop) are the hop's wait, blocked by it.
 func (w *pathWalker) hopSegment(seg *PathSegment) {
 	seg.waiter = w.hop.waiter
-	if !idleOutside[seg.Reason] {
+	if !pathPolicy.chargedToHop[seg.Reason] {
 		return
 	}
 	seg.OwnReason, seg.Reason = seg.Reason, w.hop.reason
