@@ -28,9 +28,20 @@ struct {
 	__type(value, struct arrival);
 } sk_arrival SEC(".maps");
 
+/* Written in place when the socket has its entry: an LRU update takes a
+ * lock and a free element, at every request. A reader on another CPU may
+ * see the new time with the old sequence number, or the reverse: the
+ * sequence check then refuses it, or dates one request by its successor's
+ * arrival, no later than the read that finds it. */
 static __always_inline void note_arrival(const struct sock *sk_p, __u32 seq)
 {
 	__u64 key = (__u64)sk_p;
+	struct arrival *old = bpf_map_lookup_elem(&sk_arrival, &key);
+	if (old) {
+		old->ts = bpf_ktime_get_ns();
+		old->seq = seq;
+		return;
+	}
 	struct arrival a = { .ts = bpf_ktime_get_ns(), .seq = seq };
 	bpf_map_update_elem(&sk_arrival, &key, &a, BPF_ANY);
 }

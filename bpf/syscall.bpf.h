@@ -221,10 +221,21 @@ static __always_inline void emit_unlink(struct inflight *in, long ret, __u64 dur
 	submit_meta(e);
 }
 
-/* Per connection, what the target did last: 1 wrote, 2 read. A read after a
- * write (or the first on a connection) begins a request: only its bytes'
- * arrival is looked up (a later read's bytes are the same request's, or a
- * pipelined one's that arrived with them). */
+/* Per connection, what the target did last (CONN_WROTE, CONN_READ) and
+ * which end it is (CONN_SERVER, CONN_CLIENT), as serverSide decides it in
+ * internal/analysis/frame.go: an accept or a connect says it, else the
+ * first data (a read: the server's end). A read after a write (or the
+ * first on a connection) begins a request: only its bytes' arrival is
+ * looked up (a later read's bytes are the same request's, or a pipelined
+ * one's that arrived with them). A client's reads are answers: their bytes
+ * and arrival are not wanted (the analyses frame requests from the
+ * server's reads), and not sent. Written in place: an LRU update takes a
+ * lock and a free element, at every turn of every conversation. */
+#define CONN_WROTE 1
+#define CONN_READ 2
+#define CONN_DIR 3
+#define CONN_SERVER 4
+#define CONN_CLIENT 8
 struct conn_key {
 	__u32 pid;
 	__u32 dev;
@@ -254,7 +265,19 @@ struct {
 
 static __always_inline void note_request(struct inflight *in, __u32 pid, long ret)
 {
-	if (ret <= 0 || !is_socket(&in->f))
+	if (!is_socket(&in->f))
+		return;
+	struct conn_key k = { .pid = pid, .dev = in->f.dev, .ino = in->f.ino };
+	__u8 side;
+	if (in->nr == NR_connect || in->nr == NR_accept || in->nr == NR_accept4) {
+		/* a non-blocking connect returns -EINPROGRESS: still the client */
+		if (ret < 0 && in->nr != NR_connect)
+			return;
+		side = in->nr == NR_connect ? CONN_CLIENT : CONN_SERVER;
+		bpf_map_update_elem(&conn_dir, &k, &side, BPF_ANY);
+		return;
+	}
+	if (ret <= 0)
 		return;
 	__u32 cls = syscall_class(in->nr);
 	/* The split of analysis.reads/writes (internal/analysis/sql_words.go):
@@ -264,13 +287,18 @@ static __always_inline void note_request(struct inflight *in, __u32 pid, long re
 	bool write = cls == CLS_WRITE || in->nr == NR_sendto || in->nr == NR_sendmsg;
 	if (!read && !write)
 		return;
-	struct conn_key k = { .pid = pid, .dev = in->f.dev, .ino = in->f.ino };
-	__u8 *last = bpf_map_lookup_elem(&conn_dir, &k);
-	__u8 now = read ? 2 : 1;
-	bool first = read && (!last || *last != 2);
-	if (!last || *last != now)
+	__u8 *st = bpf_map_lookup_elem(&conn_dir, &k);
+	__u8 old = st ? *st : 0;
+	side = old & (CONN_SERVER | CONN_CLIENT);
+	if (!side)
+		side = read ? CONN_SERVER : CONN_CLIENT;
+	__u8 now = side | (read ? CONN_READ : CONN_WROTE);
+	bool first = read && (old & CONN_DIR) != CONN_READ;
+	if (!st)
 		bpf_map_update_elem(&conn_dir, &k, &now, BPF_ANY);
-	if (!read)
+	else if (old != now)
+		*st = now;
+	if (!read || side == CONN_CLIENT)
 		return;
 	__u64 arrived = first && in->f.kind == FK_SOCK_INET ? arrival_of(in->fd, ret) : 0;
 	if (!arrived && (!payload || !in->buf))
