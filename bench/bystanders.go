@@ -301,6 +301,11 @@ func busyServer(w io.Writer) {
 		{name: "`whyslow watch --requests` (system-wide)", beside: []string{*whyslow, "watch", "--requests", "--dir", filepath.Join(dir, "inc"), "--stall", "0"}},
 		{name: "`whyslow attach --requests -p MASTER`", beside: []string{*whyslow, "attach", "--requests", "-o", filepath.Join(dir, "rec.db"), "-p", strconv.Itoa(master)}},
 	}
+	if *baseline != "" {
+		// The same capture by an earlier build, in the same rounds.
+		rows = append(rows, &besideRow{name: "`watch --requests` of the baseline (" + *baseline + ")",
+			beside: []string{*baseline, "watch", "--requests", "--dir", filepath.Join(dir, "inc-baseline"), "--stall", "0"}})
+	}
 	besideRounds(w, rows, rounds, "nginx beside", "requests/s", func(r *besideRow) (float64, error) {
 		os.Remove(filepath.Join(dir, "rec.db"))
 		return abRate(r.beside, append(slices.Clone(r.wrap), load...))
