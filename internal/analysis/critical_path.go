@@ -77,6 +77,9 @@ type pathInterval struct {
 	// poll, answered: a poll-family wait, ended by a server's answer or
 	// another process's signal (outside processes only: outsidePollRuns).
 	poll, answered bool
+	// wakerOnSocket: the waker was sending on a socket as it woke the
+	// thread (pathPolicy.onSocketOnly).
+	wakerOnSocket bool
 }
 
 type pathThread struct {
@@ -176,7 +179,7 @@ func (w *pathWalker) loadWaits(s *Source, win window) error {
 		var iv pathInterval
 		if err := rows.Scan((*scanU32)(&pid), (*scanU32)(&tid), (*scanU64)(&iv.start), (*scanU64)(&iv.end),
 			(*scanU64)(&iv.runq), &iv.reason, (*scanU32)(&iv.wakerPID), (*scanU32)(&iv.wakerTID), &iv.wakerComm,
-			&iv.object, &iv.forWork); err != nil {
+			&iv.object, &iv.forWork, &iv.wakerOnSocket); err != nil {
 			return err
 		}
 		if th == nil || tid != th.tid {
@@ -286,8 +289,11 @@ func (w *pathWalker) walk(tid uint32, from, to uint64, depth int) {
 
 // wait explains [a, b] of an off-CPU interval of th.
 func (w *pathWalker) wait(th *pathThread, iv *pathInterval, a, b uint64, depth int) {
-	waker := w.threads[iv.wakerTID]
-	if waker == nil && pathPolicy.follow[iv.reason] && iv.wakerPID != 0 && iv.wakerPID != th.pid && !iv.forWork {
+	var waker *pathThread
+	if wokenBy(iv) {
+		waker = w.threads[iv.wakerTID]
+	}
+	if waker == nil && pathPolicy.follow[iv.reason] && wokenBy(iv) && iv.wakerPID != 0 && iv.wakerPID != th.pid && !iv.forWork {
 		waker = w.reach(iv.wakerPID, iv.wakerTID)
 	}
 	traced := waker != nil && iv.wakerTID != th.tid
@@ -322,7 +328,7 @@ func (w *pathWalker) wait(th *pathThread, iv *pathInterval, a, b uint64, depth i
 		}
 	}
 	var by *pathInterval
-	if !traced && iv.wakerPID != 0 && pathPolicy.heldUpBy[iv.reason] {
+	if !traced && iv.wakerPID != 0 && pathPolicy.heldUpBy[iv.reason] && wokenBy(iv) {
 		by = iv // blocked by a process outside the target
 	}
 	w.add(th, ownReason(iv), a, b, &pathSegmentInfo{object: iv.object, by: by})

@@ -125,7 +125,7 @@ func (w *pathWalker) loadOutside(pid uint32) error {
 		var iv pathInterval
 		if err := rows.Scan(&tid, &comm, (*scanU64)(&iv.start), (*scanU64)(&iv.end), (*scanU64)(&iv.runq), &iv.reason,
 			(*scanU32)(&iv.wakerPID), (*scanU32)(&iv.wakerTID), &iv.wakerComm, &iv.object, &iv.forWork,
-			&iv.poll, &iv.answered); err != nil {
+			&iv.poll, &iv.answered, &iv.wakerOnSocket); err != nil {
 			return err
 		}
 		th := w.threads[tid]

@@ -166,3 +166,24 @@ func TestServerIdleIsNotItsClientsWork(t *testing.T) {
 		}
 	}
 }
+
+// A network wait ended by a task that was not sending on a socket was ended
+// by the network card: its receive path ran in a softirq on whatever task
+// it interrupted. That task's doings (here a process in fdatasync) are no
+// part of the wait: the path stays network, and nobody holds it up.
+func TestNetworkWaitEndedByAnInterruptIsNotFollowed(t *testing.T) {
+	r := storetest.New(t, "unused", nil)
+	x := crossProcess(t, "interrupted",
+		r.Off(client, 0, 1000, event.ReasonNetwork, "recvfrom", server, 0.01), // no socket: a softirq's wakeup
+		outside(r.Off(server, 10, 950, event.ReasonSync, "fdatasync", storetest.Thread{}, 0)),
+		server.Blocked("fdatasync", 10, 940, 7, 0, wal),
+	)
+	if x.Verdict.Reason != "network" || x.Path.ByReason["sync"] > 0 {
+		t.Fatalf("verdict %q (%v), want network: the interrupted process did not answer", x.Verdict.Reason, x.Path.ByReason)
+	}
+	for _, s := range x.Path.Segments {
+		if s.PID == server.PID || s.BlockedByPID == server.PID {
+			t.Errorf("segment %+v names the interrupted process", s)
+		}
+	}
+}

@@ -55,6 +55,14 @@ var pathPolicy = struct {
 	// and for these from every root.
 	hopIntoThread map[string]bool
 
+	// onSocketOnly: a wait of these reasons was ended by its waker only if
+	// the waker was sending on a socket as it woke it (the kernel described
+	// that socket). Otherwise a device ended it: a network card's receive
+	// path runs in a softirq on whatever task it interrupted, and a
+	// retransmission's timer likewise, and that task is no cause. Over
+	// loopback the sender runs the receive path itself, in its send.
+	onSocketOnly map[string]bool
+
 	// maxDepth bounds how many hand-offs the walk follows in a chain. Each
 	// hop explains a shorter span than the one before, and at any moment
 	// one thread is on the path, so the walk's work is the path's length
@@ -77,7 +85,14 @@ var pathPolicy = struct {
 	forWork:       string(event.ReasonIdle),
 	chargedToHop:  map[string]bool{string(event.ReasonIdle): true, string(event.ReasonSleep): true},
 	hopIntoThread: map[string]bool{string(event.ReasonLock): true},
+	onSocketOnly:  map[string]bool{string(event.ReasonNetwork): true},
 	maxDepth:      100000,
+}
+
+// wokenBy says whether iv's waker ended it (onSocketOnly), so that the walk
+// may follow it or name it.
+func wokenBy(iv *pathInterval) bool {
+	return !pathPolicy.onSocketOnly[iv.reason] || iv.wakerOnSocket
 }
 
 // ownReason is what a wait is on the path when the walk does not go on

@@ -15,7 +15,7 @@ func TestPathPolicyIsConsistent(t *testing.T) {
 	}
 	sets := map[string]map[string]bool{"follow": pathPolicy.follow, "lookThrough": pathPolicy.lookThrough,
 		"working": pathPolicy.working, "heldUpBy": pathPolicy.heldUpBy, "chargedToHop": pathPolicy.chargedToHop,
-		"hopIntoThread": pathPolicy.hopIntoThread}
+		"hopIntoThread": pathPolicy.hopIntoThread, "onSocketOnly": pathPolicy.onSocketOnly}
 	for name, set := range sets {
 		if len(set) == 0 {
 			t.Errorf("%s is empty", name)

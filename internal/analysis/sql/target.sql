@@ -34,7 +34,10 @@ INSERT INTO target_pids SELECT unnest($1::UINTEGER[]);
 --     its poll never do). Over a Unix socket only receiving counts: a logger
 --     that sends to syslog is not in a conversation, a client that reads its
 --     server's replies is (pgbench over the socket of a local PostgreSQL);
---   waker_side VARCHAR: the offcpu view's.
+--   waker_side VARCHAR: the offcpu view's;
+--   waker_on_socket BOOLEAN: the waker was sending on a socket when it woke
+--     the thread (the kernel described that socket): a hop over the
+--     socket, not a device's interrupt that ran on the waker's CPU.
 -- A target that never went off CPU gets target_offcpu_empty instead: this
 -- shape without the query (16 ms to plan). A test keeps the two the same.
 CREATE OR REPLACE TEMP TABLE target_offcpu AS
@@ -60,7 +63,8 @@ CREATE OR REPLACE TEMP TABLE target_offcpu AS
          o.syscall, o.waker_pid, o.waker_tid, o.waker_comm,
          coalesce(CASE WHEN c.end_ts >= o.ts - o.runq_ns THEN c.object END,
                   CASE WHEN o.waker_side = 'server' THEN coalesce(wf.local, wf.path) END) AS object,
-         for_work(o.syscall, o.waker_side, o.reason, o.tid NOT IN (SELECT tid FROM socket_movers)) AS for_work, o.waker_side
+         for_work(o.syscall, o.waker_side, o.reason, o.tid NOT IN (SELECT tid FROM socket_movers)) AS for_work, o.waker_side,
+         coalesce(o.waker_ino <> 0, false) AS waker_on_socket
   FROM o ASOF LEFT JOIN calls c ON c.tid = o.tid AND c.ts <= o.start_ts
     LEFT JOIN file_names wf ON wf.dev = o.waker_dev AND wf.ino = o.waker_ino AND wf.gen = o.waker_gen
          AND o.waker_side IS NOT NULL;
@@ -70,7 +74,7 @@ CREATE OR REPLACE TEMP TABLE target_offcpu AS
 CREATE OR REPLACE TEMP TABLE target_offcpu (ts UBIGINT, start_ts UBIGINT, off_ns UBIGINT,
   runq_ns UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, state VARCHAR, reason VARCHAR, stack_id INTEGER,
   syscall VARCHAR, waker_pid UINTEGER, waker_tid UINTEGER, waker_comm VARCHAR, object VARCHAR, for_work BOOLEAN,
-  waker_side VARCHAR);
+  waker_side VARCHAR, waker_on_socket BOOLEAN);
 
 -- name: target_poll_runs
 -- Updates target_offcpu: a run of polls of one thread, each begun within a
