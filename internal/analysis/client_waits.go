@@ -36,6 +36,7 @@ func outsidePollRuns(offs []pathInterval) {
 		case answer != nil && iv.reason == "sleep" && i+1 < len(offs) && offs[i+1].start <= iv.end+pollJoinNS:
 			iv.reason, iv.object, iv.forWork = answer.reason, answer.object, false
 			iv.wakerPID, iv.wakerTID, iv.wakerComm = answer.wakerPID, answer.wakerTID, answer.wakerComm
+			iv.wakerOnSocket = answer.wakerOnSocket
 		default:
 			answer = nil
 		}

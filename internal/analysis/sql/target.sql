@@ -85,10 +85,10 @@ CREATE OR REPLACE TEMP TABLE target_offcpu (ts UBIGINT, start_ts UBIGINT, off_ns
 -- again until the answer comes (curl wakes every 200 ms to 1 s).
 -- (outsidePollRuns is the same rule for an outside process's waits.)
 UPDATE target_offcpu t SET waker_pid = g.waker_pid, waker_tid = g.waker_tid, waker_comm = g.waker_comm,
-    reason = g.reason, object = g.object, for_work = false, waker_side = g.waker_side
+    reason = g.reason, object = g.object, for_work = false, waker_side = g.waker_side, waker_on_socket = g.waker_on_socket
   FROM (
     WITH p AS (
-      SELECT tid, start_ts, ts, waker_side, waker_pid, waker_tid, waker_comm, reason, object,
+      SELECT tid, start_ts, ts, waker_side, waker_pid, waker_tid, waker_comm, reason, object, waker_on_socket,
              is_poll(syscall) AS poll,
              coalesce(waker_side = 'server' OR reason = 'lock' AND waker_pid <> 0, false) AS answered,
              lead(start_ts) OVER (PARTITION BY tid ORDER BY start_ts) AS next_start
@@ -98,7 +98,7 @@ UPDATE target_offcpu t SET waker_pid = g.waker_pid, waker_tid = g.waker_tid, wak
                            OR next_start > ts + 1000000 THEN 1 ELSE 0 END)
                   OVER (PARTITION BY tid ORDER BY start_ts DESC ROWS UNBOUNDED PRECEDING) AS run
       FROM p)
-    SELECT a.tid, a.start_ts, h.waker_pid, h.waker_tid, h.waker_comm, h.reason, h.object, h.waker_side
+    SELECT a.tid, a.start_ts, h.waker_pid, h.waker_tid, h.waker_comm, h.reason, h.object, h.waker_side, h.waker_on_socket
     FROM r a JOIN r h ON h.tid = a.tid AND h.run = a.run AND h.answered AND h.poll
     WHERE a.poll AND NOT a.answered AND a.waker_side IS NULL AND a.start_ts < h.start_ts) g
   WHERE t.tid = g.tid AND t.start_ts = g.start_ts;
