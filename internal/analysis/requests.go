@@ -135,10 +135,11 @@ type socketCall struct {
 var ErrNoSocketCalls = errors.New("this recording has no socket calls to cut requests from: record with --requests (or --full)")
 
 // FindRequests cuts the target's connections into requests by their
-// protocol (frame.go): by message for PostgreSQL, MySQL and Redis, and for
-// the rest, on a connection a server accepted (or first read from), a
-// request begins when bytes arrive after the server's previous answer and
-// ends with the last bytes it wrote before reading the next one or closing.
+// protocol (requests_cut.go, internal/analysis/protocol): by message for
+// PostgreSQL, MySQL and Redis, and for the rest, on a connection a server
+// accepted (or first read from), a request begins when bytes arrive after
+// the server's previous answer and ends with the last bytes it wrote before
+// reading the next one or closing.
 func FindRequests(s *Source, opts RequestOptions) (*Requests, error) {
 	s, release, err := s.hold()
 	if err != nil {
@@ -248,72 +249,6 @@ func (r *RequestEntry) Path() CriticalPath { return r.path }
 func (r *RequestEntry) Mono() (begin, end uint64) { return r.begin, r.end }
 
 func (r *request) server() float64 { return float64(r.end-r.begin)/1e9 - r.ClientWaitS }
-
-// cutRequests runs each connection's calls, in time order, through the
-// request state machine. A connection is the server's if it accepted it, or
-// (one older than the recording) if the first data on it went in; one it
-// connected is a client's, and its calls cut no requests: clients holds
-// those (a server's hops to its upstreams and databases).
-func cutRequests(calls []socketCall) (reqs []*request, clients map[connKey]bool) {
-	type connState struct {
-		decided, server bool
-		cur             *request
-	}
-	conns := map[connKey]*connState{}
-	var out []*request
-	finish := func(st *connState) {
-		if st.cur != nil && st.cur.answered {
-			out = append(out, st.cur)
-		}
-		st.cur = nil
-	}
-	for _, c := range calls {
-		st := conns[c.conn]
-		if st == nil {
-			st = &connState{}
-			conns[c.conn] = st
-		}
-		in := c.ret > 0 && reads.has(c.class, c.name)
-		outb := c.ret > 0 && writes.has(c.class, c.name)
-		// an accept or a connect says it whatever came before it
-		if server, decided := serverSide(c); decided && (!st.decided || opens(c)) {
-			st.server, st.decided = server, true
-		}
-		if !st.server {
-			continue
-		}
-		switch {
-		case in:
-			if st.cur == nil || st.cur.answered {
-				finish(st)
-				st.cur = &request{firstRead: c.ts}
-				st.cur.TID, st.cur.Comm = c.tid, c.comm
-				st.cur.conn, st.cur.PID, st.cur.Peer = c.conn, c.conn.pid, c.peer
-				st.cur.begin = c.ts + c.dur // the bytes were there when the read returned
-				st.cur.read = st.cur.begin
-			} else if c.blocked {
-				st.cur.ClientWaitS += float64(c.dur) / 1e9 // more of the request, late
-			}
-			st.cur.BytesIn += uint64(c.ret)
-		case outb && st.cur != nil:
-			st.cur.answered = true
-			st.cur.end = c.ts + c.dur
-			st.cur.TID, st.cur.Comm = c.tid, c.comm
-			st.cur.BytesOut += uint64(c.ret)
-		case c.name == "close" || (c.ret == 0 && reads.has(c.class, c.name)):
-			finish(st)
-		}
-	}
-	clients = map[connKey]bool{}
-	for k, st := range conns {
-		finish(st)
-		if st.decided && !st.server {
-			clients[k] = true
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].begin < out[j].begin })
-	return out, clients
-}
 
 // servedRequests is the requests each thread answered, by their begin, and
 // the connection of the request being walked: a lock held by a thread while

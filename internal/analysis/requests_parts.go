@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/whyslow/whyslow/internal/analysis/protocol"
 	"github.com/whyslow/whyslow/internal/event"
 )
 
@@ -91,7 +92,7 @@ func (s *Source) requestStarts(pids []uint32, keepQuery bool) (map[labelKey]firs
 	}
 	defer rows.Close()
 	// A connection's bytes are kept when its protocol frames by message,
-	// known by its first reads (frame.go): until then, kept.
+	// known by its first reads (protocol.Detect): until then, kept.
 	var (
 		conn            connKey
 		start           []byte
@@ -107,8 +108,8 @@ func (s *Source) requestStarts(pids []uint32, keepQuery bool) (map[labelKey]firs
 		if k.conn != conn {
 			conn, start, undecided, decided, framed = k.conn, nil, nil, false, false
 		}
-		f.label = requestLabel(f.data, keepQuery)
-		f.traceParent = traceParent(f.data)
+		f.label = protocol.Label(f.data, keepQuery)
+		f.traceParent = protocol.TraceParent(f.data)
 		if decided && !framed {
 			f.data = nil
 		}
@@ -117,10 +118,10 @@ func (s *Source) requestStarts(pids []uint32, keepQuery bool) (map[labelKey]firs
 			continue
 		}
 		start, undecided = append(start, f.data...), append(undecided, k)
-		if len(undecided) < startReads && len(start) < startBytes {
+		if len(undecided) < protocol.StartReads && len(start) < protocol.StartBytes {
 			continue
 		}
-		p := protocolOf(start)
+		p := protocol.Detect(start)
 		decided, framed = true, p != nil && p.NewFramer != nil
 		for _, u := range undecided {
 			if g := out[u]; !framed {

@@ -3,82 +3,14 @@ package analysis
 import (
 	"sort"
 
+	"github.com/whyslow/whyslow/internal/analysis/protocol"
 	"github.com/whyslow/whyslow/internal/event"
 )
 
-// A request is cut from a connection by its protocol. Most request/response
-// protocols cut well by read-then-write (cutRequests): a request begins when
-// bytes arrive after the server's answer and ends with the last bytes it
-// wrote back: HTTP/1.x, FastCGI, and any protocol whose client waits for
-// each answer. Protocols whose clients pipeline, or whose connections begin
-// with a handshake, are framed by message instead: the bytes the server read
-// are cut into the client's messages, and each request is answered in turn
-// (docs/requests-json.md). A protocol is one Protocol value, in one file.
-
-// A Labeller names a request by its first bytes, "" when they are not one of
-// its protocol's. It reads only what names the kind of request, never its
-// values: a query string, a key, a SQL literal may hold secrets.
-type Labeller interface {
-	Label(first []byte, keepQuery bool) string
-}
-
-// LabelFunc is a Labeller that is one function.
-type LabelFunc func(first []byte, keepQuery bool) string
-
-func (f LabelFunc) Label(first []byte, keepQuery bool) string { return f(first, keepQuery) }
-
-// A Framer cuts what a client sent on one connection into requests, read by
-// read, keeping what it needs between reads (a message split across two, a
-// prepared statement's text).
-type Framer interface {
-	// Feed takes the next read: data is what the recording kept of the n
-	// bytes it returned (data may be shorter). It returns the requests
-	// whose last message it completed, in order.
-	Feed(data []byte, n int) []Frame
-}
-
-// Frame is one request a Framer cut.
-type Frame struct {
-	Label string
-	// Setup: a connection's start-up or authentication, answered by the
-	// server but no request of a client's.
-	Setup bool
-	// Back is how many reads before this one its first bytes came in.
-	Back int
-}
-
-// Protocol is one wire format requests are cut by.
-type Protocol struct {
-	Name string
-	// Detect says whether a connection speaks it, by the first bytes the
-	// server read on it.
-	Detect func(first []byte) bool
-	Labeller
-	// NewFramer gives a framer for one connection; nil: read-then-write.
-	NewFramer func() Framer
-	// AnswersAll: one write answers every request read before it (a
-	// server that runs a pipeline's commands and then writes their replies
-	// at once), rather than the oldest waiting one.
-	AnswersAll bool
-}
-
-// protocols, tried in order: the first whose Detect (or Label) knows the
-// bytes wins.
-var protocols = []*Protocol{httpProtocol, redisProtocol, postgresProtocol, mysqlProtocol}
-
-// ProtocolOf is the protocol a connection speaks by the first bytes the
-// server read on it, nil when none knows them: for a live view (whyslow
-// watch), which frames as `report requests` does.
-func ProtocolOf(first []byte) *Protocol { return protocolOf(first) }
-
-func protocolOf(first []byte) *Protocol {
-	for _, p := range protocols {
-		if p.Detect(first) {
-			return p
-		}
-	}
-	return nil
-}
+// A connection's calls are cut into requests by its protocol
+// (internal/analysis/protocol): by message, with the protocol's Framer, for
+// those whose clients pipeline or whose connections begin with a handshake;
+// read-then-write for the rest (cutRequests).
 
 // frameRequests cuts the target's connections into requests: those whose
 // protocol frames by message with its Framer, when the recording kept every
@@ -94,7 +26,7 @@ func frameRequests(calls []socketCall, bytesOf map[labelKey]firstBytes, everyRea
 		}
 		conn := calls[:n]
 		calls = calls[n:]
-		p := protocolOf(firstRead(conn, bytesOf))
+		p := protocol.Detect(firstRead(conn, bytesOf))
 		if p == nil || p.NewFramer == nil || !everyRead {
 			generic = append(generic, conn...)
 			continue
@@ -114,11 +46,6 @@ func frameRequests(calls []socketCall, bytesOf map[labelKey]firstBytes, everyRea
 	return reqs, clients
 }
 
-// A connection's protocol is known by its first bytes: those of its first
-// reads, up to startBytes of them or startReads reads (a server may read a
-// message's header alone, as MariaDB does).
-const startBytes, startReads = 64, 4
-
 // firstRead is the first bytes the server read on a connection.
 func firstRead(conn []socketCall, bytesOf map[labelKey]firstBytes) []byte {
 	var start []byte
@@ -126,7 +53,7 @@ func firstRead(conn []socketCall, bytesOf map[labelKey]firstBytes) []byte {
 	for _, c := range conn {
 		if c.ret > 0 && reads.has(c.class, c.name) {
 			start = append(start, bytesOf[labelKey{c.conn, c.ts}].data...)
-			if n++; n == startReads || len(start) >= startBytes {
+			if n++; n == protocol.StartReads || len(start) >= protocol.StartBytes {
 				break
 			}
 		}
@@ -173,7 +100,7 @@ func serverSide(c socketCall) (server, decided bool) {
 // Writes while none waits continue the last answer (a long result). A
 // request still waiting when the connection closes was never answered and
 // is none.
-func cutMessages(conn []socketCall, bytesOf map[labelKey]firstBytes, p *Protocol) []*request {
+func cutMessages(conn []socketCall, bytesOf map[labelKey]firstBytes, p *protocol.Protocol) []*request {
 	f := p.NewFramer()
 	var (
 		out, waiting, answered []*request
@@ -245,4 +172,63 @@ func (r *request) answer(w socketCall, bytes uint64) {
 	r.end = w.ts + w.dur
 	r.TID, r.Comm = w.tid, w.comm
 	r.BytesOut += bytes
+}
+
+// cutRequests runs each connection's calls, in time order, through the
+// request state machine. A connection is the server's if it accepted it, or
+// (one older than the recording) if the first data on it went in; one it
+// connected is a client's, and its calls cut no requests: clients holds
+// those (a server's hops to its upstreams and databases).
+func cutRequests(calls []socketCall) (reqs []*request, clients map[connKey]bool) {
+	type connState struct {
+		decided, server bool
+		cur             *request
+	}
+	conns := map[connKey]*connState{}
+	var out []*request
+	finish := func(st *connState) {
+		if st.cur != nil && st.cur.answered {
+			out = append(out, st.cur)
+		}
+		st.cur = nil
+	}
+	for _, c := range calls {
+		st := conns[c.conn]
+		if st == nil {
+			st = &connState{}
+			conns[c.conn] = st
+		}
+		in := c.ret > 0 && reads.has(c.class, c.name)
+		outb := c.ret > 0 && writes.has(c.class, c.name)
+		// an accept or a connect says it whatever came before it
+		if server, decided := serverSide(c); decided && (!st.decided || opens(c)) {
+			st.server, st.decided = server, true
+		}
+		if !st.server {
+			continue
+		}
+		switch {
+		case in:
+			if st.cur == nil || st.cur.answered {
+				finish(st)
+				st.cur = newRequest(c)
+			} else if c.blocked {
+				st.cur.ClientWaitS += float64(c.dur) / 1e9 // more of the request, late
+			}
+			st.cur.BytesIn += uint64(c.ret)
+		case outb && st.cur != nil:
+			st.cur.answer(c, uint64(c.ret))
+		case c.name == "close" || (c.ret == 0 && reads.has(c.class, c.name)):
+			finish(st)
+		}
+	}
+	clients = map[connKey]bool{}
+	for k, st := range conns {
+		finish(st)
+		if st.decided && !st.server {
+			clients[k] = true
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].begin < out[j].begin })
+	return out, clients
 }

@@ -1,15 +1,13 @@
-package analysis
+package protocol
 
 import (
 	"bytes"
 	"strings"
-
-	"github.com/whyslow/whyslow/internal/event"
 )
 
 // A request is labelled by its first bytes (those the kernel read: 128 of
 // a request's first read, 1024 of any read since payload_read_bytes), by the
-// first protocol whose Labeller knows them (frame.go).
+// first protocol whose Labeller knows them (Label).
 
 // HTTP/1.x is cut by read-then-write: a client waits for each answer before
 // it asks again (pipelining is unused), and the request line is the label.
@@ -17,19 +15,6 @@ var httpProtocol = &Protocol{
 	Name:     "http",
 	Detect:   func(first []byte) bool { return httpLabel(first, false) != "" },
 	Labeller: LabelFunc(httpLabel),
-}
-
-// requestLabel is the label of a request by its first bytes, "" when no
-// protocol knows them.
-func requestLabel(first []byte, keepQuery bool) string {
-	for _, p := range protocols {
-		if s := p.Label(first, keepQuery); s != "" {
-			// A path's bytes are the client's: not UTF-8, they are text
-			// as recorded names are (event.EncodeText), and JSON keeps them.
-			return event.EncodeText(s)
-		}
-	}
-	return ""
 }
 
 // httpLabel reads an HTTP/1.x request line: "GET /popularity/linux", the
@@ -64,7 +49,3 @@ func isWord(s string) bool {
 	}
 	return s != ""
 }
-
-// RequestLabel names a request by its first bytes, as `report requests`
-// does, the query string left out: for a live view (whyslow watch).
-func RequestLabel(data []byte) string { return requestLabel(data, false) }

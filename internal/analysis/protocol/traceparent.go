@@ -1,16 +1,16 @@
-package analysis
+package protocol
 
 import (
 	"bytes"
 	"strings"
 )
 
-// traceParent is the W3C Trace Context traceparent header among an HTTP
+// TraceParent is the W3C Trace Context traceparent header among an HTTP
 // request's first bytes, "" when there is none, it is cut off by the
 // payload's end, or it is not valid: version-traceid-parentid-flags, lower
 // case hex, ids not all zero, version not ff
 // (https://www.w3.org/TR/trace-context/#traceparent-header).
-func traceParent(first []byte) string {
+func TraceParent(first []byte) string {
 	if httpLabel(first, false) == "" {
 		return ""
 	}

@@ -1,4 +1,4 @@
-package analysis
+package protocol
 
 import (
 	"encoding/binary"
@@ -45,7 +45,7 @@ func mysqlDetect(first []byte) bool {
 	case 1:
 		return size >= 32 && len(first) >= 8 && binary.LittleEndian.Uint32(first[4:])&mysqlHandshake41 != 0
 	case 0:
-		return mysqlLabel(first, false) != "" && (size+4 <= len(first) || len(first) >= startBytes)
+		return mysqlLabel(first, false) != "" && (size+4 <= len(first) || len(first) >= StartBytes)
 	}
 	return false
 }

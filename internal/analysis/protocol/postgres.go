@@ -1,4 +1,4 @@
-package analysis
+package protocol
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package analysis
+package protocol
 
 import (
 	"strings"
@@ -22,7 +22,7 @@ func FuzzRequestLabel(f *testing.F) {
 		f.Add([]byte(s), true)
 	}
 	f.Fuzz(func(t *testing.T, first []byte, keepQuery bool) {
-		label := requestLabel(first, keepQuery)
+		label := Label(first, keepQuery)
 		if !utf8.ValidString(label) {
 			t.Fatalf("label %q is not UTF-8", label)
 		}
@@ -32,11 +32,11 @@ func FuzzRequestLabel(f *testing.F) {
 		if !keepQuery && strings.HasPrefix(label, "GET ") && strings.Contains(label, "?") {
 			t.Fatalf("label %q keeps a query string", label)
 		}
-		if again := requestLabel(first, keepQuery); again != label {
+		if again := Label(first, keepQuery); again != label {
 			t.Fatalf("labelled %q, then %q", label, again)
 		}
 		// A traceparent is one found whole among the bytes, and valid.
-		if tp := traceParent(first); tp != "" && (!validTraceParent(tp) || !strings.Contains(string(first), tp+"\r\n")) {
+		if tp := TraceParent(first); tp != "" && (!validTraceParent(tp) || !strings.Contains(string(first), tp+"\r\n")) {
 			t.Fatalf("traceparent %q from %q", tp, first)
 		}
 	})

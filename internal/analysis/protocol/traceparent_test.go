@@ -1,4 +1,4 @@
-package analysis
+package protocol
 
 import "testing"
 
@@ -21,8 +21,8 @@ func TestTraceParent(t *testing.T) {
 		{"not HTTP", "*1\r\n$4\r\nPING\r\ntraceparent: " + tp + "\r\n", ""},
 		{"none", "GET / HTTP/1.1\r\nHost: h\r\n\r\n", ""},
 	} {
-		if got := traceParent([]byte(c.first)); got != c.want {
-			t.Errorf("%s: traceParent = %q, want %q", c.name, got, c.want)
+		if got := TraceParent([]byte(c.first)); got != c.want {
+			t.Errorf("%s: TraceParent = %q, want %q", c.name, got, c.want)
 		}
 	}
 }
