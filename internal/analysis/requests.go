@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/event"
 )
 
@@ -105,7 +106,7 @@ type RequestVerdict struct {
 
 // RequestOptions narrow and shape the analysis.
 type RequestOptions struct {
-	Filter    Filter
+	Filter    source.Filter
 	LabelGlob string // only labels matching this glob
 	KeepQuery bool   // keep the query string of HTTP paths
 	Explained int    // how many of the slowest get files and blame (the rest: verdicts only)

@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/whyslow/whyslow/internal/analysis/protocol"
+	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/event"
 )
 
@@ -51,7 +52,7 @@ func firstRead(conn []socketCall, bytesOf map[labelKey]firstBytes) []byte {
 	var start []byte
 	n := 0
 	for _, c := range conn {
-		if c.ret > 0 && reads.has(c.class, c.name) {
+		if c.ret > 0 && source.Reads.Has(c.class, c.name) {
 			start = append(start, bytesOf[labelKey{c.conn, c.ts}].data...)
 			if n++; n == protocol.StartReads || len(start) >= protocol.StartBytes {
 				break
@@ -85,9 +86,9 @@ func serverSide(c socketCall) (server, decided bool) {
 	switch {
 	case opens(c):
 		return c.name != "connect", true
-	case c.ret > 0 && reads.has(c.class, c.name):
+	case c.ret > 0 && source.Reads.Has(c.class, c.name):
 		return true, true
-	case c.ret > 0 && writes.has(c.class, c.name):
+	case c.ret > 0 && source.Writes.Has(c.class, c.name):
 		return false, true
 	}
 	return false, false
@@ -109,8 +110,8 @@ func cutMessages(conn []socketCall, bytesOf map[labelKey]firstBytes, p *protocol
 		readSince              bool         // a read since the last write
 	)
 	for _, c := range conn {
-		in := c.ret > 0 && reads.has(c.class, c.name)
-		outb := c.ret > 0 && writes.has(c.class, c.name)
+		in := c.ret > 0 && source.Reads.Has(c.class, c.name)
+		outb := c.ret > 0 && source.Writes.Has(c.class, c.name)
 		switch {
 		case in:
 			seen = append(seen, c)
@@ -148,7 +149,7 @@ func cutMessages(conn []socketCall, bytesOf map[labelKey]firstBytes, p *protocol
 			for _, r := range answered {
 				r.answer(c, uint64(c.ret)/uint64(len(answered)))
 			}
-		case c.name == "close" || (c.ret == 0 && reads.has(c.class, c.name)):
+		case c.name == "close" || (c.ret == 0 && source.Reads.Has(c.class, c.name)):
 			waiting, answered = nil, nil
 		}
 	}
@@ -198,8 +199,8 @@ func cutRequests(calls []socketCall) (reqs []*request, clients map[connKey]bool)
 			st = &connState{}
 			conns[c.conn] = st
 		}
-		in := c.ret > 0 && reads.has(c.class, c.name)
-		outb := c.ret > 0 && writes.has(c.class, c.name)
+		in := c.ret > 0 && source.Reads.Has(c.class, c.name)
+		outb := c.ret > 0 && source.Writes.Has(c.class, c.name)
 		// an accept or a connect says it whatever came before it
 		if server, decided := serverSide(c); decided && (!st.decided || opens(c)) {
 			st.server, st.decided = server, true
@@ -218,7 +219,7 @@ func cutRequests(calls []socketCall) (reqs []*request, clients map[connKey]bool)
 			st.cur.BytesIn += uint64(c.ret)
 		case outb && st.cur != nil:
 			st.cur.answer(c, uint64(c.ret))
-		case c.name == "close" || (c.ret == 0 && reads.has(c.class, c.name)):
+		case c.name == "close" || (c.ret == 0 && source.Reads.Has(c.class, c.name)):
 			finish(st)
 		}
 	}

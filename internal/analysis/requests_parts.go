@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"github.com/whyslow/whyslow/internal/analysis/protocol"
+	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/event"
 )
 
 // requestPIDs is the recording's target tree, or every process with socket
 // calls in a system-wide recording; narrowed by --pid and --comm.
-func (s *Source) requestPIDs(f Filter) ([]uint32, error) {
+func (s *Source) requestPIDs(f source.Filter) ([]uint32, error) {
 	var pids []uint32
 	if p, _ := strconv.Atoi(s.Meta["target_pid"]); p > 0 {
 		var err error
@@ -23,7 +24,7 @@ func (s *Source) requestPIDs(f Filter) ([]uint32, error) {
 			return nil, err
 		}
 	} else {
-		rows, err := s.query("SELECT DISTINCT pid FROM syscalls WHERE fkind IN ('socket','unix') ORDER BY pid")
+		rows, err := s.Query("SELECT DISTINCT pid FROM syscalls WHERE fkind IN ('socket','unix') ORDER BY pid")
 		if err != nil {
 			return nil, fmt.Errorf("finding servers: %w", err)
 		}
@@ -50,7 +51,7 @@ func (s *Source) requestPIDs(f Filter) ([]uint32, error) {
 // socketCalls reads the target's calls on connected sockets, per connection
 // in time order.
 func (s *Source) socketCalls(pids []uint32) ([]socketCall, error) {
-	rows, err := s.query(sqlOf("requests_socket_calls"), sql.Named("pids", pids))
+	rows, err := s.Query(sqlOf("requests_socket_calls"), sql.Named("pids", pids))
 	if err != nil {
 		return nil, fmt.Errorf("reading socket calls: %w", err)
 	}
@@ -86,7 +87,7 @@ type firstBytes struct {
 // in older recordings), by connection and the entry time of the read.
 func (s *Source) requestStarts(pids []uint32, keepQuery bool) (map[labelKey]firstBytes, error) {
 	out := map[labelKey]firstBytes{}
-	rows, err := s.query(sqlOf("requests_first_bytes"), sql.Named("pids", pids))
+	rows, err := s.Query(sqlOf("requests_first_bytes"), sql.Named("pids", pids))
 	if err != nil {
 		return nil, fmt.Errorf("reading request labels: %w", err)
 	}
@@ -304,7 +305,7 @@ func (r *request) explain(s *Source, pids []uint32) error {
 		list = append(list, t)
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i] < list[j] })
-	rows, err := s.query(sqlOf("requests_files"), sql.Named("b", r.begin), sql.Named("e", r.end), sql.Named("tids", list))
+	rows, err := s.Query(sqlOf("requests_files"), sql.Named("b", r.begin), sql.Named("e", r.end), sql.Named("tids", list))
 	if err != nil {
 		return fmt.Errorf("finding a request's files: %w", err)
 	}

@@ -1,7 +1,6 @@
 package analysis
 
 import (
-	"database/sql"
 	"math"
 	"os"
 	"regexp"
@@ -12,7 +11,10 @@ import (
 	"testing"
 
 	_ "github.com/duckdb/duckdb-go/v2" // the "duckdb" database/sql driver
+	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/event"
+	"github.com/whyslow/whyslow/internal/store"
+	"github.com/whyslow/whyslow/internal/store/storetest"
 )
 
 // TestRequestsSplitReadsFromWritesAsSQL: requests tell a call that brings a
@@ -20,20 +22,17 @@ import (
 // is_read and is_write macros do for usage and explain, for every syscall
 // whyslow names.
 func TestRequestsSplitReadsFromWritesAsSQL(t *testing.T) {
-	db, err := sql.Open("duckdb", "")
+	rec, err := store.Open(storetest.Stories[0].Record(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	db.SetMaxOpenConns(1) // the macros are the connection's
-	if _, err := db.Exec(kernelMacros()); err != nil {
-		t.Fatal(err)
-	}
+	defer rec.Close()
+	src := heldSource(t, rec) // made with the is_read and is_write macros
 	conn := connKey{pid: 1, ino: 10}
 	for _, nc := range event.SyscallNames() {
 		name, class := nc[0], nc[1]
 		var sqlRead, sqlWrite bool
-		if err := db.QueryRow("SELECT is_read(?::VARCHAR, ?::VARCHAR), is_write(?::VARCHAR, ?::VARCHAR)",
+		if err := src.QueryRow("SELECT is_read(?::VARCHAR, ?::VARCHAR), is_write(?::VARCHAR, ?::VARCHAR)",
 			class, name, class, name).Scan(&sqlRead, &sqlWrite); err != nil {
 			t.Fatal(err)
 		}
@@ -76,10 +75,10 @@ func TestRequestDirectionMatchesBPF(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range []direction{reads, writes} {
-		m := regexp.MustCompile(`bool ` + d.class + ` = ([^;]*);`).FindStringSubmatch(string(src))
+	for _, d := range []source.Direction{source.Reads, source.Writes} {
+		m := regexp.MustCompile(`bool ` + d.Class + ` = ([^;]*);`).FindStringSubmatch(string(src))
 		if m == nil {
-			t.Fatalf("no `bool %s = ...;` in note_request: has it moved?", d.class)
+			t.Fatalf("no `bool %s = ...;` in note_request: has it moved?", d.Class)
 		}
 		var class string
 		var net []string
@@ -91,9 +90,9 @@ func TestRequestDirectionMatchesBPF(t *testing.T) {
 			}
 		}
 		slices.Sort(net)
-		want := slices.Sorted(slices.Values(d.net))
-		if class != d.class || !slices.Equal(net, want) {
-			t.Errorf("BPF %ss are class %q and %v, Go class %q and %v", d.class, class, net, d.class, want)
+		want := slices.Sorted(slices.Values(d.Net))
+		if class != d.Class || !slices.Equal(net, want) {
+			t.Errorf("BPF %ss are class %q and %v, Go class %q and %v", d.Class, class, net, d.Class, want)
 		}
 	}
 }

@@ -1,7 +1,9 @@
-package analysis
+package reports
 
 import (
 	"fmt"
+
+	"github.com/whyslow/whyslow/internal/analysis/source"
 )
 
 // Series is what the storage did over the recording, in equal buckets:
@@ -28,8 +30,8 @@ type DeviceSeries struct {
 // TimeSeries buckets the recording's storage activity; each amount is spread
 // evenly over the span it took (a block request from issue to completion,
 // pages dirtied between two drains, an inode's writeback).
-func TimeSeries(s *Source, buckets int) (*Series, error) {
-	s, release, err := s.hold()
+func TimeSeries(s *source.Source, buckets int) (*Series, error) {
+	s, release, err := s.Hold()
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +64,7 @@ func TimeSeries(s *Source, buckets int) (*Series, error) {
 			xs[i] += rate * float64(min(b, hi)-max(a, lo)) / out.BucketS
 		}
 	}
-	rows, err := s.query(sqlOf("series_block"))
+	rows, err := s.Query(sqlOf("series_block"))
 	if err != nil {
 		return nil, fmt.Errorf("reading block requests: %w", err)
 	}
@@ -105,8 +107,8 @@ func TimeSeries(s *Source, buckets int) (*Series, error) {
 	return out, nil
 }
 
-func spreadRows(s *Source, q string, add func(a, b uint64, n float64)) error {
-	rows, err := s.query(q)
+func spreadRows(s *source.Source, q string, add func(a, b uint64, n float64)) error {
+	rows, err := s.Query(q)
 	if err != nil {
 		return fmt.Errorf("reading pages: %w", err)
 	}

@@ -1,10 +1,11 @@
-package analysis
+package source
 
 import (
 	"database/sql"
 	"slices"
 	"testing"
 
+	_ "github.com/duckdb/duckdb-go/v2" // the "duckdb" database/sql driver
 	"github.com/whyslow/whyslow/internal/event"
 )
 

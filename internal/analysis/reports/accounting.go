@@ -1,10 +1,12 @@
-package analysis
+package reports
 
 import (
 	"database/sql"
 	"fmt"
 	"slices"
 	"sort"
+
+	"github.com/whyslow/whyslow/internal/analysis/source"
 )
 
 // ProcessAccount is a process's I/O as the kernel accounts it (task_struct's
@@ -32,10 +34,10 @@ var accountingCols = cols{pid: "pid", tid: "tid", comm: "comm"}
 // accounting sums each process's threads: for each thread, its last reading
 // (at its exit, or the end) less its first (at the start; 0 for a thread
 // born during the recording, whose accounting began at 0).
-func (s *Source) accounting(f Filter) ([]ProcessAccount, error) {
-	nf := Filter{PIDs: f.PIDs, TIDs: f.TIDs, Comms: f.Comms}
-	where, args := nf.where(accountingCols)
-	rows, err := s.query(sqlWhere("usage_accounting", where), append(args, f.Limit)...)
+func accounting(s *source.Source, f source.Filter) ([]ProcessAccount, error) {
+	nf := source.Filter{PIDs: f.PIDs, TIDs: f.TIDs, Comms: f.Comms}
+	where, args := whereOf(nf, accountingCols)
+	rows, err := s.Query(sqlWhere("usage_accounting", where), append(args, f.Limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("summing the kernel's I/O accounting: %w", err)
 	}
@@ -60,11 +62,11 @@ func (s *Source) accounting(f Filter) ([]ProcessAccount, error) {
 // level: pages dirtied by writes (the dirtied table), and bytes read from
 // storage for it (block requests). A file known only from these joins the
 // list; the list is ranked again and cut to f.Limit.
-func (s *Source) storageFiles(u *Usage, f Filter) error {
-	dirtied := Filter{PIDs: f.PIDs, TIDs: f.TIDs, Comms: f.Comms, FileGlob: f.FileGlob, Begin: f.Begin, End: f.End, MinSize: -1, MaxSize: -1}
-	dwhere, dargs := dirtied.where(cols{ts: "d.ts", end: "d.last_ts", pid: "d.pid", tid: "d.tid", comm: "d.comm", path: "f.path"})
-	bwhere, bargs := dirtied.where(cols{ts: "insert_ts", end: "ts", pid: "pid", tid: "tid", comm: "comm", path: "path"})
-	rows, err := s.query(sqlWhere("usage_storage_files", dwhere, bwhere), append(dargs, bargs...)...)
+func storageFiles(s *source.Source, u *Usage, f source.Filter) error {
+	dirtied := source.Filter{PIDs: f.PIDs, TIDs: f.TIDs, Comms: f.Comms, FileGlob: f.FileGlob, Begin: f.Begin, End: f.End, MinSize: -1, MaxSize: -1}
+	dwhere, dargs := whereOf(dirtied, cols{ts: "d.ts", end: "d.last_ts", pid: "d.pid", tid: "d.tid", comm: "d.comm", path: "f.path"})
+	bwhere, bargs := whereOf(dirtied, cols{ts: "insert_ts", end: "ts", pid: "pid", tid: "tid", comm: "comm", path: "path"})
+	rows, err := s.Query(sqlWhere("usage_storage_files", dwhere, bwhere), append(dargs, bargs...)...)
 	if err != nil {
 		return fmt.Errorf("summing files' storage I/O: %w", err)
 	}

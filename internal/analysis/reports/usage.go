@@ -1,8 +1,10 @@
-package analysis
+package reports
 
 import (
 	"database/sql"
 	"fmt"
+
+	"github.com/whyslow/whyslow/internal/analysis/source"
 )
 
 // Usage is iousagetop: who read and wrote how much, split by kind of file.
@@ -67,20 +69,20 @@ type IfaceIO struct {
 }
 
 // RunUsage computes usage under a filter.
-func RunUsage(s *Source, f Filter) (*Usage, error) {
-	s, release, err := s.hold()
+func RunUsage(s *source.Source, f source.Filter) (*Usage, error) {
+	s, release, err := s.Hold()
 	if err != nil {
 		return nil, err
 	}
 	defer release()
 	u := &Usage{Exact: s.Full(), Calls: s.Meta["level"] != "waits" || s.Meta["requests"] == "true"}
-	if u.Accounting, err = s.accounting(f); err != nil {
+	if u.Accounting, err = accounting(s, f); err != nil {
 		return nil, err
 	}
-	if err := s.usageCalls(f); err != nil {
+	if err := usageCalls(s, f); err != nil {
 		return nil, err
 	}
-	rows, err := s.query(sqlOf("usage_processes"), sql.Named("limit", f.Limit))
+	rows, err := s.Query(sqlOf("usage_processes"), sql.Named("limit", f.Limit))
 	if err != nil {
 		return nil, fmt.Errorf("summing process I/O: %w", err)
 	}
@@ -97,7 +99,7 @@ func RunUsage(s *Source, f Filter) (*Usage, error) {
 	}
 	rows.Close()
 
-	rows, err = s.query(sqlOf("usage_files"), sql.Named("limit", f.Limit))
+	rows, err = s.Query(sqlOf("usage_files"), sql.Named("limit", f.Limit))
 	if err != nil {
 		return nil, fmt.Errorf("summing file I/O: %w", err)
 	}
@@ -118,12 +120,12 @@ func RunUsage(s *Source, f Filter) (*Usage, error) {
 		u.Files = append(u.Files, fi)
 	}
 	rows.Close()
-	if err := s.storageFiles(u, f); err != nil {
+	if err := storageFiles(s, u, f); err != nil {
 		return nil, err
 	}
 
-	bwhere, bargs := f.where(diskCols)
-	rows, err = s.query(sqlWhere("usage_block", bwhere), append(bargs, f.Limit)...)
+	bwhere, bargs := whereOf(f, diskCols)
+	rows, err = s.Query(sqlWhere("usage_block", bwhere), append(bargs, f.Limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("summing block I/O: %w", err)
 	}
@@ -139,7 +141,7 @@ func RunUsage(s *Source, f Filter) (*Usage, error) {
 	}
 	rows.Close()
 
-	rows, err = s.query(sqlOf("usage_network"))
+	rows, err = s.Query(sqlOf("usage_network"))
 	if err != nil {
 		return nil, fmt.Errorf("summing network I/O: %w", err)
 	}
@@ -167,10 +169,10 @@ var totalsIOCols = cols{ts: "ts", end: "last_ts", pid: "pid", tid: "tid", comm: 
 // usageCalls makes the temp table usage_io: the io view's rows under f,
 // summed per process, thread, file, fd and syscall. Streamed calls are summed
 // on the numeric table first and named after, a few rows instead of millions.
-func (s *Source) usageCalls(f Filter) error {
-	where, args := f.where(rawCols)
-	twhere, targs := f.where(totalsIOCols)
-	if _, err := s.exec(sqlWhere("usage_io", where, twhere), append(args, targs...)...); err != nil {
+func usageCalls(s *source.Source, f source.Filter) error {
+	where, args := whereOf(f, rawCols)
+	twhere, targs := whereOf(f, totalsIOCols)
+	if _, err := s.Exec(sqlWhere("usage_io", where, twhere), append(args, targs...)...); err != nil {
 		return fmt.Errorf("summing calls: %w", err)
 	}
 	return nil

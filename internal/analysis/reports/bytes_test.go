@@ -1,8 +1,9 @@
-package analysis
+package reports
 
 import (
 	"testing"
 
+	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/store"
 	"github.com/whyslow/whyslow/internal/store/storetest"
 )
@@ -18,17 +19,17 @@ func TestBytesAgreeWithTheIOView(t *testing.T) {
 	}
 	defer rec.Close()
 	s := heldSource(t, rec)
-	if err := s.usageCalls(NoFilter()); err != nil {
+	if err := usageCalls(s, source.NoFilter()); err != nil {
 		t.Fatal(err)
 	}
-	where, args := NoFilter().where(rawCols)
+	where, args := whereOf(source.NoFilter(), rawCols)
 	for _, q := range []string{
 		"SELECT name, sum(bytes) FROM io GROUP BY name",
 		"SELECT name, sum(bytes) FROM usage_io GROUP BY name",
 		"SELECT n.name, sum(" + rawCols.size + ") FROM syscall_raw JOIN syscall_names n USING (nr) WHERE " + where + " GROUP BY n.name",
 	} {
 		want := map[string]int64{"accept": 0, "accept4": 0, "connect": 0, "recvfrom": 100, "sendto": 50, "read": 4096}
-		rows, err := s.query(q, args...)
+		rows, err := s.Query(q, args...)
 		if err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -44,7 +45,7 @@ func TestBytesAgreeWithTheIOView(t *testing.T) {
 		}
 		rows.Close()
 	}
-	ops, err := RunLog(s, NoFilter(), 0)
+	ops, err := RunLog(s, source.NoFilter(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

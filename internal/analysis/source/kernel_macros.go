@@ -1,4 +1,4 @@
-package analysis
+package source
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 // block_raw's op codes (the named disk view costs a join the sums on
 // block_raw avoid), is_poll(syscall) for the calls that wait on many fds at
 // once (event.PollSyscalls), is_read(class, name) and is_write(class, name)
-// for the calls' directions (reads, writes: requests ask the same in Go).
+// for the calls' directions (Reads, Writes: requests ask the same in Go).
 // Fixed words, never input.
 func kernelMacros() string {
 	var ops []string
@@ -24,6 +24,6 @@ func kernelMacros() string {
 	return fmt.Sprintf("CREATE OR REPLACE TEMP MACRO page_size() AS %d;\n", event.PageSize) +
 		"CREATE OR REPLACE TEMP MACRO block_op(name) AS CASE name " + strings.Join(ops, " ") + " END;\n" +
 		"CREATE OR REPLACE TEMP MACRO is_poll(syscall) AS syscall IN ('" + strings.Join(event.PollSyscalls, "', '") + "');\n" +
-		"CREATE OR REPLACE TEMP MACRO is_read(class, name) AS " + reads.sql() + ";\n" +
-		"CREATE OR REPLACE TEMP MACRO is_write(class, name) AS " + writes.sql() + ";\n"
+		"CREATE OR REPLACE TEMP MACRO is_read(class, name) AS " + Reads.sql() + ";\n" +
+		"CREATE OR REPLACE TEMP MACRO is_write(class, name) AS " + Writes.sql() + ";\n"
 }

@@ -1,4 +1,4 @@
-package analysis
+package reports
 
 import (
 	"database/sql"
@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/event"
 )
 
@@ -43,16 +44,16 @@ type Stats struct {
 }
 
 // RunStats computes latency statistics per class and per disk.
-func RunStats(s *Source, f Filter) (*Stats, error) {
-	s, release, err := s.hold()
+func RunStats(s *source.Source, f source.Filter) (*Stats, error) {
+	s, release, err := s.Hold()
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	where, args := f.where(rawCols)
+	where, args := whereOf(f, rawCols)
 	out := &Stats{}
 	// Streamed calls, on the numeric table.
-	rows, err := s.query(sqlWhere("stats_calls", where), args...)
+	rows, err := s.Query(sqlWhere("stats_calls", where), args...)
 	if err != nil {
 		return nil, fmt.Errorf("computing latency stats: %w", err)
 	}
@@ -66,10 +67,10 @@ func RunStats(s *Source, f Filter) (*Stats, error) {
 		byClass[c.Class] = c
 	}
 	rows.Close()
-	if err := s.streamedDurations(f); err != nil {
+	if err := streamedDurations(s, f); err != nil {
 		return nil, err
 	}
-	if err := s.quantiles(byClass); err != nil {
+	if err := quantiles(s, byClass); err != nil {
 		return nil, err
 	}
 	if err := mergeTotals(s, f, byClass); err != nil {
@@ -83,8 +84,8 @@ func RunStats(s *Source, f Filter) (*Stats, error) {
 		return a.Count > b.Count || a.Count == b.Count && a.Class < b.Class
 	})
 
-	dwhere, dargs := f.where(diskCols)
-	rows, err = s.query(sqlWhere("stats_disks", dwhere), dargs...)
+	dwhere, dargs := whereOf(f, diskCols)
+	rows, err = s.Query(sqlWhere("stats_disks", dwhere), dargs...)
 	if err != nil {
 		return nil, fmt.Errorf("computing disk stats: %w", err)
 	}
@@ -103,9 +104,9 @@ func RunStats(s *Source, f Filter) (*Stats, error) {
 // under f, counted per class and duration. Durations repeat (the clock's
 // steps, calls alike), so it is small, and quantiles, ranges and histograms
 // read it instead of sorting or scanning every call again.
-func (s *Source) streamedDurations(f Filter) error {
-	where, args := f.where(rawCols)
-	if _, err := s.exec(sqlWhere("stream_durs", where), args...); err != nil {
+func streamedDurations(s *source.Source, f source.Filter) error {
+	where, args := whereOf(f, rawCols)
+	if _, err := s.Exec(sqlWhere("stream_durs", where), args...); err != nil {
 		return fmt.Errorf("counting call durations: %w", err)
 	}
 	return nil
@@ -114,8 +115,8 @@ func (s *Source) streamedDurations(f Filter) error {
 // quantiles fills p50, p90 and p99 of each class from stream_durs, as
 // DuckDB's quantile_disc picks them: the value at index
 // max(1, n - floor(n - n*q)) - 1 of the sorted durations.
-func (s *Source) quantiles(byClass map[string]*ClassStats) error {
-	rows, err := s.query(sqlOf("stream_quantiles"))
+func quantiles(s *source.Source, byClass map[string]*ClassStats) error {
+	rows, err := s.Query(sqlOf("stream_quantiles"))
 	if err != nil {
 		return fmt.Errorf("computing latency quantiles: %w", err)
 	}
@@ -135,10 +136,10 @@ func (s *Source) quantiles(byClass map[string]*ClassStats) error {
 
 // totalsWhere filters the kernel's aggregates like f filters streamed calls,
 // except for per-call latency and size, which aggregates do not have.
-func totalsWhere(f Filter) (string, []any) {
+func totalsWhere(f source.Filter) (string, []any) {
 	tf := f
 	tf.Min, tf.Max, tf.MinSize, tf.MaxSize, tf.FileGlob = 0, 0, -1, -1, ""
-	where, args := tf.where(cols{ts: "ts", end: "last_ts", pid: "pid", tid: "tid", comm: "comm"})
+	where, args := whereOf(tf, cols{ts: "ts", end: "last_ts", pid: "pid", tid: "tid", comm: "comm"})
 	if f.FileGlob != "" {
 		where += " AND (dev, ino, gen) IN (SELECT dev, ino, gen FROM file_names WHERE path GLOB ?)"
 		args = append(args, f.FileGlob)
@@ -148,9 +149,9 @@ func totalsWhere(f Filter) (string, []any) {
 
 // mergeTotals folds the kernel's aggregates (default level) into the stats:
 // counts, means and maxima exactly, percentiles from log2 buckets.
-func mergeTotals(s *Source, f Filter, byClass map[string]*ClassStats) error {
+func mergeTotals(s *source.Source, f source.Filter, byClass map[string]*ClassStats) error {
 	where, args := totalsWhere(f)
-	rows, err := s.query(sqlWhere("totals_by_class", where), args...)
+	rows, err := s.Query(sqlWhere("totals_by_class", where), args...)
 	if err != nil {
 		return fmt.Errorf("reading aggregates: %w", err)
 	}
@@ -241,19 +242,19 @@ var ErrFreqResolution = fmt.Errorf("--freq-resolution must be 1..%d", MaxFreqRes
 
 // RunFreq builds latency histograms per class with n linear buckets between
 // f.Min and f.Max (the observed range when unset).
-func RunFreq(s *Source, f Filter, n int) ([]Freq, error) {
+func RunFreq(s *source.Source, f source.Filter, n int) ([]Freq, error) {
 	if n <= 0 || n > MaxFreqResolution {
 		return nil, ErrFreqResolution
 	}
-	s, release, err := s.hold()
+	s, release, err := s.Hold()
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	if err := s.streamedDurations(f); err != nil {
+	if err := streamedDurations(s, f); err != nil {
 		return nil, err
 	}
-	rows, err := s.query(sqlOf("stream_ranges"))
+	rows, err := s.Query(sqlOf("stream_ranges"))
 	if err != nil {
 		return nil, fmt.Errorf("finding latency ranges: %w", err)
 	}
@@ -282,7 +283,7 @@ func RunFreq(s *Source, f Filter, n int) ([]Freq, error) {
 		fr := Freq{Class: r.class}
 		width := max((r.hi-r.lo+uint64(n)-1)/uint64(n), 1)
 		counts := make([]uint64, n)
-		brows, err := s.query(sqlOf("stream_linear"), r.lo, width, n-1, r.class, r.lo, r.hi)
+		brows, err := s.Query(sqlOf("stream_linear"), r.lo, width, n-1, r.class, r.lo, r.hi)
 		if err != nil {
 			return nil, fmt.Errorf("building histogram: %w", err)
 		}
@@ -306,9 +307,9 @@ func RunFreq(s *Source, f Filter, n int) ([]Freq, error) {
 // histogram counts calls of a class in log2(ns) buckets: streamed calls (from
 // stream_durs, which the caller made) and, unless a latency bound excludes
 // them, the kernel's aggregates.
-func histogram(s *Source, f Filter, class string) [64]uint64 {
+func histogram(s *source.Source, f source.Filter, class string) [64]uint64 {
 	var slots [64]uint64
-	rows, err := s.query(sqlOf("stream_log2"), class)
+	rows, err := s.Query(sqlOf("stream_log2"), class)
 	if err == nil {
 		for rows.Next() {
 			var b int
@@ -323,7 +324,7 @@ func histogram(s *Source, f Filter, class string) [64]uint64 {
 		return slots
 	}
 	twhere, targs := totalsWhere(f)
-	trows, err := s.query(sqlWhere("totals_slots", twhere), append([]any{class}, targs...)...)
+	trows, err := s.Query(sqlWhere("totals_slots", twhere), append([]any{class}, targs...)...)
 	if err != nil {
 		return slots
 	}
@@ -341,7 +342,7 @@ func histogram(s *Source, f Filter, class string) [64]uint64 {
 	return slots
 }
 
-func log2Buckets(s *Source, f Filter, class string) []Bucket {
+func log2Buckets(s *source.Source, f source.Filter, class string) []Bucket {
 	slots := histogram(s, f, class)
 	lo, hi := 64, -1
 	for i, c := range slots {
@@ -376,13 +377,13 @@ type Op struct {
 }
 
 // RunTop lists the slowest streamed operations per class.
-func RunTop(s *Source, f Filter) (map[string][]Op, error) {
-	s, release, err := s.hold()
+func RunTop(s *source.Source, f source.Filter) (map[string][]Op, error) {
+	s, release, err := s.Hold()
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	where, args := f.where(rawCols)
+	where, args := whereOf(f, rawCols)
 	ops, err := queryOps(s, f, sqlWhere("top_calls", where), append([]any{f.Limit}, args...))
 	if err != nil {
 		return nil, err
@@ -395,7 +396,7 @@ func RunTop(s *Source, f Filter) (map[string][]Op, error) {
 }
 
 // RunLog lists streamed operations in time order (StreamLog, kept).
-func RunLog(s *Source, f Filter, limit int) ([]Op, error) {
+func RunLog(s *source.Source, f source.Filter, limit int) ([]Op, error) {
 	var out []Op
 	err := StreamLog(s, f, limit, func(o *Op) error {
 		c := *o
@@ -409,8 +410,8 @@ func RunLog(s *Source, f Filter, limit int) ([]Op, error) {
 	return out, err
 }
 
-func queryOps(s *Source, f Filter, q string, args []any) ([]Op, error) {
-	rows, err := s.query(q, args...)
+func queryOps(s *source.Source, f source.Filter, q string, args []any) ([]Op, error) {
+	rows, err := s.Query(q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("listing operations: %w", err)
 	}

@@ -1,9 +1,11 @@
-package analysis
+package reports
 
 import (
 	"database/sql/driver"
 	"errors"
 	"io"
+
+	"github.com/whyslow/whyslow/internal/analysis/source"
 )
 
 // rawRows runs q and calls each with every row's values as the driver gives
@@ -11,9 +13,9 @@ import (
 // conversion of each value into a destination: that conversion, by
 // reflection, was most of the time of printing a whole recording's log.
 // vals is reused between rows.
-func (s *Source) rawRows(q string, args []any, each func(vals []driver.Value) error) error {
-	ctx := s.ctx
-	return s.held().Raw(func(dc any) error {
+func rawRows(s *source.Source, q string, args []any, each func(vals []driver.Value) error) error {
+	ctx := s.Context()
+	return s.Conn().Raw(func(dc any) error {
 		qc, ok := dc.(driver.QueryerContext)
 		if !ok {
 			return errors.New("the database driver cannot query directly")

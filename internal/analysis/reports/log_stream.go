@@ -1,4 +1,4 @@
-package analysis
+package reports
 
 import (
 	"database/sql"
@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/event"
 	"github.com/whyslow/whyslow/internal/store"
 )
@@ -16,18 +17,18 @@ import (
 // maps read once, not joined per row: the scan then runs at the speed of
 // DuckDB's numeric columns (millions of rows a second), for the whole
 // recording printed to a pipe as babeltrace2 and perf script users do.
-func StreamLog(s *Source, f Filter, limit int, each func(*Op) error) error {
-	s, release, err := s.hold()
+func StreamLog(s *source.Source, f source.Filter, limit int, each func(*Op) error) error {
+	s, release, err := s.Hold()
 	if err != nil {
 		return err
 	}
 	defer release()
-	names, err := s.logNames()
+	names, err := loadLogNames(s)
 	if err != nil {
 		return err
 	}
-	where, args := f.where(rawCols)
-	slices, err := s.logSlices(where, args)
+	where, args := whereOf(f, rawCols)
+	slices, err := logSlices(s, where, args)
 	if err != nil {
 		return err
 	}
@@ -95,7 +96,7 @@ func StreamLog(s *Source, f Filter, limit int, each func(*Op) error) error {
 	var rerr error
 	for i, sl := range slices {
 		// Each slice of time sorted on its own (sql/log.sql).
-		if rerr = s.rawRows(sqlWhere("log_slice", where), append(args[:len(args):len(args)], sl[0], sl[1], i == len(slices)-1), row); rerr != nil {
+		if rerr = rawRows(s, sqlWhere("log_slice", where), append(args[:len(args):len(args)], sl[0], sl[1], i == len(slices)-1), row); rerr != nil {
 			break
 		}
 	}
@@ -126,9 +127,9 @@ const logRowsPerSlice = 1 << 20
 // logRowsPerSlice rows each (by time, evenly: a busy moment makes a slice
 // bigger, never wrong). DuckDB's zone maps skip the row groups outside a
 // slice, so the slices together cost about one sort of the whole.
-func (s *Source) logSlices(where string, args []any) ([]logSlice, error) {
+func logSlices(s *source.Source, where string, args []any) ([]logSlice, error) {
 	var lo, hi, n sql.NullInt64
-	if err := s.queryRow(sqlWhere("log_range", where), args...).Scan(&lo, &hi, &n); err != nil {
+	if err := s.QueryRow(sqlWhere("log_range", where), args...).Scan(&lo, &hi, &n); err != nil {
 		return nil, fmt.Errorf("listing operations: %w", err)
 	}
 	if !lo.Valid || n.Int64 == 0 {
@@ -171,9 +172,9 @@ type logNames struct {
 	files    map[fileKey]string
 }
 
-func (s *Source) logNames() (*logNames, error) {
+func loadLogNames(s *source.Source) (*logNames, error) {
 	n := &logNames{comms: map[int64]string{}, syscalls: map[uint16]syscallName{}, files: map[fileKey]string{}}
-	rows, err := s.query("SELECT comm_id, comm FROM comms")
+	rows, err := s.Query("SELECT comm_id, comm FROM comms")
 	if err != nil {
 		return nil, fmt.Errorf("reading names: %w", err)
 	}
@@ -185,7 +186,7 @@ func (s *Source) logNames() (*logNames, error) {
 		}
 	}
 	rows.Close()
-	if rows, err = s.query("SELECT nr, name, class FROM syscall_names"); err != nil {
+	if rows, err = s.Query("SELECT nr, name, class FROM syscall_names"); err != nil {
 		return nil, fmt.Errorf("reading names: %w", err)
 	}
 	for rows.Next() {
@@ -196,7 +197,7 @@ func (s *Source) logNames() (*logNames, error) {
 		}
 	}
 	rows.Close()
-	if rows, err = s.query("SELECT dev, ino, gen, coalesce(path, peer, '') FROM file_names"); err != nil {
+	if rows, err = s.Query("SELECT dev, ino, gen, coalesce(path, peer, '') FROM file_names"); err != nil {
 		return nil, fmt.Errorf("reading names: %w", err)
 	}
 	defer rows.Close()

@@ -1,4 +1,10 @@
-package analysis
+// Package source is a recording as every analysis reads it: a Source (the
+// recording's pool, metadata, clock and losses) whose analysis runs hold a
+// connection of their own, the SQL modules' loader, the macros every held
+// connection is made with, and the Filter an analysis takes. The analyses
+// (internal/analysis, internal/analysis/reports) import it; it imports none
+// of them.
+package source
 
 import (
 	"context"
@@ -14,7 +20,7 @@ import (
 
 // Source is a recording with its clock, as analyses need it. It may be
 // shared by analyses running at once: each runs on a connection of its own
-// (hold).
+// (Hold).
 type Source struct {
 	// DB is the recording's pool of connections, for callers' own queries;
 	// an analysis queries only the connection it holds.
@@ -22,23 +28,21 @@ type Source struct {
 	Meta  map[string]string
 	Clock Clock
 	Lost  map[string]uint64
-	// filled says which of skippable's tables hold rows (hasRows): one for
+	// EveryStep runs the steps that would be skipped on empty input (tests
+	// check that skipping them changes no answer).
+	EveryStep bool
+	// filled says which of skippable's tables hold rows (HasRows): one for
 	// the Source and every analysis run on it.
 	filled *filled
-	// conn is the connection the running analysis holds (hold), with ctx:
+	// conn is the connection the running analysis holds (Hold), with ctx:
 	// DuckDB's temporary tables and macros are a connection's own, so every
 	// query of an analysis goes through it.
 	conn *sql.Conn
 	ctx  context.Context
-	// targets is the pid set target_pids holds, if any (useTargets).
-	targets []uint32
-	// everyStep runs the steps that would be skipped on empty input (tests
-	// check that skipping them changes no answer).
-	everyStep bool
 }
 
-// NewSource wraps an open recording.
-func NewSource(r *store.Recording) *Source {
+// New wraps an open recording.
+func New(r *store.Recording) *Source {
 	off, _ := strconv.ParseInt(r.Meta["clock_offset_ns"], 10, 64)
 	start, _ := strconv.ParseUint(r.Meta["start_mono"], 10, 64)
 	dur, _ := strconv.ParseUint(r.Meta["duration_ns"], 10, 64)
@@ -60,12 +64,12 @@ func NewSource(r *store.Recording) *Source {
 var skippable = []string{"offcpu_raw", "syscall_raw", "syscall_totals_raw", "uring_raw", "unlink_raw", "dirtied", "forks", "existing",
 	"samples", "block_raw"}
 
-// hasRows says whether one of skippable's tables holds a row, asked once
+// HasRows says whether one of skippable's tables holds a row, asked once
 // for all of them. DuckDB takes milliseconds to plan a query over the views
 // even when its tables are empty: that was most of the time an explanation
 // of a short command took.
-func (s *Source) hasRows(table string) bool {
-	if s.everyStep {
+func (s *Source) HasRows(table string) bool {
+	if s.EveryStep {
 		return true
 	}
 	s.filled.once.Do(func() {
@@ -74,7 +78,7 @@ func (s *Source) hasRows(table string) bool {
 		for i, t := range skippable {
 			parts[i] = "SELECT '" + t + "' FROM (SELECT 1 FROM " + t + " LIMIT 1)"
 		}
-		rows, err := s.query(strings.Join(parts, " UNION ALL "))
+		rows, err := s.Query(strings.Join(parts, " UNION ALL "))
 		if err == nil {
 			defer rows.Close()
 			for rows.Next() {
@@ -95,19 +99,21 @@ func (s *Source) hasRows(table string) bool {
 	return filled || !known && !slices.Contains(skippable, table)
 }
 
-// filled is hasRows' answer, found once.
+// filled is HasRows' answer, found once.
 type filled struct {
 	once   sync.Once
 	tables map[string]bool
 }
 
-// hold gives an analysis run a connection of its own, held until done is
+// Hold gives an analysis run a connection of its own, held until done is
 // called: the temporary tables it builds (target_offcpu, usage_io, ...) are
-// that connection's, and every query of the run reads them through it. A
-// Source already held (an analysis run inside another: requests explain)
-// is returned as it is, with a done that does nothing. done drops the run's
-// temporary tables and gives the connection back to the pool.
-func (s *Source) hold() (held *Source, done func(), err error) {
+// that connection's, and every query of the run reads them through it. The
+// connection is made with target_pids (empty until the analysis names its
+// target) and the macros every analysis may use (Macros). A Source already
+// held (an analysis run inside another: requests explain) is returned as it
+// is, with a done that does nothing. done drops the run's temporary tables
+// and gives the connection back to the pool.
+func (s *Source) Hold() (held *Source, done func(), err error) {
 	if s.conn != nil {
 		return s, func() {}, nil
 	}
@@ -116,14 +122,13 @@ func (s *Source) hold() (held *Source, done func(), err error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("connecting to the recording: %w", err)
 	}
-	// The macros (sql/macros.sql) name target_pids: it is made first, empty
-	// until the analysis names its target (useTargets).
-	if _, err := conn.ExecContext(ctx, "CREATE OR REPLACE TEMP TABLE target_pids (pid UINTEGER);\n"+kernelMacros()+macros); err != nil {
+	// The macros (sql/macros.sql) name target_pids: it is made first.
+	if _, err := conn.ExecContext(ctx, "CREATE OR REPLACE TEMP TABLE target_pids (pid UINTEGER);\n"+Macros()); err != nil {
 		conn.Close()
 		return nil, nil, fmt.Errorf("making the analyses' macros: %w", err)
 	}
 	h := *s
-	h.conn, h.ctx, h.targets = conn, ctx, nil
+	h.conn, h.ctx = conn, ctx
 	if h.filled == nil {
 		h.filled = &filled{}
 	}
@@ -132,6 +137,9 @@ func (s *Source) hold() (held *Source, done func(), err error) {
 		conn.Close()
 	}, nil
 }
+
+// Held says whether the Source is an analysis run's, holding a connection.
+func (s *Source) Held() bool { return s.conn != nil }
 
 // dropTemporary drops the temporary tables of a run, so that the pooled
 // connection keeps no memory of it, and no later run reads them. The
@@ -154,27 +162,32 @@ func dropTemporary(ctx context.Context, conn *sql.Conn) {
 	}
 }
 
-// query, queryRow and exec run q on the connection the analysis holds.
-// Outside one (a step called without hold) they panic: another connection
+// Query, QueryRow and Exec run q on the connection the analysis holds.
+// Outside one (a step called without Hold) they panic: another connection
 // would not have the run's temporary tables, or worse, another run's.
-func (s *Source) query(q string, args ...any) (*sql.Rows, error) {
-	return s.held().QueryContext(s.ctx, q, args...)
+func (s *Source) Query(q string, args ...any) (*sql.Rows, error) {
+	return s.Conn().QueryContext(s.ctx, q, args...)
 }
 
-func (s *Source) queryRow(q string, args ...any) *sql.Row {
-	return s.held().QueryRowContext(s.ctx, q, args...)
+func (s *Source) QueryRow(q string, args ...any) *sql.Row {
+	return s.Conn().QueryRowContext(s.ctx, q, args...)
 }
 
-func (s *Source) exec(q string, args ...any) (sql.Result, error) {
-	return s.held().ExecContext(s.ctx, q, args...)
+func (s *Source) Exec(q string, args ...any) (sql.Result, error) {
+	return s.Conn().ExecContext(s.ctx, q, args...)
 }
 
-func (s *Source) held() *sql.Conn {
+// Conn is the connection the analysis holds, with Context, for what
+// database/sql's queries do not give (driver values unconverted).
+func (s *Source) Conn() *sql.Conn {
 	if s.conn == nil {
-		panic("analysis: a query outside the connection of an analysis (Source.hold)")
+		panic("analysis: a query outside the connection of an analysis (Source.Hold)")
 	}
 	return s.conn
 }
+
+// Context is the held connection's context.
+func (s *Source) Context() context.Context { return s.ctx }
 
 // Full reports whether the recording streamed every I/O syscall.
 func (s *Source) Full() bool { return s.Meta["level"] == "full" }

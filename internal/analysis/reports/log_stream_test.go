@@ -1,9 +1,10 @@
-package analysis
+package reports
 
 import (
 	"errors"
 	"testing"
 
+	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/store"
 	"github.com/whyslow/whyslow/internal/store/storetest"
 )
@@ -17,14 +18,14 @@ func TestStreamLogStopsOnError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rec.Close()
-	s := NewSource(rec)
+	s := source.New(rec)
 	var all int
-	if err := StreamLog(s, NoFilter(), 0, func(*Op) error { all++; return nil }); err != nil || all == 0 {
+	if err := StreamLog(s, source.NoFilter(), 0, func(*Op) error { all++; return nil }); err != nil || all == 0 {
 		t.Fatalf("streaming the whole log: %v, %d ops", err, all)
 	}
 	closed := errors.New("broken pipe")
 	var n int
-	err = StreamLog(s, NoFilter(), 0, func(*Op) error {
+	err = StreamLog(s, source.NoFilter(), 0, func(*Op) error {
 		n++
 		if n == 2 {
 			return closed

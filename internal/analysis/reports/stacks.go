@@ -1,4 +1,4 @@
-package analysis
+package reports
 
 import (
 	"database/sql"
@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/whyslow/whyslow/internal/analysis/source"
 )
 
 // Stack is the time threads spent with the same kernel stack: off CPU for a
@@ -32,8 +34,8 @@ type StackOptions struct {
 
 // Stacks folds the recording's off-CPU intervals by thread, reason and
 // kernel stack, and its on-CPU time by thread, largest first.
-func Stacks(s *Source, o StackOptions) ([]Stack, error) {
-	s, release, err := s.hold()
+func Stacks(s *source.Source, o StackOptions) ([]Stack, error) {
+	s, release, err := s.Hold()
 	if err != nil {
 		return nil, err
 	}
@@ -42,17 +44,17 @@ func Stacks(s *Source, o StackOptions) ([]Stack, error) {
 	if len(o.PIDs) > 0 {
 		pids = o.PIDs
 	}
-	names, err := s.threadNames()
+	names, err := threadNames(s)
 	if err != nil {
 		return nil, err
 	}
 	var out []Stack
 	if o.OffCPU {
-		frames, err := s.stackFrames()
+		frames, err := stackFrames(s)
 		if err != nil {
 			return nil, err
 		}
-		rows, err := s.query(sqlOf("stacks_offcpu"), sql.Named("pids", pids))
+		rows, err := s.Query(sqlOf("stacks_offcpu"), sql.Named("pids", pids))
 		if err != nil {
 			return nil, fmt.Errorf("folding off-CPU stacks: %w", err)
 		}
@@ -71,13 +73,13 @@ func Stacks(s *Source, o StackOptions) ([]Stack, error) {
 		}
 	}
 	if o.OnCPU {
-		sampled, err := s.sampledStacks(pids)
+		sampled, err := sampledStacks(s, pids)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, sampled...)
 		// Threads with no CPU sample: their on-CPU time, with no stack.
-		rows, err := s.query(sqlOf("stacks_unsampled"), sql.Named("pids", pids))
+		rows, err := s.Query(sqlOf("stacks_unsampled"), sql.Named("pids", pids))
 		if err != nil {
 			return nil, fmt.Errorf("summing on-CPU time: %w", err)
 		}
@@ -108,12 +110,12 @@ func Stacks(s *Source, o StackOptions) ([]Stack, error) {
 // sampledStacks folds the CPU samples (default level): each stands for its
 // thread's on-CPU time divided by its samples. A sample in the kernel keeps
 // the frames under the timer interrupt; one in user space is "[user]".
-func (s *Source) sampledStacks(pids any) ([]Stack, error) {
-	frames, err := s.stackFrames()
+func sampledStacks(s *source.Source, pids any) ([]Stack, error) {
+	frames, err := stackFrames(s)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.query(sqlOf("stacks_sampled"), sql.Named("pids", pids))
+	rows, err := s.Query(sqlOf("stacks_sampled"), sql.Named("pids", pids))
 	if err != nil {
 		return nil, fmt.Errorf("folding CPU samples: %w", err)
 	}
@@ -148,8 +150,8 @@ func underInterrupt(frames []string) []string {
 }
 
 // stackFrames reads every kernel stack, outermost frame first.
-func (s *Source) stackFrames() (map[int64][]string, error) {
-	rows, err := s.query(sqlOf("stack_frames"))
+func stackFrames(s *source.Source) (map[int64][]string, error) {
+	rows, err := s.Query(sqlOf("stack_frames"))
 	if err != nil {
 		return nil, fmt.Errorf("reading kernel stacks: %w", err)
 	}
@@ -171,13 +173,13 @@ func (s *Source) stackFrames() (map[int64][]string, error) {
 type names struct{ process, thread map[uint32]string }
 
 // threadNames are the latest names of threads and processes.
-func (s *Source) threadNames() (names, error) {
+func threadNames(s *source.Source) (names, error) {
 	n := names{process: map[uint32]string{}, thread: map[uint32]string{}}
 	for _, q := range []struct {
 		sql string
 		to  map[uint32]string
 	}{{sqlOf("process_names"), n.process}, {sqlOf("thread_names"), n.thread}} {
-		rows, err := s.query(q.sql)
+		rows, err := s.Query(q.sql)
 		if err != nil {
 			return n, fmt.Errorf("naming threads: %w", err)
 		}
