@@ -161,62 +161,13 @@ func FindRequests(s *Source, opts RequestOptions) (*Requests, error) {
 	if len(pids) == 0 {
 		return out.finish(opts), nil
 	}
-	calls, err := s.socketCalls(pids)
+	calls, reqs, err := s.cutConnections(pids, opts.KeepQuery)
 	if err != nil {
 		return nil, err
 	}
-	starts, err := s.requestStarts(pids, opts.KeepQuery)
-	if err != nil {
+	reqs = selected(reqs, opts)
+	if out.Approximate, err = s.walkPaths(pids, calls, reqs); err != nil {
 		return nil, err
-	}
-	everyRead := s.Meta["payload_read_bytes"] != "" && s.Meta["payload_read_bytes"] != "0"
-	reqs, clients := frameRequests(calls, starts, everyRead)
-	placeArrivals(reqs, starts, s.Meta["arrivals"] == event.ArrivalsPerConnection)
-	// The server waking its own workers is no client's request.
-	if reqs, err = s.dropWakeups(calls, clients, reqs); err != nil {
-		return nil, err
-	}
-	// A request passed on to an upstream is the front's: counted there once.
-	if reqs, err = s.nestUpstreams(calls, clients, reqs); err != nil {
-		return nil, err
-	}
-	// Filters: window, label, latency.
-	kept := reqs[:0]
-	for _, r := range reqs {
-		d := time.Duration(r.end - r.begin)
-		switch {
-		case opts.Filter.Begin != 0 && r.end < opts.Filter.Begin, opts.Filter.End != 0 && r.begin > opts.Filter.End:
-		case opts.Filter.Min > 0 && d < opts.Filter.Min, opts.Filter.Max > 0 && d > opts.Filter.Max:
-		case opts.LabelGlob != "" && !globMatch(opts.LabelGlob, r.Label):
-		case len(opts.Filter.TIDs) > 0 && !slices.Contains(opts.Filter.TIDs, r.TID):
-		default:
-			kept = append(kept, r)
-		}
-	}
-	reqs = kept
-
-	// The critical path of each request, from the thread that answered back
-	// to the first byte read.
-	win := s.window()
-	if err := s.targetWaits(pids, win); err != nil {
-		return nil, err
-	}
-	w := &pathWalker{threads: map[uint32]*pathThread{}, src: s, win: win}
-	if err := w.load(s, win); err != nil {
-		return nil, err
-	}
-	loops := eventLoopsOf(calls, reqs)
-	w.served = servedBy(reqs)
-	for _, r := range reqs {
-		if w.threads[r.TID] == nil {
-			w.threads[r.TID] = &pathThread{pid: r.conn.pid, tid: r.TID, comm: r.Comm}
-		}
-		w.served.cur = r.conn
-		w.begin, w.segs, w.links = r.begin, nil, nil
-		w.walk(r.TID, r.begin, r.end, 0)
-		r.path = w.result()
-		r.Approximate = loops.servedOthers(r)
-		out.Approximate = out.Approximate || r.Approximate
 	}
 	sharedThreads(reqs)
 	sort.SliceStable(reqs, func(i, j int) bool { return reqs[i].server() > reqs[j].server() })
@@ -230,6 +181,79 @@ func FindRequests(s *Source, opts RequestOptions) (*Requests, error) {
 		out.Requests = append(out.Requests, r.RequestEntry)
 	}
 	return out.finish(opts), nil
+}
+
+// cutConnections reads the socket calls of pids and cuts them into
+// requests (requests_cut.go), their arrivals placed; the server's wake-ups
+// of its own workers are dropped, and a request passed on to an upstream is
+// nested into the front's.
+func (s *Source) cutConnections(pids []uint32, keepQuery bool) ([]socketCall, []*request, error) {
+	calls, err := s.socketCalls(pids)
+	if err != nil {
+		return nil, nil, err
+	}
+	starts, err := s.requestStarts(pids, keepQuery)
+	if err != nil {
+		return nil, nil, err
+	}
+	everyRead := s.Meta["payload_read_bytes"] != "" && s.Meta["payload_read_bytes"] != "0"
+	reqs, clients := frameRequests(calls, starts, everyRead)
+	placeArrivals(reqs, starts, s.Meta["arrivals"] == event.ArrivalsPerConnection)
+	// The server waking its own workers is no client's request.
+	if reqs, err = s.dropWakeups(calls, clients, reqs); err != nil {
+		return nil, nil, err
+	}
+	// A request passed on to an upstream is the front's: counted there once.
+	if reqs, err = s.nestUpstreams(calls, clients, reqs); err != nil {
+		return nil, nil, err
+	}
+	return calls, reqs, nil
+}
+
+// selected are the requests the options keep: by window, label, latency
+// and answering thread.
+func selected(reqs []*request, opts RequestOptions) []*request {
+	kept := reqs[:0]
+	for _, r := range reqs {
+		d := time.Duration(r.end - r.begin)
+		switch {
+		case opts.Filter.Begin != 0 && r.end < opts.Filter.Begin, opts.Filter.End != 0 && r.begin > opts.Filter.End:
+		case opts.Filter.Min > 0 && d < opts.Filter.Min, opts.Filter.Max > 0 && d > opts.Filter.Max:
+		case opts.LabelGlob != "" && !globMatch(opts.LabelGlob, r.Label):
+		case len(opts.Filter.TIDs) > 0 && !slices.Contains(opts.Filter.TIDs, r.TID):
+		default:
+			kept = append(kept, r)
+		}
+	}
+	return kept
+}
+
+// walkPaths walks the critical path of each request, from the thread that
+// answered back to the first byte read, and says whether any was
+// approximate (served by a thread serving other connections meanwhile).
+func (s *Source) walkPaths(pids []uint32, calls []socketCall, reqs []*request) (approximate bool, err error) {
+	win := s.window()
+	if err := s.targetWaits(pids, win); err != nil {
+		return false, err
+	}
+	w := &pathWalker{threads: map[uint32]*pathThread{}, src: s, win: win}
+	if err := w.load(s, win); err != nil {
+		return false, err
+	}
+	loops := eventLoopsOf(calls, reqs)
+	w.served = servedBy(reqs)
+	for _, r := range reqs {
+		if w.threads[r.TID] == nil {
+			w.threads[r.TID] = &pathThread{pid: r.conn.pid, tid: r.TID, comm: r.Comm}
+		}
+		w.served.cur = r.conn
+		w.begin, w.segs, w.links = r.begin, nil, nil
+		w.walk(r.TID, r.begin, r.end, 0)
+		r.path = w.result()
+		r.Approximate = loops.servedOthers(r)
+		approximate = approximate || r.Approximate
+	}
+	return approximate, nil
 }
 
 // request is a request being cut, with what the cutting needs.

@@ -35,29 +35,10 @@ func StreamLog(s *source.Source, f source.Filter, limit int, each func(*Op) erro
 	// Reading (DuckDB's sort and scan, the driver) and the caller's work
 	// (formatting, writing) run side by side, a batch apart: on two cores
 	// that is most of the difference between 1.7M and 3M rows a second.
-	full, free := make(chan *opBatch, 2), make(chan *opBatch, 3)
-	for range 3 {
-		free <- &opBatch{}
-	}
-	stop := make(chan struct{})
+	p := newLogPipe()
 	done := make(chan error, 1)
-	go func() {
-		var err error
-		for b := range full {
-			for i := 0; i < b.n && err == nil; i++ {
-				err = each(&b.ops[i])
-			}
-			free <- b
-			if err != nil {
-				close(stop) // the reader stops at its next batch
-				for b := range full {
-					free <- b // three batches, room for three: never blocks
-				}
-			}
-		}
-		done <- err
-	}()
-	b := <-free
+	go func() { done <- p.write(each) }()
+	b := <-p.free
 	b.n = 0
 	sent := 0
 	row := func(v []driver.Value) error {
@@ -65,31 +46,12 @@ func StreamLog(s *source.Source, f source.Filter, limit int, each func(*Op) erro
 			return errStopped
 		}
 		sent++
-		o := &b.ops[b.n]
-		o.Begin, o.DurNS = store.Uint64(v[0]), store.Uint64(v[1])
-		o.End = o.Begin + o.DurNS
-		sc := names.syscalls[uint16(store.Uint64(v[2]))]
-		o.Syscall, o.Class = sc.name, sc.class
-		o.Ret = store.Int64(v[3])
-		o.PID, o.TID = uint32(store.Uint64(v[4])), uint32(store.Uint64(v[5]))
-		o.Comm = names.comms[int64(store.Uint64(v[6]))]
-		o.FD = int32(store.Int64(v[7]))
-		o.Path = names.files[fileKey{uint32(store.Uint64(v[8])), store.Uint64(v[9]), uint32(store.Uint64(v[10]))}]
-		o.Size = nil
-		if sc.movesBytes && o.Ret >= 0 {
-			b.sizes[b.n] = o.Ret
-			o.Size = &b.sizes[b.n]
-		}
-		o.BeginAt, o.EndAt = s.Clock.Wall(o.Begin), s.Clock.Wall(o.End)
-		o.Outside = (f.Begin != 0 && o.Begin < f.Begin) || (f.End != 0 && o.End > f.End)
-		if b.n++; b.n == len(b.ops) {
-			select {
-			case full <- b:
-			case <-stop:
-				return errStopped
+		b.decode(v, names, s.Clock, f)
+		if b.n == len(b.ops) {
+			var err error
+			if b, err = p.send(b); err != nil {
+				return err
 			}
-			b = <-free
-			b.n = 0
 		}
 		return nil
 	}
@@ -104,9 +66,9 @@ func StreamLog(s *source.Source, f source.Filter, limit int, each func(*Op) erro
 		rerr = nil // --max-rows reached
 	}
 	if rerr == nil && b.n > 0 {
-		full <- b
+		p.full <- b
 	}
-	close(full)
+	close(p.full)
 	werr := <-done
 	switch {
 	case werr != nil:
@@ -149,6 +111,79 @@ type opBatch struct {
 	ops   [1024]Op
 	sizes [1024]int64
 	n     int
+}
+
+// decode fills the batch's next op from a row of log_slice (sql/log.sql),
+// its names looked up, its times also on the wall clock; Outside: it began
+// or ended beyond the filter's window.
+func (b *opBatch) decode(v []driver.Value, names *logNames, clock source.Clock, f source.Filter) {
+	o := &b.ops[b.n]
+	o.Begin, o.DurNS = store.Uint64(v[0]), store.Uint64(v[1])
+	o.End = o.Begin + o.DurNS
+	sc := names.syscalls[uint16(store.Uint64(v[2]))]
+	o.Syscall, o.Class = sc.name, sc.class
+	o.Ret = store.Int64(v[3])
+	o.PID, o.TID = uint32(store.Uint64(v[4])), uint32(store.Uint64(v[5]))
+	o.Comm = names.comms[int64(store.Uint64(v[6]))]
+	o.FD = int32(store.Int64(v[7]))
+	o.Path = names.files[fileKey{uint32(store.Uint64(v[8])), store.Uint64(v[9]), uint32(store.Uint64(v[10]))}]
+	o.Size = nil
+	if sc.movesBytes && o.Ret >= 0 {
+		b.sizes[b.n] = o.Ret
+		o.Size = &b.sizes[b.n]
+	}
+	o.BeginAt, o.EndAt = clock.Wall(o.Begin), clock.Wall(o.End)
+	o.Outside = (f.Begin != 0 && o.Begin < f.Begin) || (f.End != 0 && o.End > f.End)
+	b.n++
+}
+
+// logPipe passes batches of ops from the reader to the caller's goroutine:
+// three go round, full then free again, so that neither waits for the
+// other but at a batch's end.
+type logPipe struct {
+	full, free chan *opBatch
+	stop       chan struct{} // closed when the caller's work failed
+}
+
+func newLogPipe() *logPipe {
+	p := &logPipe{full: make(chan *opBatch, 2), free: make(chan *opBatch, 3), stop: make(chan struct{})}
+	for range 3 {
+		p.free <- &opBatch{}
+	}
+	return p
+}
+
+// write calls each on every op of every full batch, in order, and frees
+// the batch. At the first error it stops the reader (at its next batch) and
+// takes what it still sends: three batches, room for three, never blocks.
+func (p *logPipe) write(each func(*Op) error) error {
+	var err error
+	for b := range p.full {
+		for i := 0; i < b.n && err == nil; i++ {
+			err = each(&b.ops[i])
+		}
+		p.free <- b
+		if err != nil {
+			close(p.stop)
+			for b := range p.full {
+				p.free <- b
+			}
+		}
+	}
+	return err
+}
+
+// send hands a full batch to the caller and returns a free one; after the
+// caller stopped, b itself and errStopped.
+func (p *logPipe) send(b *opBatch) (*opBatch, error) {
+	select {
+	case p.full <- b:
+	case <-p.stop:
+		return b, errStopped
+	}
+	next := <-p.free
+	next.n = 0
+	return next, nil
 }
 
 // errStopped: the caller's work failed (its pipe closed); reading stops.

@@ -82,33 +82,60 @@ func RunUsage(s *source.Source, f source.Filter) (*Usage, error) {
 	if err := usageCalls(s, f); err != nil {
 		return nil, err
 	}
+	if u.Processes, err = usageProcesses(s, f); err != nil {
+		return nil, err
+	}
+	if u.Files, err = usageFiles(s, f); err != nil {
+		return nil, err
+	}
+	if err := storageFiles(s, u, f); err != nil {
+		return nil, err
+	}
+	if u.Block, err = usageBlock(s, f); err != nil {
+		return nil, err
+	}
+	if u.Network, err = usageNetwork(s); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// usageProcesses are each process's bytes read and written, by traffic
+// (file, net, ipc, other), from usage_io (usageCalls).
+func usageProcesses(s *source.Source, f source.Filter) ([]ProcessIO, error) {
 	rows, err := s.Query(sqlOf("usage_processes"), sql.Named("limit", f.Limit))
 	if err != nil {
 		return nil, fmt.Errorf("summing process I/O: %w", err)
 	}
+	defer rows.Close()
+	var out []ProcessIO
 	for rows.Next() {
 		var p ProcessIO
 		var v [8]sql.NullFloat64
 		if err := rows.Scan(&p.PID, &p.Comm, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]); err != nil {
-			rows.Close()
 			return nil, err
 		}
 		p.ReadFile, p.ReadNet, p.ReadIPC, p.ReadOther = u64(v[0]), u64(v[1]), u64(v[2]), u64(v[3])
 		p.WriteFile, p.WriteNet, p.WriteIPC, p.WriteOther = u64(v[4]), u64(v[5]), u64(v[6]), u64(v[7])
-		u.Processes = append(u.Processes, p)
+		out = append(out, p)
 	}
-	rows.Close()
+	return out, nil
+}
 
-	rows, err = s.Query(sqlOf("usage_files"), sql.Named("limit", f.Limit))
+// usageFiles are each file's bytes read and written, from usage_io, with
+// who used it.
+func usageFiles(s *source.Source, f source.Filter) ([]FileIO, error) {
+	rows, err := s.Query(sqlOf("usage_files"), sql.Named("limit", f.Limit))
 	if err != nil {
 		return nil, fmt.Errorf("summing file I/O: %w", err)
 	}
+	defer rows.Close()
+	var out []FileIO
 	for rows.Next() {
 		var fi FileIO
 		var r, w sql.NullFloat64
 		var users []any
 		if err := rows.Scan(&fi.Path, &r, &w, &users); err != nil {
-			rows.Close()
 			return nil, err
 		}
 		fi.Read, fi.Write = u64(r), u64(w)
@@ -117,35 +144,41 @@ func RunUsage(s *source.Source, f source.Filter) (*Usage, error) {
 				fi.Users = append(fi.Users, s)
 			}
 		}
-		u.Files = append(u.Files, fi)
+		out = append(out, fi)
 	}
-	rows.Close()
-	if err := storageFiles(s, u, f); err != nil {
-		return nil, err
-	}
+	return out, nil
+}
 
+// usageBlock is block I/O by process: what each issued, and the writes
+// charged to it as the data's dirtier.
+func usageBlock(s *source.Source, f source.Filter) ([]BlockIO, error) {
 	bwhere, bargs := whereOf(f, diskCols)
-	rows, err = s.Query(sqlWhere("usage_block", bwhere), append(bargs, f.Limit)...)
+	rows, err := s.Query(sqlWhere("usage_block", bwhere), append(bargs, f.Limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("summing block I/O: %w", err)
 	}
+	defer rows.Close()
+	var out []BlockIO
 	for rows.Next() {
 		var b BlockIO
 		var r, w, c sql.NullFloat64
 		if err := rows.Scan(&b.PID, &b.Comm, &r, &w, &c); err != nil {
-			rows.Close()
 			return nil, err
 		}
 		b.Read, b.WriteIssued, b.WriteCharged = u64(r), u64(w), u64(c)
-		u.Block = append(u.Block, b)
+		out = append(out, b)
 	}
-	rows.Close()
+	return out, nil
+}
 
-	rows, err = s.Query(sqlOf("usage_network"))
+// usageNetwork is socket bytes by network interface, from usage_io.
+func usageNetwork(s *source.Source) ([]IfaceIO, error) {
+	rows, err := s.Query(sqlOf("usage_network"))
 	if err != nil {
 		return nil, fmt.Errorf("summing network I/O: %w", err)
 	}
 	defer rows.Close()
+	var out []IfaceIO
 	for rows.Next() {
 		var n IfaceIO
 		var name sql.NullString
@@ -157,9 +190,9 @@ func RunUsage(s *source.Source, f source.Filter) (*Usage, error) {
 		if n.Interface == "" {
 			n.Interface = "unknown"
 		}
-		u.Network = append(u.Network, n)
+		out = append(out, n)
 	}
-	return u, nil
+	return out, nil
 }
 
 // totalsIOCols filter the kernel's aggregates as the io view's columns do:
