@@ -114,7 +114,7 @@ test: deps jaeger build check-fmt check-mod
 # recordings are not fuzzed in-process (DuckDB's crashes on them would end
 # the fuzzer): test/record's TestDamagedRecordings makes 260 of them a run.
 FUZZTIME ?= 60s
-FUZZ_TARGETS := FuzzDecode:./internal/capture FuzzRequestLabel:./internal/analysis FuzzFramers:./internal/analysis FuzzSafe:./internal/format \
+FUZZ_TARGETS := FuzzDecode:./internal/capture FuzzRequestLabel:./internal/analysis/protocol FuzzFramers:./internal/analysis/protocol FuzzSafe:./internal/format \
 	FuzzJSONEscapesInvisible:./internal/output FuzzServing:./internal/watch
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \

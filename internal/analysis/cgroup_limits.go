@@ -38,7 +38,7 @@ func (x *Explanation) cpuQuota(s *Source, pid uint32) (*CPUQuota, error) {
 	}
 	var q CPUQuota
 	var throttledNS uint64
-	err := s.queryRow(sqlOf("cpu_quota"), sql.Named("pid", pid)).Scan(&q.Cgroup, &q.Version, &q.QuotaUS, &q.PeriodUS,
+	err := s.QueryRow(sqlOf("cpu_quota"), sql.Named("pid", pid)).Scan(&q.Cgroup, &q.Version, &q.QuotaUS, &q.PeriodUS,
 		&q.Periods, &q.ThrottledPeriods, &throttledNS)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
@@ -76,7 +76,7 @@ func (x *Explanation) memoryLimit(s *Source, pid uint32) (*MemoryLimit, error) {
 		return nil, nil
 	}
 	var m MemoryLimit
-	err := s.queryRow(sqlOf("memory_limit"), sql.Named("pid", pid)).Scan(&m.Cgroup, &m.Version, &m.LimitBytes, &m.HighBytes, &m.RereadBytes)
+	err := s.QueryRow(sqlOf("memory_limit"), sql.Named("pid", pid)).Scan(&m.Cgroup, &m.Version, &m.LimitBytes, &m.HighBytes, &m.RereadBytes)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -91,10 +91,10 @@ func (x *Explanation) memoryLimit(s *Source, pid uint32) (*MemoryLimit, error) {
 func threadsCgroups(s *Source, byTID map[uint32]*ThreadTime) error {
 	// existing has a cgroup from schema version 5 on.
 	existing := "SELECT NULL::UINTEGER, NULL::UBIGINT, NULL::VARCHAR WHERE false"
-	if v, _ := strconv.Atoi(s.Meta["schema_version"]); v >= 5 && s.hasRows("existing") {
+	if v, _ := strconv.Atoi(s.Meta["schema_version"]); v >= 5 && s.HasRows("existing") {
 		existing = "SELECT pid, ts, cgroup FROM existing WHERE is_target(pid) AND cgroup <> ''"
 	}
-	rows, err := s.query(sqlWhere("process_cgroups", existing))
+	rows, err := s.Query(sqlWhere("process_cgroups", existing))
 	if err != nil {
 		return fmt.Errorf("reading the processes' cgroups: %w", err)
 	}
@@ -144,7 +144,7 @@ func (x *Explanation) ioLimit(s *Source, pid uint32) (*IOLimit, error) {
 		return nil, nil
 	}
 	var l IOLimit
-	err := s.queryRow(sqlOf("io_limit"), sql.Named("pid", pid)).Scan(&l.Cgroup, &l.Version, &l.Device, &l.ReadBPS, &l.WriteBPS, &l.ReadIOPS, &l.WriteIOPS)
+	err := s.QueryRow(sqlOf("io_limit"), sql.Named("pid", pid)).Scan(&l.Cgroup, &l.Version, &l.Device, &l.ReadBPS, &l.WriteBPS, &l.ReadIOPS, &l.WriteIOPS)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

@@ -14,7 +14,7 @@ package analysis
 // (curl wakes every 200 ms to 1 s): those timed-out polls are the same wait
 // on the same server, and target_poll_runs gives them the answer's waker.
 //
-// for_work (sql/macros.sql) and target_poll_runs (sql/target.sql) are
+// for_work (source/sql/macros.sql) and target_poll_runs (sql/target.sql) are
 // these rules in SQL.
 
 // pollJoinNS: a poll begun within this of the last one's end goes on waiting

@@ -7,25 +7,27 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/whyslow/whyslow/internal/analysis/reports"
+	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/store"
 	"github.com/whyslow/whyslow/internal/store/storetest"
 )
 
-// everyAnalysis runs each analysis on s and returns its answers as JSON, by
-// name.
+// everyAnalysis runs each analysis on s, this package's and reports', and
+// returns its answers as JSON, by name.
 func everyAnalysis(s *Source) map[string]func() (any, error) {
 	pid, _ := strconv.Atoi(s.Meta["target_pid"])
-	f := NoFilter()
+	f := source.NoFilter()
 	return map[string]func() (any, error){
 		"explain":  func() (any, error) { return Explain(s, uint32(pid)) },
 		"requests": func() (any, error) { return FindRequests(s, RequestOptions{Filter: f, Explained: 5}) },
-		"usage":    func() (any, error) { return RunUsage(s, f) },
-		"stats":    func() (any, error) { return RunStats(s, f) },
-		"freq":     func() (any, error) { return RunFreq(s, f, 20) },
-		"top":      func() (any, error) { return RunTop(s, f) },
-		"log":      func() (any, error) { return RunLog(s, f, 0) },
-		"stacks":   func() (any, error) { return Stacks(s, StackOptions{OffCPU: true, OnCPU: true}) },
-		"series":   func() (any, error) { return TimeSeries(s, 40) },
+		"usage":    func() (any, error) { return reports.RunUsage(s.Source, f) },
+		"stats":    func() (any, error) { return reports.RunStats(s.Source, f) },
+		"freq":     func() (any, error) { return reports.RunFreq(s.Source, f, 20) },
+		"top":      func() (any, error) { return reports.RunTop(s.Source, f) },
+		"log":      func() (any, error) { return reports.RunLog(s.Source, f, 0) },
+		"stacks":   func() (any, error) { return reports.Stacks(s.Source, reports.StackOptions{OffCPU: true, OnCPU: true}) },
+		"series":   func() (any, error) { return reports.TimeSeries(s.Source, 40) },
 		"timeline": func() (any, error) {
 			x, err := Explain(s, uint32(pid))
 			if err != nil {

@@ -146,7 +146,7 @@ func (x *Explanation) criticalPath(s *Source, pid uint32, win window) error {
 }
 
 func (w *pathWalker) load(s *Source, win window) error {
-	if s.hasRows("offcpu_raw") {
+	if s.HasRows("offcpu_raw") {
 		if err := w.loadWaits(s, win); err != nil {
 			return err
 		}
@@ -163,10 +163,10 @@ func (w *pathWalker) load(s *Source, win window) error {
 // name never had one here either.
 func (w *pathWalker) loadWaits(s *Source, win window) error {
 	var count int
-	if err := s.queryRow(`SELECT count(*) FROM target_offcpu`).Scan(&count); err != nil {
+	if err := s.QueryRow(`SELECT count(*) FROM target_offcpu`).Scan(&count); err != nil {
 		return fmt.Errorf("reading waits for the critical path: %w", err)
 	}
-	rows, err := s.query(sqlOf("path_waits"))
+	rows, err := s.Query(sqlOf("path_waits"))
 	if err != nil {
 		return fmt.Errorf("reading waits for the critical path: %w", err)
 	}
@@ -205,7 +205,7 @@ func (w *pathWalker) loadWaits(s *Source, win window) error {
 // loadThreads reads the target's threads, those that never went off CPU
 // too: births and deaths, names.
 func (w *pathWalker) loadThreads(s *Source, win window) error {
-	rows, err := s.query(sqlOf("path_threads"))
+	rows, err := s.Query(sqlOf("path_threads"))
 	if err != nil {
 		return fmt.Errorf("reading threads for the critical path: %w", err)
 	}

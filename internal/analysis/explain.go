@@ -329,7 +329,7 @@ func (s *Source) lifeIn(pid uint32, win window) window {
 		return win
 	}
 	var born, died sql.NullInt64
-	s.queryRow(sqlOf("process_life"), sql.Named("pid", pid)).Scan(&born, &died)
+	s.QueryRow(sqlOf("process_life"), sql.Named("pid", pid)).Scan(&born, &died)
 	if born.Valid && uint64(born.Int64) > win.begin && uint64(born.Int64) < win.end {
 		win.begin = uint64(born.Int64)
 	}
@@ -341,7 +341,7 @@ func (s *Source) lifeIn(pid uint32, win window) window {
 
 func (s *Source) commOf(pid uint32) string {
 	var c sql.NullString
-	s.queryRow("SELECT comm FROM processes WHERE pid = ?", pid).Scan(&c)
+	s.QueryRow("SELECT comm FROM processes WHERE pid = ?", pid).Scan(&c)
 	return c.String
 }
 
@@ -358,13 +358,13 @@ func (x *Explanation) threads(s *Source, win window, io targetIO) error {
 		}
 		return t
 	}
-	if s.hasRows("offcpu_raw") {
+	if s.HasRows("offcpu_raw") {
 		if err := threadsOffCPU(s, win, get); err != nil {
 			return err
 		}
 	}
 
-	crow, err := s.query(sqlOf("thread_oncpu"))
+	crow, err := s.Query(sqlOf("thread_oncpu"))
 	if err != nil {
 		return fmt.Errorf("accounting on-CPU time: %w", err)
 	}
@@ -386,7 +386,7 @@ func (x *Explanation) threads(s *Source, win window, io targetIO) error {
 		}
 	}
 
-	names, err := s.query(`SELECT tid, comm FROM target_threads`)
+	names, err := s.Query(`SELECT tid, comm FROM target_threads`)
 	if err != nil {
 		return fmt.Errorf("naming threads: %w", err)
 	}
@@ -440,7 +440,7 @@ func (x *Explanation) threads(s *Source, win window, io targetIO) error {
 // threadsOffCPU sums each thread's off-CPU time by reason, and its idle time
 // (thread_offcpu, sql/explain.sql, says which waits are idle).
 func threadsOffCPU(s *Source, win window, get func(pid, tid uint32, comm string) *ThreadTime) error {
-	rows, err := s.query(sqlOf("thread_offcpu"), sql.Named("b", win.begin), sql.Named("e", win.end))
+	rows, err := s.Query(sqlOf("thread_offcpu"), sql.Named("b", win.begin), sql.Named("e", win.end))
 	if err != nil {
 		return fmt.Errorf("accounting off-CPU time: %w", err)
 	}
@@ -471,7 +471,7 @@ func threadsOffCPU(s *Source, win window, get func(pid, tid uint32, comm string)
 
 // threadsIO fills each thread's bytes read and written.
 func threadsIO(s *Source, byTID map[uint32]*ThreadTime) error {
-	io, err := s.query(sqlOf("thread_io"))
+	io, err := s.Query(sqlOf("thread_io"))
 	if err != nil {
 		return fmt.Errorf("summing thread I/O: %w", err)
 	}
@@ -491,7 +491,7 @@ func threadsIO(s *Source, byTID map[uint32]*ThreadTime) error {
 
 // threadsTopFile names the file each thread spent most time on in syscalls.
 func threadsTopFile(s *Source, byTID map[uint32]*ThreadTime) error {
-	top, err := s.query(sqlOf("thread_top_file"))
+	top, err := s.Query(sqlOf("thread_top_file"))
 	if err != nil {
 		return fmt.Errorf("finding threads' files: %w", err)
 	}

@@ -15,14 +15,14 @@ import (
 //
 // tids, when given, narrows the waits to those threads (a request's path).
 func (x *Explanation) blame(s *Source, pids, tids []uint32, win window) error {
-	if !s.hasRows("offcpu_raw") {
+	if !s.HasRows("offcpu_raw") {
 		return nil // no wait, no one to blame for one
 	}
 	// target_offcpu holds every wait of the target (io_uring's turned into
 	// storage waits): most targets had none on storage. A request's path
 	// (tids) may have its storage waits in an upstream outside the target.
 	var storage bool
-	if err := s.queryRow(sqlOf("blame_has_storage_waits"), s.everyStep).Scan(&storage); err != nil {
+	if err := s.QueryRow(sqlOf("blame_has_storage_waits"), s.EveryStep).Scan(&storage); err != nil {
 		return fmt.Errorf("collecting the target's storage waits: %w", err)
 	}
 	if !storage && len(tids) == 0 {
@@ -39,13 +39,13 @@ func (x *Explanation) blame(s *Source, pids, tids []uint32, win window) error {
 		return fmt.Errorf("merging the target's storage waits: %w", err)
 	}
 	var total sql.NullFloat64
-	s.queryRow("SELECT sum(ns) FROM target_waits").Scan(&total)
+	s.QueryRow("SELECT sum(ns) FROM target_waits").Scan(&total)
 	if total.Float64 <= 0 {
 		return nil
 	}
 
 	// Syncs run by others, by overlap with the waits.
-	rows, err := s.query(sqlOf("blame_syncs"), sql.Named("pids", pids))
+	rows, err := s.Query(sqlOf("blame_syncs"), sql.Named("pids", pids))
 	if err != nil {
 		return fmt.Errorf("finding syncs by others: %w", err)
 	}
@@ -66,7 +66,7 @@ func (x *Explanation) blame(s *Source, pids, tids []uint32, win window) error {
 	// Disk traffic during the waits, each request charged to whoever made it
 	// necessary: a write to the process that dirtied the data, a read to the
 	// process that read. The target's own requests are its own.
-	rows, err = s.query(sqlOf("blame_disk"))
+	rows, err = s.Query(sqlOf("blame_disk"))
 	if err != nil {
 		return fmt.Errorf("charging disk traffic: %w", err)
 	}

@@ -19,7 +19,7 @@ func (x *Explanation) files(s *Source, io targetIO) error {
 	if err := s.run(created); err != nil {
 		return fmt.Errorf("finding the files the target created: %w", err)
 	}
-	rows, err := s.query(sqlOf("file_use"))
+	rows, err := s.Query(sqlOf("file_use"))
 	if err != nil {
 		return fmt.Errorf("summing file use: %w", err)
 	}
@@ -138,16 +138,16 @@ func generated(s string) bool {
 // throttle that holds bios before they become requests, which await misses.
 func (x *Explanation) devices(s *Source, win window) error {
 	// Most short commands saw no request: the query below takes ~10 ms to plan.
-	requests := s.everyStep
-	if !requests && s.hasRows("block_raw") {
-		if err := s.queryRow("SELECT EXISTS (SELECT 1 FROM block_raw WHERE ts BETWEEN ? AND ?)", win.begin, win.end).Scan(&requests); err != nil {
+	requests := s.EveryStep
+	if !requests && s.HasRows("block_raw") {
+		if err := s.QueryRow("SELECT EXISTS (SELECT 1 FROM block_raw WHERE ts BETWEEN ? AND ?)", win.begin, win.end).Scan(&requests); err != nil {
 			return fmt.Errorf("summing devices: %w", err)
 		}
 	}
 	if !requests {
 		return nil
 	}
-	rows, err := s.query(sqlOf("device_use"), sql.Named("b", win.begin), sql.Named("e", win.end))
+	rows, err := s.Query(sqlOf("device_use"), sql.Named("b", win.begin), sql.Named("e", win.end))
 	if err != nil {
 		return fmt.Errorf("summing devices: %w", err)
 	}
@@ -183,13 +183,13 @@ func (x *Explanation) devices(s *Source, win window) error {
 // device. (No tracepoint fires when a bio enters the throttle.)
 func (d *DeviceUse) throttle(s *Source, dev uint32, win window) error {
 	var rbps, wbps sql.NullInt64
-	s.queryRow("SELECT max(throttle_read_bps), max(throttle_write_bps) FROM devices WHERE dev = ?", dev).Scan(&rbps, &wbps)
+	s.QueryRow("SELECT max(throttle_read_bps), max(throttle_write_bps) FROM devices WHERE dev = ?", dev).Scan(&rbps, &wbps)
 	d.ThrottleReadBPS, d.ThrottleWriteBPS = uint64(rbps.Int64), uint64(wbps.Int64)
 	if d.ThrottleReadBPS == 0 && d.ThrottleWriteBPS == 0 || d.TargetBytes == 0 {
 		return nil
 	}
 	var held sql.NullFloat64
-	if err := s.queryRow(sqlOf("device_throttled"), sql.Named("b", win.begin), sql.Named("e", win.end), sql.Named("dev", dev)).Scan(&held); err != nil {
+	if err := s.QueryRow(sqlOf("device_throttled"), sql.Named("b", win.begin), sql.Named("e", win.end), sql.Named("dev", dev)).Scan(&held); err != nil {
 		return fmt.Errorf("estimating throttle waits: %w", err)
 	}
 	d.ThrottledS = held.Float64 / 1e9
@@ -204,7 +204,7 @@ func (x *Explanation) network(s *Source, io targetIO) error {
 	if !io.rows {
 		return nil
 	}
-	rows, err := s.query(sqlOf("peer_use"))
+	rows, err := s.Query(sqlOf("peer_use"))
 	if err != nil {
 		return fmt.Errorf("summing network: %w", err)
 	}
@@ -233,10 +233,10 @@ func (x *Explanation) network(s *Source, io targetIO) error {
 // it closed), where no socket call was hooked to count them.
 func (x *Explanation) closedConnections(s *Source) error {
 	var n int
-	if s.queryRow("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'tcp_bytes'").Scan(&n); n == 0 || len(x.Network) == 0 {
+	if s.QueryRow("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'tcp_bytes'").Scan(&n); n == 0 || len(x.Network) == 0 {
 		return nil
 	}
-	rows, err := s.query(sqlOf("peer_closed_bytes"))
+	rows, err := s.Query(sqlOf("peer_closed_bytes"))
 	if err != nil {
 		return fmt.Errorf("reading connections' byte totals: %w", err)
 	}
@@ -263,13 +263,13 @@ func (x *Explanation) closedConnections(s *Source) error {
 // afterExit: writeback of inodes the target dirtied, after it exited.
 func (x *Explanation) afterExit(s *Source) error {
 	fmt.Sscan(s.Meta["dirty_at_exit"], &x.AfterExit.DirtyAtExitBytes)
-	if !s.hasRows("dirtied") || !s.hasRows("block_raw") {
+	if !s.HasRows("dirtied") || !s.HasRows("block_raw") {
 		return nil
 	}
 	end := s.window().end
 	var bytes, span sql.NullFloat64
 	var paths string
-	row := s.queryRow(sqlOf("after_exit"), sql.Named("end", end))
+	row := s.QueryRow(sqlOf("after_exit"), sql.Named("end", end))
 	if err := row.Scan(&bytes, &span, &paths); err != nil && err != sql.ErrNoRows {
 		return fmt.Errorf("finding writeback after exit: %w", err)
 	}

@@ -14,7 +14,7 @@ func (s *Source) targetWaits(pids []uint32, win window) error {
 	if err := s.useTargets(pids); err != nil {
 		return err
 	}
-	offCPU := s.hasRows("offcpu_raw")
+	offCPU := s.HasRows("offcpu_raw")
 	if !offCPU {
 		if err := s.run("target_offcpu_empty"); err != nil {
 			return fmt.Errorf("collecting the target's waits: %w", err)
@@ -25,8 +25,8 @@ func (s *Source) targetWaits(pids []uint32, win window) error {
 		}
 		// Only polls join into runs: without one (most short commands'
 		// waits are preemptions) the update is 5-8 ms of planning for nothing.
-		polls := s.everyStep
-		if err := s.queryRow("SELECT $1 OR EXISTS (SELECT 1 FROM target_offcpu WHERE is_poll(syscall))", polls).Scan(&polls); err != nil {
+		polls := s.EveryStep
+		if err := s.QueryRow("SELECT $1 OR EXISTS (SELECT 1 FROM target_offcpu WHERE is_poll(syscall))", polls).Scan(&polls); err != nil {
 			return fmt.Errorf("joining a client's polls: %w", err)
 		}
 		if polls {
@@ -38,7 +38,7 @@ func (s *Source) targetWaits(pids []uint32, win window) error {
 	if err := s.run("target_threads"); err != nil {
 		return fmt.Errorf("naming the target's threads: %w", err)
 	}
-	if !offCPU || !s.hasRows("uring_raw") {
+	if !offCPU || !s.HasRows("uring_raw") {
 		return nil
 	}
 	if err := s.run("target_uring"); err != nil {
@@ -59,10 +59,10 @@ func (s *Source) targetIO() (targetIO, error) {
 	// Each made empty, in its shape, when its input is: 3 and 10-15 ms to
 	// plan and run for nothing on a short command.
 	calls, dispatched := "target_calls", "target_dispatched_reads"
-	if !s.hasRows("syscall_raw") {
+	if !s.HasRows("syscall_raw") {
 		calls = "target_calls_empty"
 	}
-	if !s.hasRows("block_raw") || !s.hasRows("syscall_raw") { // the kworkers' reads, the target's waits to read
+	if !s.HasRows("block_raw") || !s.HasRows("syscall_raw") { // the kworkers' reads, the target's waits to read
 		dispatched = "target_dispatched_reads_empty"
 	}
 	if err := s.run(calls); err != nil {
@@ -78,11 +78,11 @@ func (s *Source) targetIO() (targetIO, error) {
 	if s.WaitsOnly() {
 		q += "\n  UNION ALL FROM target_io_waits()\n  UNION ALL " + sqlOf("target_io_dispatched")
 	}
-	if _, err := s.exec(q); err != nil {
+	if _, err := s.Exec(q); err != nil {
 		return targetIO{}, fmt.Errorf("collecting the target's I/O: %w", err)
 	}
-	io := targetIO{rows: s.everyStep}
-	if err := s.queryRow("SELECT $1 OR EXISTS (SELECT 1 FROM target_io)", io.rows).Scan(&io.rows); err != nil {
+	io := targetIO{rows: s.EveryStep}
+	if err := s.QueryRow("SELECT $1 OR EXISTS (SELECT 1 FROM target_io)", io.rows).Scan(&io.rows); err != nil {
 		return targetIO{}, fmt.Errorf("collecting the target's I/O: %w", err)
 	}
 	return io, nil
@@ -93,21 +93,21 @@ func (s *Source) targetIO() (targetIO, error) {
 // plan) and the steps that read it are skipped.
 func (s *Source) ioInputs() (bool, error) {
 	for _, t := range []string{"syscall_raw", "syscall_totals_raw", "uring_raw", "unlink_raw"} {
-		if s.hasRows(t) {
+		if s.HasRows(t) {
 			return true, nil
 		}
 	}
 	if !s.WaitsOnly() {
 		return false, nil
 	}
-	if s.hasRows("dirtied") {
+	if s.HasRows("dirtied") {
 		return true, nil
 	}
-	if !s.hasRows("block_raw") && !s.hasRows("samples") {
+	if !s.HasRows("block_raw") && !s.HasRows("samples") {
 		return false, nil // target_io_inputs' sources: a disk request, a sample
 	}
 	var inputs bool
-	err := s.queryRow(sqlOf("target_io_inputs")).Scan(&inputs)
+	err := s.QueryRow(sqlOf("target_io_inputs")).Scan(&inputs)
 	if err != nil {
 		return false, fmt.Errorf("collecting the target's I/O: %w", err)
 	}
@@ -120,12 +120,12 @@ func (s *Source) ioInputs() (bool, error) {
 func (x *Explanation) kernelCPU(s *Source) error {
 	q := "kernel_cpu"
 	if s.WaitsOnly() {
-		if !s.hasRows("samples") {
+		if !s.HasRows("samples") {
 			return nil
 		}
 		q = "kernel_cpu_sampled"
 	}
-	rows, err := s.query(sqlOf(q))
+	rows, err := s.Query(sqlOf(q))
 	if err != nil {
 		return fmt.Errorf("splitting kernel time: %w", err)
 	}

@@ -49,7 +49,7 @@ func (x *Explanation) loadDiskReads(s *Source, win window) error {
 	if x.Time.OffCPUS["disk-read"] == 0 {
 		return nil
 	}
-	rows, err := s.query(sqlOf("disk_read_calls"))
+	rows, err := s.Query(sqlOf("disk_read_calls"))
 	if err != nil {
 		return fmt.Errorf("summing disk reads by call: %w", err)
 	}
@@ -67,7 +67,7 @@ func (x *Explanation) loadDiskReads(s *Source, win window) error {
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	if err := s.queryRow(sqlOf("metadata_read_bytes"), sql.Named("b", win.begin), sql.Named("e", win.end)).Scan(&x.diskReads.metadataBytes); err != nil {
+	if err := s.QueryRow(sqlOf("metadata_read_bytes"), sql.Named("b", win.begin), sql.Named("e", win.end)).Scan(&x.diskReads.metadataBytes); err != nil {
 		return fmt.Errorf("summing metadata reads: %w", err)
 	}
 	return nil

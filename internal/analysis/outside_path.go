@@ -110,10 +110,10 @@ func (w *pathWalker) reach(pid, tid uint32) *pathThread {
 // process: a poll that no answer ended (a timeout) is a sleep.
 func (w *pathWalker) loadOutside(pid uint32) error {
 	s := w.src
-	if !s.hasRows("offcpu_raw") {
+	if !s.HasRows("offcpu_raw") {
 		return nil
 	}
-	rows, err := s.query(sqlOf("path_outside_waits"),
+	rows, err := s.Query(sqlOf("path_outside_waits"),
 		sql.Named("p", pid), sql.Named("b", w.win.begin), sql.Named("e", w.win.end))
 	if err != nil {
 		return fmt.Errorf("reading the waits of process %d: %w", pid, err)

@@ -3,7 +3,6 @@ package analysis
 import (
 	"strconv"
 	"testing"
-	"time"
 )
 
 func TestPathPattern(t *testing.T) {
@@ -29,50 +28,6 @@ func TestGroupFiles(t *testing.T) {
 	g := groupFiles(files)
 	if len(g) != 1 || g[0].Files != 1000 || g[0].Created != 1000 || g[0].Deleted != 1000 || g[0].WriteBytes != 10000 {
 		t.Fatalf("groups: %+v", g)
-	}
-}
-
-func TestParseTime(t *testing.T) {
-	start := time.Date(2026, 11, 22, 3, 10, 0, 0, time.UTC)
-	c := Clock{OffsetNS: start.UnixNano() - 1_000_000_000, StartMono: 1_000_000_000}
-	for _, tc := range []struct {
-		in   string
-		want uint64
-	}{
-		{"+2.5s", 3_500_000_000},
-		{"03:10:01.5", 2_500_000_000},
-		{"2026-11-22 03:10:03", 4_000_000_000},
-	} {
-		got, err := c.ParseTime(tc.in, true)
-		if err != nil || got != tc.want {
-			t.Errorf("ParseTime(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
-		}
-	}
-	for _, bad := range []string{"25:99", "+forever", "yesterday", ""} {
-		if _, err := c.ParseTime(bad, true); err == nil {
-			t.Errorf("ParseTime(%q) should fail", bad)
-		}
-	}
-	if _, _, err := c.ParseRange("[+2s,+1s]", true); err == nil {
-		t.Error("a range that ends before it begins must fail")
-	}
-}
-
-// Filters bind values as parameters: a hostile name is data, not SQL.
-func TestFilterBindsValues(t *testing.T) {
-	f := NoFilter()
-	f.Comms = []string{"x'); DROP TABLE syscalls; --"}
-	f.FileGlob = "/tmp/*' OR 1=1 --"
-	where, args := f.where(ioCols)
-	if want := "comm IN (?) AND path GLOB ?"; where != want {
-		t.Fatalf("where %q, want %q", where, want)
-	}
-	if len(args) != 2 || args[0] != f.Comms[0] || args[1] != f.FileGlob {
-		t.Errorf("args %v", args)
-	}
-	raw, rargs := f.where(rawCols)
-	if raw != "comm_id IN (SELECT comm_id FROM comms WHERE comm IN (?)) AND (dev, ino, gen) IN (SELECT dev, ino, gen FROM file_names WHERE path GLOB ?)" || len(rargs) != 2 {
-		t.Errorf("raw where %q %v", raw, rargs)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/event"
 )
 
@@ -105,7 +106,7 @@ type RequestVerdict struct {
 
 // RequestOptions narrow and shape the analysis.
 type RequestOptions struct {
-	Filter    Filter
+	Filter    source.Filter
 	LabelGlob string // only labels matching this glob
 	KeepQuery bool   // keep the query string of HTTP paths
 	Explained int    // how many of the slowest get files and blame (the rest: verdicts only)
@@ -135,10 +136,11 @@ type socketCall struct {
 var ErrNoSocketCalls = errors.New("this recording has no socket calls to cut requests from: record with --requests (or --full)")
 
 // FindRequests cuts the target's connections into requests by their
-// protocol (frame.go): by message for PostgreSQL, MySQL and Redis, and for
-// the rest, on a connection a server accepted (or first read from), a
-// request begins when bytes arrive after the server's previous answer and
-// ends with the last bytes it wrote before reading the next one or closing.
+// protocol (requests_cut.go, internal/analysis/protocol): by message for
+// PostgreSQL, MySQL and Redis, and for the rest, on a connection a server
+// accepted (or first read from), a request begins when bytes arrive after
+// the server's previous answer and ends with the last bytes it wrote before
+// reading the next one or closing.
 func FindRequests(s *Source, opts RequestOptions) (*Requests, error) {
 	s, release, err := s.hold()
 	if err != nil {
@@ -159,62 +161,13 @@ func FindRequests(s *Source, opts RequestOptions) (*Requests, error) {
 	if len(pids) == 0 {
 		return out.finish(opts), nil
 	}
-	calls, err := s.socketCalls(pids)
+	calls, reqs, err := s.cutConnections(pids, opts.KeepQuery)
 	if err != nil {
 		return nil, err
 	}
-	starts, err := s.requestStarts(pids, opts.KeepQuery)
-	if err != nil {
+	reqs = selected(reqs, opts)
+	if out.Approximate, err = s.walkPaths(pids, calls, reqs); err != nil {
 		return nil, err
-	}
-	everyRead := s.Meta["payload_read_bytes"] != "" && s.Meta["payload_read_bytes"] != "0"
-	reqs, clients := frameRequests(calls, starts, everyRead)
-	placeArrivals(reqs, starts, s.Meta["arrivals"] == event.ArrivalsPerConnection)
-	// The server waking its own workers is no client's request.
-	if reqs, err = s.dropWakeups(calls, clients, reqs); err != nil {
-		return nil, err
-	}
-	// A request passed on to an upstream is the front's: counted there once.
-	if reqs, err = s.nestUpstreams(calls, clients, reqs); err != nil {
-		return nil, err
-	}
-	// Filters: window, label, latency.
-	kept := reqs[:0]
-	for _, r := range reqs {
-		d := time.Duration(r.end - r.begin)
-		switch {
-		case opts.Filter.Begin != 0 && r.end < opts.Filter.Begin, opts.Filter.End != 0 && r.begin > opts.Filter.End:
-		case opts.Filter.Min > 0 && d < opts.Filter.Min, opts.Filter.Max > 0 && d > opts.Filter.Max:
-		case opts.LabelGlob != "" && !globMatch(opts.LabelGlob, r.Label):
-		case len(opts.Filter.TIDs) > 0 && !slices.Contains(opts.Filter.TIDs, r.TID):
-		default:
-			kept = append(kept, r)
-		}
-	}
-	reqs = kept
-
-	// The critical path of each request, from the thread that answered back
-	// to the first byte read.
-	win := s.window()
-	if err := s.targetWaits(pids, win); err != nil {
-		return nil, err
-	}
-	w := &pathWalker{threads: map[uint32]*pathThread{}, src: s, win: win}
-	if err := w.load(s, win); err != nil {
-		return nil, err
-	}
-	loops := eventLoopsOf(calls, reqs)
-	w.served = servedBy(reqs)
-	for _, r := range reqs {
-		if w.threads[r.TID] == nil {
-			w.threads[r.TID] = &pathThread{pid: r.conn.pid, tid: r.TID, comm: r.Comm}
-		}
-		w.served.cur = r.conn
-		w.begin, w.segs, w.links = r.begin, nil, nil
-		w.walk(r.TID, r.begin, r.end, 0)
-		r.path = w.result()
-		r.Approximate = loops.servedOthers(r)
-		out.Approximate = out.Approximate || r.Approximate
 	}
 	sharedThreads(reqs)
 	sort.SliceStable(reqs, func(i, j int) bool { return reqs[i].server() > reqs[j].server() })
@@ -228,6 +181,79 @@ func FindRequests(s *Source, opts RequestOptions) (*Requests, error) {
 		out.Requests = append(out.Requests, r.RequestEntry)
 	}
 	return out.finish(opts), nil
+}
+
+// cutConnections reads the socket calls of pids and cuts them into
+// requests (requests_cut.go), their arrivals placed; the server's wake-ups
+// of its own workers are dropped, and a request passed on to an upstream is
+// nested into the front's.
+func (s *Source) cutConnections(pids []uint32, keepQuery bool) ([]socketCall, []*request, error) {
+	calls, err := s.socketCalls(pids)
+	if err != nil {
+		return nil, nil, err
+	}
+	starts, err := s.requestStarts(pids, keepQuery)
+	if err != nil {
+		return nil, nil, err
+	}
+	everyRead := s.Meta["payload_read_bytes"] != "" && s.Meta["payload_read_bytes"] != "0"
+	reqs, clients := frameRequests(calls, starts, everyRead)
+	placeArrivals(reqs, starts, s.Meta["arrivals"] == event.ArrivalsPerConnection)
+	// The server waking its own workers is no client's request.
+	if reqs, err = s.dropWakeups(calls, clients, reqs); err != nil {
+		return nil, nil, err
+	}
+	// A request passed on to an upstream is the front's: counted there once.
+	if reqs, err = s.nestUpstreams(calls, clients, reqs); err != nil {
+		return nil, nil, err
+	}
+	return calls, reqs, nil
+}
+
+// selected are the requests the options keep: by window, label, latency
+// and answering thread.
+func selected(reqs []*request, opts RequestOptions) []*request {
+	kept := reqs[:0]
+	for _, r := range reqs {
+		d := time.Duration(r.end - r.begin)
+		switch {
+		case opts.Filter.Begin != 0 && r.end < opts.Filter.Begin, opts.Filter.End != 0 && r.begin > opts.Filter.End:
+		case opts.Filter.Min > 0 && d < opts.Filter.Min, opts.Filter.Max > 0 && d > opts.Filter.Max:
+		case opts.LabelGlob != "" && !globMatch(opts.LabelGlob, r.Label):
+		case len(opts.Filter.TIDs) > 0 && !slices.Contains(opts.Filter.TIDs, r.TID):
+		default:
+			kept = append(kept, r)
+		}
+	}
+	return kept
+}
+
+// walkPaths walks the critical path of each request, from the thread that
+// answered back to the first byte read, and says whether any was
+// approximate (served by a thread serving other connections meanwhile).
+func (s *Source) walkPaths(pids []uint32, calls []socketCall, reqs []*request) (approximate bool, err error) {
+	win := s.window()
+	if err := s.targetWaits(pids, win); err != nil {
+		return false, err
+	}
+	w := &pathWalker{threads: map[uint32]*pathThread{}, src: s, win: win}
+	if err := w.load(s, win); err != nil {
+		return false, err
+	}
+	loops := eventLoopsOf(calls, reqs)
+	w.served = servedBy(reqs)
+	for _, r := range reqs {
+		if w.threads[r.TID] == nil {
+			w.threads[r.TID] = &pathThread{pid: r.conn.pid, tid: r.TID, comm: r.Comm}
+		}
+		w.served.cur = r.conn
+		w.begin, w.segs, w.links = r.begin, nil, nil
+		w.walk(r.TID, r.begin, r.end, 0)
+		r.path = w.result()
+		r.Approximate = loops.servedOthers(r)
+		approximate = approximate || r.Approximate
+	}
+	return approximate, nil
 }
 
 // request is a request being cut, with what the cutting needs.
@@ -248,72 +274,6 @@ func (r *RequestEntry) Path() CriticalPath { return r.path }
 func (r *RequestEntry) Mono() (begin, end uint64) { return r.begin, r.end }
 
 func (r *request) server() float64 { return float64(r.end-r.begin)/1e9 - r.ClientWaitS }
-
-// cutRequests runs each connection's calls, in time order, through the
-// request state machine. A connection is the server's if it accepted it, or
-// (one older than the recording) if the first data on it went in; one it
-// connected is a client's, and its calls cut no requests: clients holds
-// those (a server's hops to its upstreams and databases).
-func cutRequests(calls []socketCall) (reqs []*request, clients map[connKey]bool) {
-	type connState struct {
-		decided, server bool
-		cur             *request
-	}
-	conns := map[connKey]*connState{}
-	var out []*request
-	finish := func(st *connState) {
-		if st.cur != nil && st.cur.answered {
-			out = append(out, st.cur)
-		}
-		st.cur = nil
-	}
-	for _, c := range calls {
-		st := conns[c.conn]
-		if st == nil {
-			st = &connState{}
-			conns[c.conn] = st
-		}
-		in := c.ret > 0 && reads.has(c.class, c.name)
-		outb := c.ret > 0 && writes.has(c.class, c.name)
-		// an accept or a connect says it whatever came before it
-		if server, decided := serverSide(c); decided && (!st.decided || opens(c)) {
-			st.server, st.decided = server, true
-		}
-		if !st.server {
-			continue
-		}
-		switch {
-		case in:
-			if st.cur == nil || st.cur.answered {
-				finish(st)
-				st.cur = &request{firstRead: c.ts}
-				st.cur.TID, st.cur.Comm = c.tid, c.comm
-				st.cur.conn, st.cur.PID, st.cur.Peer = c.conn, c.conn.pid, c.peer
-				st.cur.begin = c.ts + c.dur // the bytes were there when the read returned
-				st.cur.read = st.cur.begin
-			} else if c.blocked {
-				st.cur.ClientWaitS += float64(c.dur) / 1e9 // more of the request, late
-			}
-			st.cur.BytesIn += uint64(c.ret)
-		case outb && st.cur != nil:
-			st.cur.answered = true
-			st.cur.end = c.ts + c.dur
-			st.cur.TID, st.cur.Comm = c.tid, c.comm
-			st.cur.BytesOut += uint64(c.ret)
-		case c.name == "close" || (c.ret == 0 && reads.has(c.class, c.name)):
-			finish(st)
-		}
-	}
-	clients = map[connKey]bool{}
-	for k, st := range conns {
-		finish(st)
-		if st.decided && !st.server {
-			clients[k] = true
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].begin < out[j].begin })
-	return out, clients
-}
 
 // servedRequests is the requests each thread answered, by their begin, and
 // the connection of the request being walked: a lock held by a thread while

@@ -9,12 +9,14 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/whyslow/whyslow/internal/analysis/protocol"
+	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/event"
 )
 
 // requestPIDs is the recording's target tree, or every process with socket
 // calls in a system-wide recording; narrowed by --pid and --comm.
-func (s *Source) requestPIDs(f Filter) ([]uint32, error) {
+func (s *Source) requestPIDs(f source.Filter) ([]uint32, error) {
 	var pids []uint32
 	if p, _ := strconv.Atoi(s.Meta["target_pid"]); p > 0 {
 		var err error
@@ -22,7 +24,7 @@ func (s *Source) requestPIDs(f Filter) ([]uint32, error) {
 			return nil, err
 		}
 	} else {
-		rows, err := s.query("SELECT DISTINCT pid FROM syscalls WHERE fkind IN ('socket','unix') ORDER BY pid")
+		rows, err := s.Query("SELECT DISTINCT pid FROM syscalls WHERE fkind IN ('socket','unix') ORDER BY pid")
 		if err != nil {
 			return nil, fmt.Errorf("finding servers: %w", err)
 		}
@@ -49,7 +51,7 @@ func (s *Source) requestPIDs(f Filter) ([]uint32, error) {
 // socketCalls reads the target's calls on connected sockets, per connection
 // in time order.
 func (s *Source) socketCalls(pids []uint32) ([]socketCall, error) {
-	rows, err := s.query(sqlOf("requests_socket_calls"), sql.Named("pids", pids))
+	rows, err := s.Query(sqlOf("requests_socket_calls"), sql.Named("pids", pids))
 	if err != nil {
 		return nil, fmt.Errorf("reading socket calls: %w", err)
 	}
@@ -85,13 +87,13 @@ type firstBytes struct {
 // in older recordings), by connection and the entry time of the read.
 func (s *Source) requestStarts(pids []uint32, keepQuery bool) (map[labelKey]firstBytes, error) {
 	out := map[labelKey]firstBytes{}
-	rows, err := s.query(sqlOf("requests_first_bytes"), sql.Named("pids", pids))
+	rows, err := s.Query(sqlOf("requests_first_bytes"), sql.Named("pids", pids))
 	if err != nil {
 		return nil, fmt.Errorf("reading request labels: %w", err)
 	}
 	defer rows.Close()
 	// A connection's bytes are kept when its protocol frames by message,
-	// known by its first reads (frame.go): until then, kept.
+	// known by its first reads (protocol.Detect): until then, kept.
 	var (
 		conn            connKey
 		start           []byte
@@ -107,8 +109,8 @@ func (s *Source) requestStarts(pids []uint32, keepQuery bool) (map[labelKey]firs
 		if k.conn != conn {
 			conn, start, undecided, decided, framed = k.conn, nil, nil, false, false
 		}
-		f.label = requestLabel(f.data, keepQuery)
-		f.traceParent = traceParent(f.data)
+		f.label = protocol.Label(f.data, keepQuery)
+		f.traceParent = protocol.TraceParent(f.data)
 		if decided && !framed {
 			f.data = nil
 		}
@@ -117,10 +119,10 @@ func (s *Source) requestStarts(pids []uint32, keepQuery bool) (map[labelKey]firs
 			continue
 		}
 		start, undecided = append(start, f.data...), append(undecided, k)
-		if len(undecided) < startReads && len(start) < startBytes {
+		if len(undecided) < protocol.StartReads && len(start) < protocol.StartBytes {
 			continue
 		}
-		p := protocolOf(start)
+		p := protocol.Detect(start)
 		decided, framed = true, p != nil && p.NewFramer != nil
 		for _, u := range undecided {
 			if g := out[u]; !framed {
@@ -303,7 +305,7 @@ func (r *request) explain(s *Source, pids []uint32) error {
 		list = append(list, t)
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i] < list[j] })
-	rows, err := s.query(sqlOf("requests_files"), sql.Named("b", r.begin), sql.Named("e", r.end), sql.Named("tids", list))
+	rows, err := s.Query(sqlOf("requests_files"), sql.Named("b", r.begin), sql.Named("e", r.end), sql.Named("tids", list))
 	if err != nil {
 		return fmt.Errorf("finding a request's files: %w", err)
 	}

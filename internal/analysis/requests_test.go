@@ -1,7 +1,6 @@
 package analysis
 
 import (
-	"database/sql"
 	"math"
 	"os"
 	"regexp"
@@ -12,93 +11,28 @@ import (
 	"testing"
 
 	_ "github.com/duckdb/duckdb-go/v2" // the "duckdb" database/sql driver
+	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/event"
+	"github.com/whyslow/whyslow/internal/store"
+	"github.com/whyslow/whyslow/internal/store/storetest"
 )
-
-func TestHTTPLabel(t *testing.T) {
-	for in, want := range map[string]string{
-		"GET /popularity/linux?x=1 HTTP/1.1\r\nHost: a\r\n": "GET /popularity/linux",
-		"POST /board HTTP/1.0\r\n":                          "POST /board",
-		"GET / HTTP/1.1":                                    "GET /",
-		"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03":      "", // TLS
-		"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n":                    "", // Redis
-		"get /lower HTTP/1.1\r\n":                           "",
-		"GET /x SPDY/3\r\n":                                 "",
-	} {
-		if got := httpLabel([]byte(in), false); got != want {
-			t.Errorf("httpLabel(%q) = %q, want %q", in, got, want)
-		}
-	}
-	if got := httpLabel([]byte("GET /a?b=c HTTP/1.1\r\n"), true); got != "GET /a?b=c" {
-		t.Errorf("keeping the query: %q", got)
-	}
-}
-
-// TestCutRequests: a keep-alive connection with two requests (one whose body
-// comes late), a client connection of the server's own (to a backend) that
-// cuts nothing, and a connection accepted before the recording.
-func TestCutRequests(t *testing.T) {
-	srv := connKey{pid: 1, ino: 10}
-	backend := connKey{pid: 1, ino: 11}
-	old := connKey{pid: 1, ino: 12}
-	ms := uint64(1e6)
-	calls := []socketCall{
-		{conn: srv, tid: 1, ts: 0, dur: ms, name: "accept4", class: "net", ret: 5},
-		{conn: srv, tid: 2, ts: 1 * ms, dur: 2 * ms, name: "recvfrom", class: "net", ret: 100, blocked: true},
-		{conn: srv, tid: 2, ts: 10 * ms, dur: ms, name: "sendto", class: "net", ret: 500},
-		{conn: srv, tid: 2, ts: 12 * ms, dur: ms, name: "sendto", class: "net", ret: 500},
-		{conn: srv, tid: 2, ts: 20 * ms, dur: 5 * ms, name: "recvfrom", class: "net", ret: 50, blocked: true},
-		{conn: srv, tid: 2, ts: 25 * ms, dur: 40 * ms, name: "recvfrom", class: "net", ret: 50, blocked: true}, // the body, late
-		{conn: srv, tid: 2, ts: 70 * ms, dur: ms, name: "write", class: "write", ret: 10},
-		{conn: srv, tid: 2, ts: 80 * ms, dur: ms, name: "recvfrom", class: "net", ret: 0},
-		{conn: backend, tid: 2, ts: 3 * ms, dur: ms, name: "connect", class: "net", ret: 0},
-		{conn: backend, tid: 2, ts: 4 * ms, dur: ms, name: "sendto", class: "net", ret: 20},
-		{conn: backend, tid: 2, ts: 5 * ms, dur: 3 * ms, name: "recvfrom", class: "net", ret: 200},
-		{conn: old, tid: 3, ts: 30 * ms, dur: ms, name: "read", class: "read", ret: 80},
-		{conn: old, tid: 3, ts: 33 * ms, dur: ms, name: "write", class: "write", ret: 80},
-		{conn: old, tid: 3, ts: 40 * ms, dur: ms, name: "close", class: "close", ret: 0},
-	}
-	got, clients := cutRequests(calls)
-	if !clients[backend] || clients[srv] || clients[old] {
-		t.Errorf("client connections %v, want the backend's alone", clients)
-	}
-	if len(got) != 3 {
-		t.Fatalf("%d requests, want 3: %+v", len(got), got)
-	}
-	first, second, oldReq := got[0], got[1], got[2]
-	if first.conn != srv || first.begin != 3*ms || first.end != 13*ms || first.BytesIn != 100 || first.BytesOut != 1000 || first.TID != 2 {
-		t.Errorf("first request: %+v", first.RequestEntry)
-	}
-	if second.begin != 25*ms || second.end != 71*ms || second.ClientWaitS != 0.04 || second.BytesIn != 100 {
-		t.Errorf("second request: begin %d end %d client wait %v in %d", second.begin, second.end, second.ClientWaitS, second.BytesIn)
-	}
-	if oldReq.conn != old || oldReq.begin != 31*ms || oldReq.end != 34*ms {
-		t.Errorf("request on a connection older than the recording: %+v", oldReq.RequestEntry)
-	}
-	if q := quantiles([]float64{5, 1, 3, 2, 4}); q.P50 != 3 || q.Max != 5 || q.P90 != 5 {
-		t.Errorf("quantiles %+v", q)
-	}
-}
 
 // TestRequestsSplitReadsFromWritesAsSQL: requests tell a call that brings a
 // request's bytes in from one that sends the answer out exactly as the
 // is_read and is_write macros do for usage and explain, for every syscall
 // whyslow names.
 func TestRequestsSplitReadsFromWritesAsSQL(t *testing.T) {
-	db, err := sql.Open("duckdb", "")
+	rec, err := store.Open(storetest.Stories[0].Record(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	db.SetMaxOpenConns(1) // the macros are the connection's
-	if _, err := db.Exec(kernelMacros()); err != nil {
-		t.Fatal(err)
-	}
+	defer rec.Close()
+	src := heldSource(t, rec) // made with the is_read and is_write macros
 	conn := connKey{pid: 1, ino: 10}
 	for _, nc := range event.SyscallNames() {
 		name, class := nc[0], nc[1]
 		var sqlRead, sqlWrite bool
-		if err := db.QueryRow("SELECT is_read(?::VARCHAR, ?::VARCHAR), is_write(?::VARCHAR, ?::VARCHAR)",
+		if err := src.QueryRow("SELECT is_read(?::VARCHAR, ?::VARCHAR), is_write(?::VARCHAR, ?::VARCHAR)",
 			class, name, class, name).Scan(&sqlRead, &sqlWrite); err != nil {
 			t.Fatal(err)
 		}
@@ -141,10 +75,10 @@ func TestRequestDirectionMatchesBPF(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range []direction{reads, writes} {
-		m := regexp.MustCompile(`bool ` + d.class + ` = ([^;]*);`).FindStringSubmatch(string(src))
+	for _, d := range []source.Direction{source.Reads, source.Writes} {
+		m := regexp.MustCompile(`bool ` + d.Class + ` = ([^;]*);`).FindStringSubmatch(string(src))
 		if m == nil {
-			t.Fatalf("no `bool %s = ...;` in note_request: has it moved?", d.class)
+			t.Fatalf("no `bool %s = ...;` in note_request: has it moved?", d.Class)
 		}
 		var class string
 		var net []string
@@ -156,9 +90,9 @@ func TestRequestDirectionMatchesBPF(t *testing.T) {
 			}
 		}
 		slices.Sort(net)
-		want := slices.Sorted(slices.Values(d.net))
-		if class != d.class || !slices.Equal(net, want) {
-			t.Errorf("BPF %ss are class %q and %v, Go class %q and %v", d.class, class, net, d.class, want)
+		want := slices.Sorted(slices.Values(d.Net))
+		if class != d.Class || !slices.Equal(net, want) {
+			t.Errorf("BPF %ss are class %q and %v, Go class %q and %v", d.Class, class, net, d.Class, want)
 		}
 	}
 }
@@ -342,30 +276,5 @@ func TestWakeupsAreNoRequests(t *testing.T) {
 	}
 	if ancestorOrSelf(map[uint32]uint32{3: 2, 2: 3}, 1, 3) {
 		t.Error("1 found among parents that loop")
-	}
-}
-
-// TestRequestLabels: each protocol names the kind of request, never its
-// values (keys, literals).
-func TestRequestLabels(t *testing.T) {
-	q := func(kind byte, body string) string {
-		b := []byte{kind, 0, 0, 0, byte(4 + len(body))}
-		return string(append(b, body...))
-	}
-	for in, want := range map[string]string{
-		"GET /a?b=c HTTP/1.1\r\n":                      "GET /a",
-		"*2\r\n$3\r\nget\r\n$6\r\nsecret\r\n":          "redis GET",
-		"*1\r\n$4\r\nPING\r\n":                         "redis PING",
-		"*1\r\n$99\r\nPING\r\n":                        "", // shorter than it says
-		q('Q', "select * from t where pw = 'x'\x00"):   "postgres SELECT t",
-		q('Q', "  BEGIN;\x00"):                         "postgres BEGIN",
-		q('P', "s1\x00UPDATE t SET a = $1\x00"):        "postgres UPDATE t",
-		q('Q', "1 + 1\x00"):                            "",
-		"\x00\x00\x00\x08\x04\xd2\x16\x2f":             "", // SSLRequest
-		"\x01\x01\x00\x01\x00\x08\x00\x00\x00\x01\x00": "", // FastCGI
-	} {
-		if got := requestLabel([]byte(in), false); got != want {
-			t.Errorf("requestLabel(%q) = %q, want %q", in, got, want)
-		}
 	}
 }

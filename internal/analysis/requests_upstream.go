@@ -4,6 +4,8 @@ import (
 	"database/sql"
 	"fmt"
 	"sort"
+
+	"github.com/whyslow/whyslow/internal/analysis/source"
 )
 
 // Upstream is the server a request was passed on to while it was served:
@@ -45,7 +47,7 @@ type connEnds struct {
 func hopsOf(calls []socketCall, clients map[connKey]bool, reqs []*request) map[*request][]hop {
 	byTID := map[uint32][]socketCall{}
 	for _, c := range calls {
-		if clients[c.conn] && c.ret > 0 && (reads.has(c.class, c.name) || writes.has(c.class, c.name)) {
+		if clients[c.conn] && c.ret > 0 && (source.Reads.Has(c.class, c.name) || source.Writes.Has(c.class, c.name)) {
 			byTID[c.tid] = append(byTID[c.tid], c)
 		}
 	}
@@ -77,7 +79,7 @@ func hopsOf(calls []socketCall, clients map[connKey]bool, reqs []*request) map[*
 
 // connEndsOf reads how each connection of calls is addressed.
 func (s *Source) connEndsOf(calls []socketCall) (map[connKey]connEnds, error) {
-	rows, err := s.query(sqlOf("requests_connection_ends"))
+	rows, err := s.Query(sqlOf("requests_connection_ends"))
 	if err != nil {
 		return nil, fmt.Errorf("reading connections' addresses: %w", err)
 	}
@@ -191,7 +193,7 @@ func (s *Source) upstreamWakers(reqs []*request, ends map[connKey]connEnds) erro
 		return nil
 	}
 	sort.Slice(tids, func(i, j int) bool { return tids[i] < tids[j] })
-	rows, err := s.query(sqlOf("requests_upstream_wakers"), sql.Named("tids", tids))
+	rows, err := s.Query(sqlOf("requests_upstream_wakers"), sql.Named("tids", tids))
 	if err != nil {
 		return fmt.Errorf("finding the upstreams' processes: %w", err)
 	}

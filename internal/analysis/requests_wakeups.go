@@ -1,6 +1,10 @@
 package analysis
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/whyslow/whyslow/internal/analysis/source"
+)
 
 // A server may make requests to itself that no client sent. Apache's parent
 // retires an idle worker (or restarts) by waking the workers blocked in
@@ -17,9 +21,9 @@ func silentClients(calls []socketCall, clients map[connKey]bool) map[connKey]boo
 	for _, c := range calls {
 		switch {
 		case !clients[c.conn]:
-		case reads.has(c.class, c.name):
+		case source.Reads.Has(c.class, c.name):
 			heard[c.conn] = true
-		case c.ret > 0 && writes.has(c.class, c.name):
+		case c.ret > 0 && source.Writes.Has(c.class, c.name):
 			silent[c.conn] = true
 		}
 	}
@@ -90,10 +94,10 @@ func (s *Source) dropWakeups(calls []socketCall, clients map[connKey]bool, reqs 
 // start, to its parent.
 func (s *Source) parents() (map[uint32]uint32, error) {
 	out := map[uint32]uint32{}
-	if !s.hasRows("forks") && !s.hasRows("existing") {
+	if !s.HasRows("forks") && !s.HasRows("existing") {
 		return out, nil
 	}
-	rows, err := s.query(sqlOf("target_children"))
+	rows, err := s.Query(sqlOf("target_children"))
 	if err != nil {
 		return nil, fmt.Errorf("reading forks: %w", err)
 	}

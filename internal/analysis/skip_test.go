@@ -3,7 +3,6 @@ package analysis
 import (
 	"encoding/json"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/whyslow/whyslow/internal/event"
@@ -47,7 +46,7 @@ func TestSkippedStepsChangeNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := NewSource(rec)
-			s.everyStep = every
+			s.EveryStep = every
 			pid, _ := strconv.Atoi(s.Meta["target_pid"])
 			x, err := Explain(s, uint32(pid))
 			if err != nil {
@@ -76,7 +75,7 @@ func TestEmptyTargetOffCPUShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := tableShape(t, s, "target_offcpu")
-	if _, err := s.exec(sqlOf("target_offcpu_empty")); err != nil {
+	if _, err := s.Exec(sqlOf("target_offcpu_empty")); err != nil {
 		t.Fatal(err)
 	}
 	if got := tableShape(t, s, "target_offcpu"); got != want {
@@ -135,7 +134,7 @@ func TestEmptyTargetCallsShape(t *testing.T) {
 // tableShape is a table's columns and their types, in order.
 func tableShape(t *testing.T, s *Source, table string) string {
 	t.Helper()
-	rows, err := s.query("SELECT column_name, column_type FROM (DESCRIBE " + table + ")")
+	rows, err := s.Query("SELECT column_name, column_type FROM (DESCRIBE " + table + ")")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,27 +171,5 @@ func TestNeverIssuedRequest(t *testing.T) {
 	x := explainRecorded(t, r.Close(), 100)
 	if len(x.Devices) != 1 || x.Devices[0].QueueMS != 0 || x.Devices[0].ServiceMS < 1.9 || x.Devices[0].ServiceMS > 2.1 {
 		t.Errorf("devices: %+v, want one with 0 ms queued and 2 ms at the device", x.Devices)
-	}
-}
-
-// TestStatsOfAnUnknownSyscall: a call whose number syscall_names lacks (a
-// doctored recording's) is counted as class none, not a failed scan.
-func TestStatsOfAnUnknownSyscall(t *testing.T) {
-	r := storetest.New(t, "unknown-syscall", map[string]string{"level": "full", "scope": "system"})
-	tr := storetest.Thread{PID: 100, TID: 100, Comm: "odd"}
-	r.Add(&event.Syscall{Header: tr.At(1), Dur: storetest.MS(2), Nr: 999, FD: -1, FD2: -1},
-		tr.Call("read", 3, 1, 3, 10, event.FileRef{}))
-	rec, err := store.Open(r.Close())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rec.Close()
-	st, err := RunStats(NewSource(rec), NoFilter())
-	if err != nil {
-		t.Fatalf("stats with a syscall number syscall_names lacks: %v", err)
-	}
-	b, _ := json.Marshal(st)
-	if !strings.Contains(string(b), `"none"`) || !strings.Contains(string(b), `"read"`) {
-		t.Errorf("stats: %s, want classes none and read", b)
 	}
 }

@@ -8,10 +8,10 @@ import (
 // targetSet is a process and every descendant: those the recording saw it
 // fork, and those that existed when capture began (attach).
 func (s *Source) targetSet(pid uint32) ([]uint32, error) {
-	if !s.hasRows("forks") && !s.hasRows("existing") {
+	if !s.HasRows("forks") && !s.HasRows("existing") {
 		return []uint32{pid}, nil
 	}
-	rows, err := s.query(sqlOf("target_children"))
+	rows, err := s.Query(sqlOf("target_children"))
 	if err != nil {
 		return nil, fmt.Errorf("reading forks: %w", err)
 	}
@@ -38,7 +38,7 @@ func (s *Source) targetSet(pid uint32) ([]uint32, error) {
 }
 
 // useTargets makes target_pids, the target's processes as a table, which
-// queries join (is_target, sql/macros.sql). An IN list of literals took DuckDB ~2 ms to plan
+// queries join (is_target, source/sql/macros.sql). An IN list of literals took DuckDB ~2 ms to plan
 // for a build's 425 pids, in some twenty queries; the join plans in a
 // fraction of that and runs as fast: DuckDB pushes the pids it finds into
 // the scan of the big table (dynamic join filters), as it would literals.

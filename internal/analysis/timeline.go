@@ -69,7 +69,7 @@ func ThreadTimeline(s *Source, x *Explanation, maxThreads int) (*Timeline, error
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.query(sqlOf("timeline_waits"), sql.Named("tids", tids),
+	rows, err := s.Query(sqlOf("timeline_waits"), sql.Named("tids", tids),
 		sql.Named("b", win.begin), sql.Named("e", win.end))
 	if err != nil {
 		return nil, fmt.Errorf("reading waits for the timeline: %w", err)
@@ -126,7 +126,7 @@ func (s *Source) lifetimes(tids []uint32, win window) (map[uint32][2]uint64, err
 	for _, tid := range tids {
 		out[tid] = [2]uint64{win.begin, win.end}
 	}
-	rows, err := s.query(sqlOf("thread_lifetimes"), sql.Named("tids", tids))
+	rows, err := s.Query(sqlOf("thread_lifetimes"), sql.Named("tids", tids))
 	if err != nil {
 		return nil, fmt.Errorf("reading thread lifetimes: %w", err)
 	}

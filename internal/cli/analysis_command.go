@@ -9,12 +9,13 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/output"
 )
 
 // analysisCommand builds a report subcommand that opens a recording, applies
 // the common filters and hands both to run.
-func analysisCommand(use, short string, bind func(*cobra.Command), run func(io.Writer, *analysis.Source, analysis.Filter, *filterFlags, *cobra.Command) error) *cobra.Command {
+func analysisCommand(use, short string, bind func(*cobra.Command), run func(io.Writer, *analysis.Source, source.Filter, *filterFlags, *cobra.Command) error) *cobra.Command {
 	var f filterFlags
 	cmd := &cobra.Command{
 		Use:   use + " FILE [filters]",

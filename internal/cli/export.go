@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
-	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/reports"
 	"github.com/whyslow/whyslow/internal/export"
 	"github.com/whyslow/whyslow/internal/format"
 	"github.com/whyslow/whyslow/internal/store"
@@ -99,11 +99,11 @@ read), or as that one frame when the recording has no samples; with
 				return err
 			}
 			defer done()
-			o := analysis.StackOptions{OffCPU: offcpu, OnCPU: oncpu}
+			o := reports.StackOptions{OffCPU: offcpu, OnCPU: oncpu}
 			for _, p := range pids {
 				o.PIDs = append(o.PIDs, uint32(p))
 			}
-			stacks, err := analysis.Stacks(src, o)
+			stacks, err := reports.Stacks(src.Source, o)
 			if err != nil {
 				return err
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/export/otlp"
 	"github.com/whyslow/whyslow/internal/format"
 	"github.com/whyslow/whyslow/internal/output"
@@ -148,7 +149,7 @@ func exportOTLP(cmd *cobra.Command, rec string, o otlpFlags) error {
 // path when it has none, and says which.
 func addOTLPTraces(traces *otlp.Traces, src *analysis.Source, o otlpFlags) (string, error) {
 	if !o.path {
-		f := analysis.NoFilter()
+		f := source.NoFilter()
 		f.Limit, f.Min = 0, o.min
 		r, err := analysis.FindRequests(src, analysis.RequestOptions{Filter: f, LabelGlob: o.label, Explained: otlpExplained})
 		if err != nil && !errors.Is(err, analysis.ErrNoSocketCalls) {

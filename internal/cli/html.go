@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/reports"
+	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/output/htmlreport"
 )
 
@@ -92,14 +94,14 @@ func htmlReport(src *analysis.Source, path string, pid uint32, x *analysis.Expla
 	}
 	r.WindowStartWallNS = src.Clock.Wall(r.Timeline.StartMono).UnixNano()
 	buckets := int(min(max((src.Clock.EndMono-src.Clock.StartMono)/50_000_000, 20), 2000))
-	if r.Series, err = analysis.TimeSeries(src, buckets); err != nil {
+	if r.Series, err = reports.TimeSeries(src.Source, buckets); err != nil {
 		return nil, err
 	}
-	if r.Stacks, err = analysis.Stacks(src, analysis.StackOptions{OffCPU: true}); err != nil {
+	if r.Stacks, err = reports.Stacks(src.Source, reports.StackOptions{OffCPU: true}); err != nil {
 		return nil, err
 	}
 	if src.Meta["requests"] == "true" || src.Full() {
-		f := analysis.NoFilter()
+		f := source.NoFilter()
 		f.Limit = htmlRequests
 		if r.Requests, err = analysis.FindRequests(src, (&requestFlags{}).options(f)); err != nil {
 			return nil, err

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/event"
 	"github.com/whyslow/whyslow/internal/output"
 	"github.com/whyslow/whyslow/internal/recorder"
@@ -50,8 +51,8 @@ func (f *filterFlags) bind(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.json, "json", false, "print JSON (docs/report-json.md) instead of text")
 }
 
-func (f *filterFlags) filter(src *analysis.Source) (analysis.Filter, error) {
-	out := analysis.NoFilter()
+func (f *filterFlags) filter(src *analysis.Source) (source.Filter, error) {
+	out := source.NoFilter()
 	out.Limit = f.limit
 	if f.limit <= 0 {
 		return out, usageErr("--limit must be positive")
@@ -223,7 +224,7 @@ func newExplain() *cobra.Command {
 			if whole && src.Meta["requests"] == "true" {
 				// A server's recording: its requests first, then its
 				// processes' time (a master waiting for signals is idle).
-				rf := analysis.NoFilter()
+				rf := source.NoFilter()
 				rf.Limit = 5
 				r, err := analysis.FindRequests(src, (&requestFlags{}).options(rf))
 				if err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/reports"
 	"github.com/whyslow/whyslow/internal/store/storetest"
 )
 
@@ -60,7 +61,7 @@ func TestSecondRunFacts(t *testing.T) {
 		t.Errorf("written after exit %d, want 16 MiB", x.AfterExit.WrittenBytes)
 	}
 
-	var st struct{ Result analysis.Stats }
+	var st struct{ Result reports.Stats }
 	reportJSON(t, "second-run", &st, "stats")
 	for _, c := range st.Result.Syscalls {
 		// 27 streamed writes of 190 ms and 21 counted in the kernel: the
@@ -122,7 +123,7 @@ func TestSlowRequestFacts(t *testing.T) {
 		t.Errorf("labels %q, %q; query strings must be dropped", r.Requests[1].Label, r.Requests[3].Label)
 	}
 
-	var u struct{ Result analysis.Usage }
+	var u struct{ Result reports.Usage }
 	reportJSON(t, "slow-request", &u, "usage")
 	if n := u.Result.Network; len(n) == 0 || n[0].Interface != "eth0" || n[0].Sent != 6*2048 {
 		t.Errorf("network %+v; want eth0 first with 12 KiB sent", n)
@@ -177,7 +178,7 @@ func TestTempFilesFacts(t *testing.T) {
 // header or note around them.
 func TestLogFormats(t *testing.T) {
 	var doc struct {
-		Result []analysis.Op `json:"result"`
+		Result []reports.Op `json:"result"`
 	}
 	reportJSON(t, "second-run", &doc, "log")
 	if len(doc.Result) == 0 {
@@ -210,7 +211,7 @@ func TestLogFormats(t *testing.T) {
 		t.Fatalf("JSON lines: %d, want %d", len(jl), len(doc.Result))
 	}
 	for i, l := range jl {
-		var o analysis.Op
+		var o reports.Op
 		if err := json.Unmarshal([]byte(l), &o); err != nil || o.Begin != doc.Result[i].Begin || o.Path != doc.Result[i].Path {
 			t.Fatalf("JSON line %d: %v %q; want %+v", i, err, l, doc.Result[i])
 		}

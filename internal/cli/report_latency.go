@@ -7,14 +7,16 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/reports"
+	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/output"
 )
 
 // newStatsReport is `report stats`: latency statistics per class and disk.
 func newStatsReport() *cobra.Command {
 	return analysisCommand("stats", "Latency statistics per syscall class and per disk (iolatencystats)", nil,
-		func(w io.Writer, s *analysis.Source, f analysis.Filter, ff *filterFlags, _ *cobra.Command) error {
-			st, err := analysis.RunStats(s, f)
+		func(w io.Writer, s *analysis.Source, f source.Filter, ff *filterFlags, _ *cobra.Command) error {
+			st, err := reports.RunStats(s.Source, f)
 			if err != nil {
 				return err
 			}
@@ -34,11 +36,11 @@ func newFreqReport() *cobra.Command {
 		func(c *cobra.Command) {
 			c.Flags().IntVar(&resolution, "freq-resolution", 20, "number of buckets between --min and --max")
 		},
-		func(w io.Writer, s *analysis.Source, f analysis.Filter, ff *filterFlags, _ *cobra.Command) error {
+		func(w io.Writer, s *analysis.Source, f source.Filter, ff *filterFlags, _ *cobra.Command) error {
 			// Only the resolution is a usage error; any other is the
 			// recording's: a damaged file exits 3 (docs/exit-codes.md).
-			fr, err := analysis.RunFreq(s, f, resolution)
-			if errors.Is(err, analysis.ErrFreqResolution) {
+			fr, err := reports.RunFreq(s.Source, f, resolution)
+			if errors.Is(err, reports.ErrFreqResolution) {
 				return usageErr("%v", err)
 			} else if err != nil {
 				return err
@@ -55,8 +57,8 @@ func newFreqReport() *cobra.Command {
 // newTopReport is `report top`: the slowest operations per class.
 func newTopReport() *cobra.Command {
 	return analysisCommand("top", "The slowest operations per syscall class (iolatencytop)", nil,
-		func(w io.Writer, s *analysis.Source, f analysis.Filter, ff *filterFlags, _ *cobra.Command) error {
-			top, err := analysis.RunTop(s, f)
+		func(w io.Writer, s *analysis.Source, f source.Filter, ff *filterFlags, _ *cobra.Command) error {
+			top, err := reports.RunTop(s.Source, f)
 			if err != nil {
 				return err
 			}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/reports"
+	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/output"
 )
 
@@ -24,9 +26,9 @@ recording printed to a pipe streams at millions of rows a second, and
 scripts; --json is the whole result as one document (it holds every row in
 memory: use --format json for a large recording).`
 		},
-		func(w io.Writer, s *analysis.Source, f analysis.Filter, ff *filterFlags, _ *cobra.Command) error {
+		func(w io.Writer, s *analysis.Source, f source.Filter, ff *filterFlags, _ *cobra.Command) error {
 			if ff.json {
-				ops, err := analysis.RunLog(s, f, logLimit)
+				ops, err := reports.RunLog(s.Source, f, logLimit)
 				if err != nil {
 					return err
 				}
@@ -36,7 +38,7 @@ memory: use --format json for a large recording).`
 				return usageErr("unknown --format %q: text, csv or json", logFormat)
 			}
 			var lw *output.LogWriter
-			err := analysis.StreamLog(s, f, logLimit, func(o *analysis.Op) error {
+			err := reports.StreamLog(s.Source, f, logLimit, func(o *reports.Op) error {
 				if lw == nil { // the first row: the note and heading go out with it
 					if logFormat == "text" {
 						levelNote(w, s, "log")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/output"
 )
 
@@ -16,7 +17,7 @@ type requestFlags struct {
 	keepQuery bool
 }
 
-func (r *requestFlags) options(f analysis.Filter) analysis.RequestOptions {
+func (r *requestFlags) options(f source.Filter) analysis.RequestOptions {
 	return analysis.RequestOptions{Filter: f, LabelGlob: r.label, KeepQuery: r.keepQuery, Explained: f.Limit}
 }
 
@@ -41,7 +42,7 @@ who else made it wait. Needs a recording made with --requests (or --full).
 --min and --max filter by duration, --limit says how many of the slowest to
 list and explain.`
 		},
-		func(w io.Writer, s *analysis.Source, f analysis.Filter, ff *filterFlags, c *cobra.Command) error {
+		func(w io.Writer, s *analysis.Source, f source.Filter, ff *filterFlags, c *cobra.Command) error {
 			r, err := analysis.FindRequests(s, rf.options(f))
 			if errors.Is(err, analysis.ErrNoSocketCalls) {
 				return withCode(ExitUsage, err)
@@ -60,7 +61,7 @@ list and explain.`
 
 // requestsTo prints the requests of a finished attach to stderr, and JSON to a file.
 func requestsTo(src *analysis.Source, path, jsonPath string) error {
-	f := analysis.NoFilter()
+	f := source.NoFilter()
 	f.Limit = 5
 	r, err := analysis.FindRequests(src, (&requestFlags{}).options(f))
 	if err != nil {

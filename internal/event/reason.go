@@ -28,8 +28,8 @@ const (
 // server's poll with no request): no slowness of its own. It is not a
 // wait's reason (classify never gives it, and it is not in Reasons): the
 // analyses tell it from the waits around (for_work in
-// internal/analysis/sql/macros.sql), and it takes the wait's reason's place
-// in their output.
+// internal/analysis/source/sql/macros.sql), and it takes the wait's
+// reason's place in their output.
 const ReasonIdle Reason = "idle"
 
 // Reasons lists the vocabulary in report order.

@@ -10,7 +10,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/reports"
 	"github.com/whyslow/whyslow/internal/format"
 )
 
@@ -25,7 +25,7 @@ type FoldedOptions struct {
 // distinct stack, frames root first separated by ';', then a space and the
 // time in microseconds. The root frame is the process ("comm (pid)"), then
 // the thread ("comm (tid)"), then the kernel frames, outermost first.
-func Folded(w io.Writer, stacks []analysis.Stack, o FoldedOptions) error {
+func Folded(w io.Writer, stacks []reports.Stack, o FoldedOptions) error {
 	sums := map[string]uint64{}
 	for _, st := range stacks {
 		sums[foldedLine(st, o)] += st.NS
@@ -44,7 +44,7 @@ func Folded(w io.Writer, stacks []analysis.Stack, o FoldedOptions) error {
 	return bw.Flush()
 }
 
-func foldedLine(st analysis.Stack, o FoldedOptions) string {
+func foldedLine(st reports.Stack, o FoldedOptions) string {
 	frames := []string{fmt.Sprintf("%s (%d)", frame(st.Process), st.PID), fmt.Sprintf("%s (%d)", frame(st.Thread), st.TID)}
 	switch {
 	case st.Reason == "cpu":

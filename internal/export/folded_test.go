@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/reports"
 	"github.com/whyslow/whyslow/internal/store/storetest/hostile"
 )
 
@@ -27,7 +27,7 @@ func folded(t *testing.T, out string) map[string]uint64 {
 
 func TestFoldedOffCPUByReason(t *testing.T) {
 	_, src := fixture(t)
-	stacks, err := analysis.Stacks(src, analysis.StackOptions{OffCPU: true})
+	stacks, err := reports.Stacks(src.Source, reports.StackOptions{OffCPU: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestFoldedOffCPUByReason(t *testing.T) {
 
 func TestFoldedOnCPUHasNoInventedStacks(t *testing.T) {
 	_, src := fixture(t)
-	stacks, err := analysis.Stacks(src, analysis.StackOptions{OnCPU: true, PIDs: []uint32{hostile.PID}})
+	stacks, err := reports.Stacks(src.Source, reports.StackOptions{OnCPU: true, PIDs: []uint32{hostile.PID}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/reports"
 )
 
 // A Perfetto trace (protos/perfetto/trace/perfetto_trace.proto) made of
@@ -316,7 +317,7 @@ type counterTrack struct {
 func (b *perfettoBuilder) counters() error {
 	dur := b.src.Clock.EndMono - b.src.Clock.StartMono
 	buckets := int(min(max(dur/100_000_000, 1), 20000))
-	s, err := analysis.TimeSeries(b.src, buckets)
+	s, err := reports.TimeSeries(b.src.Source, buckets)
 	if err != nil {
 		return err
 	}

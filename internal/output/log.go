@@ -8,7 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/reports"
 	"github.com/whyslow/whyslow/internal/format"
 )
 
@@ -65,7 +65,7 @@ func NewLogWriter(w io.Writer, title, logFormat string, utc bool) (*LogWriter, e
 }
 
 // Op writes one operation.
-func (l *LogWriter) Op(o *analysis.Op) error {
+func (l *LogWriter) Op(o *reports.Op) error {
 	switch l.format {
 	case "json":
 		b, err := json.Marshal(o)
@@ -127,7 +127,7 @@ func (l *LogWriter) clock(b []byte, t time.Time) []byte {
 	return append(b, d[:]...)
 }
 
-func (l *LogWriter) proc(o *analysis.Op) string {
+func (l *LogWriter) proc(o *reports.Op) string {
 	k := procKey{o.Comm, o.PID, o.TID}
 	p, ok := l.procs[k]
 	if !ok {
@@ -137,7 +137,7 @@ func (l *LogWriter) proc(o *analysis.Op) string {
 	return p
 }
 
-func (l *LogWriter) file(o *analysis.Op) string {
+func (l *LogWriter) file(o *reports.Op) string {
 	k := fileLine{o.Path, o.FD}
 	f, ok := l.files[k]
 	if !ok {
@@ -156,7 +156,7 @@ func (l *LogWriter) file(o *analysis.Op) string {
 
 // csv writes a row; names are quoted as RFC 4180 says, and made Safe (a
 // file name may hold a newline or a terminal's escape).
-func (l *LogWriter) csv(o *analysis.Op) error {
+func (l *LogWriter) csv(o *reports.Op) error {
 	b := l.buf[:0]
 	b = l.stamp(b, o.BeginAt)
 	b = append(b, ',')

@@ -7,12 +7,14 @@ import (
 	"strings"
 
 	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/reports"
+	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/format"
 )
 
 // Header prints the recording's time range and any lost events: every
 // analysis starts with it, since loss can make any number low.
-func Header(w io.Writer, s *analysis.Source, f analysis.Filter, utc bool) {
+func Header(w io.Writer, s *analysis.Source, f source.Filter, utc bool) {
 	b, e := s.Clock.StartMono, s.Clock.EndMono
 	if f.Begin != 0 {
 		b = f.Begin
@@ -38,7 +40,7 @@ func Header(w io.Writer, s *analysis.Source, f analysis.Filter, utc bool) {
 }
 
 // Usage prints iousagetop.
-func Usage(w io.Writer, u *analysis.Usage) {
+func Usage(w io.Writer, u *reports.Usage) {
 	if !u.Calls {
 		fmt.Fprintln(w, "(default-level recording: no read or write call was hooked. Bytes and calls per process are the")
 		fmt.Fprintln(w, " kernel's own accounting; per file, what was dirtied and read from storage. The split by file,")
@@ -58,11 +60,11 @@ func Usage(w io.Writer, u *analysis.Usage) {
 	}
 	if u.Calls {
 		Heading(w, "Per-process I/O Read")
-		processBars(w, u.Processes, func(p analysis.ProcessIO) (uint64, [4]uint64) {
+		processBars(w, u.Processes, func(p reports.ProcessIO) (uint64, [4]uint64) {
 			return p.Read(), [4]uint64{p.ReadFile, p.ReadNet, p.ReadIPC, p.ReadOther}
 		})
 		Heading(w, "Per-process I/O Write")
-		processBars(w, u.Processes, func(p analysis.ProcessIO) (uint64, [4]uint64) {
+		processBars(w, u.Processes, func(p reports.ProcessIO) (uint64, [4]uint64) {
 			return p.Write(), [4]uint64{p.WriteFile, p.WriteNet, p.WriteIPC, p.WriteOther}
 		})
 	}
@@ -71,7 +73,7 @@ func Usage(w io.Writer, u *analysis.Usage) {
 		title = "Per-file I/O (dirtied + read from storage)"
 	}
 	Heading(w, title)
-	size := func(f analysis.FileIO) uint64 { return max(f.Read+f.Write, f.Dirtied+f.FromStorage) }
+	size := func(f reports.FileIO) uint64 { return max(f.Read+f.Write, f.Dirtied+f.FromStorage) }
 	var maxF uint64
 	for _, f := range u.Files {
 		maxF = max(maxF, size(f))
@@ -116,8 +118,8 @@ func Usage(w io.Writer, u *analysis.Usage) {
 	}
 }
 
-func processBars(w io.Writer, ps []analysis.ProcessIO, get func(analysis.ProcessIO) (uint64, [4]uint64)) {
-	sorted := append([]analysis.ProcessIO(nil), ps...)
+func processBars(w io.Writer, ps []reports.ProcessIO, get func(reports.ProcessIO) (uint64, [4]uint64)) {
+	sorted := append([]reports.ProcessIO(nil), ps...)
 	sort.SliceStable(sorted, func(i, j int) bool { a, _ := get(sorted[i]); b, _ := get(sorted[j]); return a > b })
 	var maxV uint64
 	for _, p := range sorted {
@@ -144,7 +146,7 @@ func processBars(w io.Writer, ps []analysis.ProcessIO, get func(analysis.Process
 func short(n uint64) string { return strings.ReplaceAll(format.Bytes(n), " ", "") }
 
 // Stats prints iolatencystats.
-func Stats(w io.Writer, st *analysis.Stats) {
+func Stats(w io.Writer, st *reports.Stats) {
 	Heading(w, "Syscall latency statistics")
 	t := Table{Cols: []Column{{Title: "class"}, {Title: "count", Right: true}, {Title: "min", Right: true}, {Title: "avg", Right: true},
 		{Title: "p50", Right: true}, {Title: "p90", Right: true}, {Title: "p99", Right: true}, {Title: "max", Right: true}, {Title: "stdev", Right: true}}}
@@ -177,7 +179,7 @@ func Stats(w io.Writer, st *analysis.Stats) {
 }
 
 // Freq prints iolatencyfreq.
-func Freq(w io.Writer, fs []analysis.Freq) {
+func Freq(w io.Writer, fs []reports.Freq) {
 	for _, f := range fs {
 		Heading(w, fmt.Sprintf("%s latency distribution", f.Class))
 		histogram(w, f.Linear)
@@ -188,7 +190,7 @@ func Freq(w io.Writer, fs []analysis.Freq) {
 	}
 }
 
-func histogram(w io.Writer, bs []analysis.Bucket) {
+func histogram(w io.Writer, bs []reports.Bucket) {
 	var maxC uint64
 	for _, b := range bs {
 		maxC = max(maxC, b.Count)
@@ -200,7 +202,7 @@ func histogram(w io.Writer, bs []analysis.Bucket) {
 
 // Ops prints top and log rows, the file on its own line to stay within 80
 // columns; a * marks operations that began or ended outside the selected range.
-func Ops(w io.Writer, title string, ops []analysis.Op, utc bool) {
+func Ops(w io.Writer, title string, ops []reports.Op, utc bool) {
 	Heading(w, title)
 	fmt.Fprintf(w, "%-16s %9s  %-16s %9s  %s\n", "begin", "duration", "syscall", "size", "process pid/tid")
 	for _, o := range ops {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/protocol"
 	"github.com/whyslow/whyslow/internal/event"
 )
 
@@ -12,7 +12,7 @@ import (
 // fact but cheaply: on a connection whose first call read (a server's end),
 // a request begins when a read returns bytes after the previous answer, and
 // is answered by the next write. A protocol's start-up (PostgreSQL's,
-// MySQL's handshake) is none, by its framer (analysis.Framer). One still unanswered past the threshold
+// MySQL's handshake) is none, by its framer (protocol.Framer). One still unanswered past the threshold
 // fires, while it is still slow; one answered past it fires if the poll
 // missed it.
 type serving struct {
@@ -39,7 +39,7 @@ type conn struct {
 	// message (PostgreSQL, MySQL, Redis) is cut by its framer, as `report
 	// requests` cuts it, so that its start-up is no request.
 	known  bool
-	framer analysis.Framer
+	framer protocol.Framer
 	setup  bool // the read not yet seen to return was start-up only
 }
 
@@ -135,12 +135,12 @@ func (s *serving) payload(p *event.Payload) {
 func (cn *conn) frame(data []byte) (label string, setup bool) {
 	if !cn.known && len(data) > 0 {
 		cn.known = true
-		if p := analysis.ProtocolOf(data); p != nil && p.NewFramer != nil {
+		if p := protocol.Detect(data); p != nil && p.NewFramer != nil {
 			cn.framer = p.NewFramer()
 		}
 	}
 	if cn.framer == nil {
-		return analysis.RequestLabel(data), false
+		return protocol.Label(data, false), false
 	}
 	// Live, a read's length is what was taken of it: a longer read's
 	// messages past that are not followed (its label is).

@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/source"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
@@ -21,7 +22,7 @@ import (
 // its ids.
 type Recording struct {
 	Host    string
-	Clock   analysis.Clock
+	Clock   source.Clock
 	Version string // whyslow's
 	seed    string
 }

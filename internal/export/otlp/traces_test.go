@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/output"
 	"github.com/whyslow/whyslow/internal/store"
 	"github.com/whyslow/whyslow/internal/store/storetest"
@@ -47,7 +48,7 @@ func attr(s *tracepb.Span, key string) *commonpb.AnyValue {
 // the blamed process's own span.
 func TestRequestTraces(t *testing.T) {
 	src := story(t, "slow-request")
-	f := analysis.NoFilter()
+	f := source.NoFilter()
 	f.Limit = 0
 	r, err := analysis.FindRequests(src, analysis.RequestOptions{Filter: f, Explained: 100})
 	if err != nil {
@@ -155,7 +156,7 @@ func TestRequestTraces(t *testing.T) {
 // trace, its server span the child of the header's span, flagged remote.
 func TestJoinsTraceParent(t *testing.T) {
 	src := story(t, "slow-request")
-	f := analysis.NoFilter()
+	f := source.NoFilter()
 	f.Limit = 1
 	r, err := analysis.FindRequests(src, analysis.RequestOptions{Filter: f})
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/reports"
+	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/store"
 	"github.com/whyslow/whyslow/internal/store/storetest/hostile"
 )
@@ -49,13 +51,13 @@ func fixtureReport(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	r.WindowStartWallNS = src.Clock.Wall(r.Timeline.StartMono).UnixNano()
-	if r.Series, err = analysis.TimeSeries(src, 40); err != nil {
+	if r.Series, err = reports.TimeSeries(src.Source, 40); err != nil {
 		t.Fatal(err)
 	}
-	if r.Stacks, err = analysis.Stacks(src, analysis.StackOptions{OffCPU: true}); err != nil {
+	if r.Stacks, err = reports.Stacks(src.Source, reports.StackOptions{OffCPU: true}); err != nil {
 		t.Fatal(err)
 	}
-	f := analysis.NoFilter()
+	f := source.NoFilter()
 	if r.Requests, err = analysis.FindRequests(src, analysis.RequestOptions{Filter: f, Explained: 5}); err != nil {
 		t.Fatal(err)
 	}

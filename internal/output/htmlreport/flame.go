@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/reports"
 	"github.com/whyslow/whyslow/internal/format"
 )
 
@@ -22,7 +22,7 @@ type FlameNode struct {
 const minFlameShare = 1.0 / 2000
 
 // Flame builds the off-CPU flame graph's tree from folded stacks.
-func Flame(stacks []analysis.Stack) *FlameNode {
+func Flame(stacks []reports.Stack) *FlameNode {
 	root := &FlameNode{Name: "all"}
 	index := map[*FlameNode]map[string]*FlameNode{}
 	child := func(n *FlameNode, name, reason string) *FlameNode {

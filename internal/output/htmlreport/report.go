@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/reports"
 	"github.com/whyslow/whyslow/internal/event"
 	"github.com/whyslow/whyslow/internal/format"
 	"github.com/whyslow/whyslow/internal/output"
@@ -39,8 +40,8 @@ type Report struct {
 	Meta        map[string]string
 	Explanation *analysis.Explanation
 	Timeline    *analysis.Timeline
-	Series      *analysis.Series
-	Stacks      []analysis.Stack
+	Series      *reports.Series
+	Stacks      []reports.Stack
 	// Requests, when the recording has them; RequestsNote says why not.
 	Requests     *analysis.Requests
 	RequestsNote string

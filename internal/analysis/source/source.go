@@ -1,0 +1,199 @@
+// Package source is a recording as every analysis reads it: a Source (the
+// recording's pool, metadata, clock and losses) whose analysis runs hold a
+// connection of their own, the SQL modules' loader, the macros every held
+// connection is made with, and the Filter an analysis takes. The analyses
+// (internal/analysis, internal/analysis/reports) import it; it imports none
+// of them.
+package source
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/whyslow/whyslow/internal/store"
+)
+
+// Source is a recording with its clock, as analyses need it. It may be
+// shared by analyses running at once: each runs on a connection of its own
+// (Hold).
+type Source struct {
+	// DB is the recording's pool of connections, for callers' own queries;
+	// an analysis queries only the connection it holds.
+	DB    *sql.DB
+	Meta  map[string]string
+	Clock Clock
+	Lost  map[string]uint64
+	// EveryStep runs the steps that would be skipped on empty input (tests
+	// check that skipping them changes no answer).
+	EveryStep bool
+	// filled says which of skippable's tables hold rows (HasRows): one for
+	// the Source and every analysis run on it.
+	filled *filled
+	// conn is the connection the running analysis holds (Hold), with ctx:
+	// DuckDB's temporary tables and macros are a connection's own, so every
+	// query of an analysis goes through it.
+	conn *sql.Conn
+	ctx  context.Context
+}
+
+// New wraps an open recording.
+func New(r *store.Recording) *Source {
+	off, _ := strconv.ParseInt(r.Meta["clock_offset_ns"], 10, 64)
+	start, _ := strconv.ParseUint(r.Meta["start_mono"], 10, 64)
+	dur, _ := strconv.ParseUint(r.Meta["duration_ns"], 10, 64)
+	s := &Source{DB: r.DB, Meta: r.Meta, Clock: Clock{OffsetNS: off, StartMono: start, EndMono: start + dur}, Lost: r.Lost(),
+		filled: &filled{}}
+	if dur == 0 {
+		// cut short (SIGKILL): the end is the last event
+		var last sql.NullInt64
+		r.DB.QueryRow("SELECT max(ts) FROM (SELECT max(ts) AS ts FROM syscalls UNION ALL SELECT max(ts) FROM offcpu UNION ALL SELECT max(ts) FROM block)").Scan(&last)
+		if last.Valid {
+			s.Clock.EndMono = uint64(last.Int64)
+		}
+	}
+	return s
+}
+
+// skippable are the tables a step of an analysis is skipped on when they
+// are empty: what the step would find is then known without asking.
+var skippable = []string{"offcpu_raw", "syscall_raw", "syscall_totals_raw", "uring_raw", "unlink_raw", "dirtied", "forks", "existing",
+	"samples", "block_raw"}
+
+// HasRows says whether one of skippable's tables holds a row, asked once
+// for all of them. DuckDB takes milliseconds to plan a query over the views
+// even when its tables are empty: that was most of the time an explanation
+// of a short command took.
+func (s *Source) HasRows(table string) bool {
+	if s.EveryStep {
+		return true
+	}
+	s.filled.once.Do(func() {
+		s.filled.tables = map[string]bool{}
+		parts := make([]string, len(skippable))
+		for i, t := range skippable {
+			parts[i] = "SELECT '" + t + "' FROM (SELECT 1 FROM " + t + " LIMIT 1)"
+		}
+		rows, err := s.Query(strings.Join(parts, " UNION ALL "))
+		if err == nil {
+			defer rows.Close()
+			for rows.Next() {
+				var t string
+				if rows.Scan(&t) == nil {
+					s.filled.tables[t] = true
+				}
+			}
+			err = rows.Err()
+		}
+		if err != nil { // unknown: every step runs
+			for _, t := range skippable {
+				s.filled.tables[t] = true
+			}
+		}
+	})
+	filled, known := s.filled.tables[table]
+	return filled || !known && !slices.Contains(skippable, table)
+}
+
+// filled is HasRows' answer, found once.
+type filled struct {
+	once   sync.Once
+	tables map[string]bool
+}
+
+// Hold gives an analysis run a connection of its own, held until done is
+// called: the temporary tables it builds (target_offcpu, usage_io, ...) are
+// that connection's, and every query of the run reads them through it. The
+// connection is made with target_pids (empty until the analysis names its
+// target) and the macros every analysis may use (Macros). A Source already
+// held (an analysis run inside another: requests explain) is returned as it
+// is, with a done that does nothing. done drops the run's temporary tables
+// and gives the connection back to the pool.
+func (s *Source) Hold() (held *Source, done func(), err error) {
+	if s.conn != nil {
+		return s, func() {}, nil
+	}
+	ctx := context.Background()
+	conn, err := s.DB.Conn(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connecting to the recording: %w", err)
+	}
+	// The macros (sql/macros.sql) name target_pids: it is made first.
+	if _, err := conn.ExecContext(ctx, "CREATE OR REPLACE TEMP TABLE target_pids (pid UINTEGER);\n"+Macros()); err != nil {
+		conn.Close()
+		return nil, nil, fmt.Errorf("making the analyses' macros: %w", err)
+	}
+	h := *s
+	h.conn, h.ctx = conn, ctx
+	if h.filled == nil {
+		h.filled = &filled{}
+	}
+	return &h, func() {
+		dropTemporary(ctx, conn)
+		conn.Close()
+	}, nil
+}
+
+// Held says whether the Source is an analysis run's, holding a connection.
+func (s *Source) Held() bool { return s.conn != nil }
+
+// dropTemporary drops the temporary tables of a run, so that the pooled
+// connection keeps no memory of it, and no later run reads them. The
+// derived tables every connection is made with (store.IsDerived) stay.
+func dropTemporary(ctx context.Context, conn *sql.Conn) {
+	rows, err := conn.QueryContext(ctx, "SELECT table_name FROM duckdb_tables() WHERE temporary")
+	if err != nil {
+		return
+	}
+	var names []string
+	for rows.Next() {
+		var n string
+		if rows.Scan(&n) == nil && !store.IsDerived(n) {
+			names = append(names, n)
+		}
+	}
+	rows.Close()
+	for _, n := range names {
+		conn.ExecContext(ctx, `DROP TABLE IF EXISTS temp.main."`+strings.ReplaceAll(n, `"`, `""`)+`"`)
+	}
+}
+
+// Query, QueryRow and Exec run q on the connection the analysis holds.
+// Outside one (a step called without Hold) they panic: another connection
+// would not have the run's temporary tables, or worse, another run's.
+func (s *Source) Query(q string, args ...any) (*sql.Rows, error) {
+	return s.Conn().QueryContext(s.ctx, q, args...)
+}
+
+func (s *Source) QueryRow(q string, args ...any) *sql.Row {
+	return s.Conn().QueryRowContext(s.ctx, q, args...)
+}
+
+func (s *Source) Exec(q string, args ...any) (sql.Result, error) {
+	return s.Conn().ExecContext(s.ctx, q, args...)
+}
+
+// Conn is the connection the analysis holds, with Context, for what
+// database/sql's queries do not give (driver values unconverted).
+func (s *Source) Conn() *sql.Conn {
+	if s.conn == nil {
+		panic("analysis: a query outside the connection of an analysis (Source.Hold)")
+	}
+	return s.conn
+}
+
+// Context is the held connection's context.
+func (s *Source) Context() context.Context { return s.ctx }
+
+// Full reports whether the recording streamed every I/O syscall.
+func (s *Source) Full() bool { return s.Meta["level"] == "full" }
+
+// WaitsOnly reports whether the recording hooked no syscall (the default
+// level): its syscalls rows are waits seen at context switches, without
+// return values, and calls that never waited are absent. Bytes then come
+// from the pages the target dirtied and the disk reads it issued.
+func (s *Source) WaitsOnly() bool { return s.Meta["level"] == "waits" }
