@@ -223,7 +223,7 @@ static __always_inline void emit_unlink(struct inflight *in, long ret, __u64 dur
 
 /* Per connection, what the target did last (CONN_WROTE, CONN_READ) and
  * which end it is (CONN_SERVER, CONN_CLIENT), as serverSide decides it in
- * internal/analysis/frame.go: an accept or a connect says it, else the
+ * internal/analysis/requests_cut.go: an accept or a connect says it, else the
  * first data (a read: the server's end). A read after a write (or the
  * first on a connection) begins a request: only its bytes' arrival is
  * looked up (a later read's bytes are the same request's, or a pipelined
@@ -280,7 +280,7 @@ static __always_inline void note_request(struct inflight *in, __u32 pid, long re
 	if (ret <= 0)
 		return;
 	__u32 cls = syscall_class(in->nr);
-	/* The split of analysis.reads/writes (internal/analysis/sql_words.go):
+	/* The split of source.Reads/Writes (internal/analysis/source/direction.go):
 	 * sendfile, splice and copy_file_range are neither, their f is the file
 	 * they read from, so a sendfile is no answer on a connection. */
 	bool read = cls == CLS_READ || in->nr == NR_recvfrom || in->nr == NR_recvmsg;
