@@ -42,9 +42,9 @@ static __always_inline int on_exec(struct task_struct *p, struct linux_binprm *b
 		return 0;
 	fill_hdr(&e->h, EV_EXEC);
 	/* the thread keeps its on-CPU account under its new name */
-	struct cpu_val *c = bpf_map_lookup_elem(&cpu, &e->h.tid);
-	if (c)
-		__builtin_memcpy(c->comm, e->h.comm, sizeof(c->comm));
+	struct wait_slot *slot = bpf_map_lookup_elem(&offcpu_start, &e->h.tid);
+	if (slot && slot->cpu.pid)
+		__builtin_memcpy(slot->cpu.comm, e->h.comm, sizeof(slot->cpu.comm));
 	e->ppid = BPF_CORE_READ(p, real_parent, tgid);
 	const char *fn = BPF_CORE_READ(bprm, filename);
 	bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), fn);

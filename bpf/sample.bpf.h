@@ -125,9 +125,9 @@ static __always_inline int on_rename(struct task_struct *task, const char *comm)
 	if (!is_target(t->tgid))
 		return 0;
 	__u32 tid = t->pid;
-	struct cpu_val *c = bpf_map_lookup_elem(&cpu, &tid);
-	if (c)
-		bpf_probe_read_kernel_str(c->comm, sizeof(c->comm), comm);
+	struct wait_slot *slot = bpf_map_lookup_elem(&offcpu_start, &tid);
+	if (slot && slot->cpu.pid)
+		bpf_probe_read_kernel_str(slot->cpu.comm, sizeof(slot->cpu.comm), comm);
 	return 0;
 }
 

@@ -235,6 +235,15 @@ static __always_inline __s32 wait_stack(void *ctx, __u32 state, long nr, __u64 n
 	return id;
 }
 
+/* Ends a target thread's on-CPU stretch in its slot at now. */
+static __always_inline void close_oncpu(struct wait_slot *slot, __u64 now)
+{
+	if (slot->cpu.on_since) {
+		slot->cpu.oncpu_ns += now - slot->cpu.on_since;
+		slot->cpu.on_since = 0;
+	}
+}
+
 /* A target thread's wait opens at its switch-out and closes at its
  * switch-in. Its entry in offcpu_start stays between waits, closed (ts 0),
  * until the thread dies: rewritten in place, a wait costs one lookup at
@@ -350,19 +359,27 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 	bool prev_user = follow_peers && prev_kind == KIND_NONE && prev_tid && prev_tgid != self_pid && pv->mm;
 	__u64 now = prev_target || prev_peer || prev_user || other_syncs_open ? bpf_ktime_get_ns() : 0;
 
-	/* A dying task's last switch is no wait: it never runs again. */
+	/* A dying task's last switch is no wait: it never runs again. A
+	 * target's slot stays for user space's last read of its on-CPU time. */
 	bool dead = (prev_state & 0x80) || pv->exit_state;
 	if (prev_tid && dead) {
 		struct wait_slot *o = bpf_map_lookup_elem(&offcpu_start, &prev_tid);
 		if (o) {
 			bool other = o->w.other;
 			flush_run(o);
-			if (bpf_map_delete_elem(&offcpu_start, &prev_tid) == 0 && other)
+			if (prev_target && !other) {
+				close_oncpu(o, now);
+				o->w.ts = 0;
+				o->cpu.gone = 1;
+			} else if (bpf_map_delete_elem(&offcpu_start, &prev_tid) == 0 && other) {
 				__sync_fetch_and_add(&other_syncs_open, -1);
+			}
 		}
 	}
 	if ((prev_target || prev_peer) && !dead) {
 		struct wait_slot *slot = bpf_map_lookup_elem(&offcpu_start, &prev_tid);
+		if (slot && prev_target)
+			close_oncpu(slot, now);
 		struct offstart s = {};
 		s.ts = now;
 		s.pid = prev_tgid;
@@ -415,12 +432,6 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 			}
 		}
 	}
-	/* close the on-CPU stretch, dying or not (only targets have one) */
-	struct cpu_val *pc = prev_target ? bpf_map_lookup_elem(&cpu, &prev_tid) : NULL;
-	if (pc && pc->on_since) {
-		pc->oncpu_ns += now - pc->on_since;
-		pc->on_since = 0;
-	}
 
 	__u8 next_kind = next_tid ? task_kind(next_tgid) : KIND_NONE;
 	bool next_target = next_kind == KIND_TARGET, next_peer = next_kind >= KIND_PEER;
@@ -445,18 +456,18 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 	if (next_peer && !next_target)
 		return peer_switch_in(next, next_tgid, next_tid, now, btf);
 	if (next_target) {
-		struct cpu_val *c = bpf_map_lookup_elem(&cpu, &next_tid);
-		if (!c) {
-			struct cpu_val zero = {};
-			zero.pid = next_tgid;
-			task_comm(next, zero.comm);
-			bpf_map_update_elem(&cpu, &next_tid, &zero, BPF_NOEXIST);
-			c = bpf_map_lookup_elem(&cpu, &next_tid);
-		}
-		if (c)
-			c->on_since = now;
-
 		struct wait_slot *slot = bpf_map_lookup_elem(&offcpu_start, &next_tid);
+		if (!slot && bpf_map_update_elem(&offcpu_start, &next_tid, &empty_slot, BPF_NOEXIST) == 0)
+			slot = bpf_map_lookup_elem(&offcpu_start, &next_tid);
+		if (slot) {
+			/* a new thread, or a tid reused before user space retired the last one's slot */
+			if (slot->cpu.pid != next_tgid || slot->cpu.gone) {
+				slot->cpu.pid = next_tgid;
+				slot->cpu.gone = 0;
+				task_comm(next, slot->cpu.comm);
+			}
+			slot->cpu.on_since = now;
+		}
 		if (slot && slot->w.ts) {
 			end_wait(next, next_tgid, next_tid, slot, now);
 			return 0;

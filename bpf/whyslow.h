@@ -372,12 +372,14 @@ struct dirty_val {
 	char comm[TASK_COMM_LEN];
 };
 
-/* On-CPU time per thread; drained by user space. */
+/* A target thread's on-CPU time, in its wait slot; drained by user space.
+ * gone: the thread died (its last switch was seen): user space reads its
+ * total once more and removes the slot. */
 struct cpu_val {
 	__u64 oncpu_ns;
 	__u64 on_since;
 	__u32 pid;
-	__u32 _pad;
+	__u32 gone;
 	char comm[TASK_COMM_LEN];
 };
 

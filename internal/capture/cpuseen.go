@@ -2,16 +2,17 @@ package capture
 
 import "sync"
 
-// cpuAccount is the on-CPU time already reported per thread, for the threads
-// in the kernel's cpu map: each drain reports what a thread's total grew by.
-// A thread that has left the map is forgotten, so the account holds no more
-// threads than the map.
+// cpuAccount is the on-CPU time already reported per thread, for the target
+// threads in the kernel's wait slots: each drain reports what a thread's
+// total grew by. A thread that has left the map is forgotten, so the account
+// holds no more threads than the map.
 //
-// An exited thread is taken out of the map once its last time is reported
-// (retire): the map is an LRU, and left to it, the dead would fill it (32k
-// threads, a quarter of an hour of a busy machine's churn), every drain
-// would read them all, and a long exporter, top or watch would grow until
-// it was full.
+// A dead thread's slot is taken out of the map once its last time is
+// reported: when the slot says the thread died (its last switch was seen),
+// or else once its exit event was read (retire). Left in, the dead would
+// fill the map (32k threads, a quarter of an hour of a busy machine's
+// churn), every drain would read them all, and a new thread would find no
+// slot.
 type cpuAccount struct {
 	seen  map[uint32]cpuSeen
 	round uint64 // the pass over the map under way
@@ -45,6 +46,16 @@ func (a *cpuAccount) report(tid uint32, total uint64) uint64 {
 	s.round = a.round
 	a.seen[tid] = s
 	return d
+}
+
+// forget forgets thread tid, whose last time has been reported (its slot
+// said it died): the kernel's slot is taken out, and a thread given its tid
+// later starts from nothing.
+func (a *cpuAccount) forget(tid uint32) {
+	delete(a.seen, tid)
+	a.mu.Lock()
+	delete(a.exited, tid)
+	a.mu.Unlock()
 }
 
 // exit notes that thread tid exited (its exit event was read). Safe to

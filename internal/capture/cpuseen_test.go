@@ -3,7 +3,7 @@ package capture
 import "testing"
 
 // TestCPUAccount: each drain reports what a thread's on-CPU total grew by,
-// and the account forgets the threads gone from the kernel's cpu map, so a
+// and the account forgets the threads gone from the kernel's wait slots, so a
 // long exporter or top does not keep every thread that ever ran.
 func TestCPUAccount(t *testing.T) {
 	var a cpuAccount

@@ -37,7 +37,13 @@ func (e *Engine) drain(final bool) []event.Event {
 	})
 
 	now := monotonicNow()
-	complete := readMap(e.maps.Cpu, false, func(tid *uint32, cv *whyslowCpuVal) {
+	// A target thread's on-CPU time is in its wait slot (cpu.pid 0: none).
+	var gone []uint32
+	complete := readMap(e.maps.OffcpuStart, false, func(tid *uint32, slot *whyslowWaitSlot) {
+		cv := &slot.Cpu
+		if cv.Pid == 0 {
+			return
+		}
 		total := cv.OncpuNs
 		if cv.OnSince != 0 && now > cv.OnSince {
 			total += now - cv.OnSince // running right now
@@ -45,11 +51,21 @@ func (e *Engine) drain(final bool) []event.Event {
 		if d := e.cpuSeen.report(*tid, total); d > 0 {
 			out = append(out, &event.CPUTime{Header: event.Header{Time: now, PID: cv.Pid, TID: *tid, Comm: dec.comm(cv.Comm)}, OnCPU: d})
 		}
+		if cv.Gone != 0 {
+			gone = append(gone, *tid) // its last switch is past: this was its last time
+		}
 	})
 	dead := e.cpuSeen.retire()
 	e.cpuSeen.endRound(complete)
-	for _, tid := range dead {
-		e.maps.Cpu.Delete(tid) // gone already (the LRU took it): nothing to do
+	for _, tid := range gone {
+		e.cpuSeen.forget(tid)
+	}
+	if !final {
+		// Its slot, once read after it died, holds nothing more. At the
+		// end, the slots are read once more below.
+		for _, tid := range append(dead, gone...) {
+			e.maps.OffcpuStart.Delete(tid) // gone already (a new thread's, or removed): nothing to do
+		}
 	}
 
 	if final {

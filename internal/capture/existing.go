@@ -123,10 +123,10 @@ func (e *Engine) stillWaiting(now uint64) []event.Event {
 	var out []event.Event
 	var tid uint32
 	var since uint64
-	var cv whyslowCpuVal
+	var slot whyslowWaitSlot
 	it := e.maps.WaitingAtStart.Iterate()
 	for it.Next(&tid, &since) {
-		if now <= since || e.maps.Cpu.Lookup(tid, &cv) == nil {
+		if now <= since || e.maps.OffcpuStart.Lookup(tid, &slot) == nil && slot.Cpu.Pid != 0 {
 			continue // it ran: its waits were seen
 		}
 		out = append(out, &event.OffCPU{Header: event.Header{Time: now, TID: tid},

@@ -71,7 +71,7 @@ type whyslowCpuVal struct {
 	OncpuNs uint64
 	OnSince uint64
 	Pid     uint32
-	Pad     uint32
+	Gone    uint32
 	Comm    [16]int8
 }
 
@@ -458,6 +458,7 @@ type whyslowWaitSlot struct {
 		Sock whyslowWakerSock
 	}
 	Run whyslowOffcpuEvent
+	Cpu whyslowCpuVal
 }
 
 type whyslowWakerSock struct {
@@ -490,7 +491,6 @@ const (
 	whyslowMapAgg                     = "agg"
 	whyslowMapCalls                   = "calls"
 	whyslowMapConnDir                 = "conn_dir"
-	whyslowMapCpu                     = "cpu"
 	whyslowMapDirty                   = "dirty"
 	whyslowMapEvents                  = "events"
 	whyslowMapFileNest                = "file_nest"
@@ -706,7 +706,6 @@ type whyslowMapSpecs struct {
 	Agg            *ebpf.MapSpec `ebpf:"agg"`
 	Calls          *ebpf.MapSpec `ebpf:"calls"`
 	ConnDir        *ebpf.MapSpec `ebpf:"conn_dir"`
-	Cpu            *ebpf.MapSpec `ebpf:"cpu"`
 	Dirty          *ebpf.MapSpec `ebpf:"dirty"`
 	Events         *ebpf.MapSpec `ebpf:"events"`
 	FileNest       *ebpf.MapSpec `ebpf:"file_nest"`
@@ -808,7 +807,6 @@ type whyslowMaps struct {
 	Agg            *ebpf.Map `ebpf:"agg"`
 	Calls          *ebpf.Map `ebpf:"calls"`
 	ConnDir        *ebpf.Map `ebpf:"conn_dir"`
-	Cpu            *ebpf.Map `ebpf:"cpu"`
 	Dirty          *ebpf.Map `ebpf:"dirty"`
 	Events         *ebpf.Map `ebpf:"events"`
 	FileNest       *ebpf.Map `ebpf:"file_nest"`
@@ -840,7 +838,6 @@ func (m *whyslowMaps) Close() error {
 		m.Agg,
 		m.Calls,
 		m.ConnDir,
-		m.Cpu,
 		m.Dirty,
 		m.Events,
 		m.FileNest,
