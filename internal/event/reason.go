@@ -25,16 +25,20 @@ const (
 )
 
 // ReasonIdle is time a thread waited for work that had not come (accept, a
-// server's poll with no request): no slowness of its own. It is not a
-// wait's reason (classify never gives it, and it is not in Reasons): the
-// analyses tell it from the waits around (for_work in
-// internal/analysis/source/sql/macros.sql), and it takes the wait's
-// reason's place in their output.
+// server's poll with no request): no slowness of its own. No wait is
+// classified so (classify never gives it): the analyses derive it from the
+// waits around (for_work in internal/analysis/source/sql/macros.sql), and
+// it takes the wait's reason's place in their output.
 const ReasonIdle Reason = "idle"
 
-// Reasons lists the vocabulary in report order.
+// Reasons lists the vocabulary in report order: every reason a wait can be
+// classified as, then idle, the one the analyses derive (Derived).
 var Reasons = []Reason{ReasonCPU, ReasonRunqueue, ReasonCPUQuota, ReasonMemory, ReasonDiskRead, ReasonDiskWrite, ReasonDirtyThrottle,
-	ReasonSync, ReasonNetwork, ReasonLock, ReasonSleep, ReasonChild, ReasonIPC, ReasonOther}
+	ReasonSync, ReasonNetwork, ReasonLock, ReasonSleep, ReasonChild, ReasonIPC, ReasonOther, ReasonIdle}
+
+// Derived reports whether no wait is classified so: the analyses tell it
+// from the waits around (idle).
+func (r Reason) Derived() bool { return r == ReasonIdle }
 
 // Disk reports whether the reason is waiting on storage in any form.
 func (r Reason) Disk() bool {

@@ -237,8 +237,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for g, t := range c.byGroup {
 		for _, r := range event.Reasons {
-			if r == event.ReasonCPU {
-				continue
+			if r == event.ReasonCPU || r.Derived() {
+				continue // its own metric; none in the live view
 			}
 			send(descWait, prometheus.CounterValue, t.wait[r], g, string(r))
 		}

@@ -324,9 +324,12 @@ func allThreads(x *analysis.Explanation) string {
 	add("cpu", x.Time.OnCPUS)
 	add("runqueue", x.Time.RunqueueS)
 	for _, r := range event.Reasons {
-		add(string(r), x.Time.OffCPUS[string(r)])
+		if r.Derived() {
+			add(string(r), x.Time.IdleS)
+		} else {
+			add(string(r), x.Time.OffCPUS[string(r)])
+		}
 	}
-	add(string(event.ReasonIdle), x.Time.IdleS)
 	if len(parts) == 0 {
 		return ""
 	}

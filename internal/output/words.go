@@ -30,6 +30,7 @@ var reasonWords = map[string]string{
 	string(event.ReasonChild):         "waiting for child processes",
 	string(event.ReasonIPC):           "waiting on pipes or unix sockets",
 	string(event.ReasonOther):         "off CPU for other reasons",
+	string(event.ReasonIdle):          "idle, waiting for work (accept, a poll with no request)",
 }
 
 // verdictSentence: "83% of 2.10 s waiting for disk writes: main thread

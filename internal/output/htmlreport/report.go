@@ -130,7 +130,6 @@ func Write(w io.Writer, r *Report) error {
 	for _, reason := range event.Reasons {
 		v.Reasons = append(v.Reasons, string(reason))
 	}
-	v.Reasons = append(v.Reasons, string(event.ReasonIdle))
 	v.Data = r.chartData()
 	if err := page.Execute(w, v); err != nil {
 		return fmt.Errorf("writing the HTML report: %w", err)

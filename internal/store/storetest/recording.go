@@ -210,7 +210,7 @@ var canonicalStacks = map[event.Reason][]string{
 // cannot give (sync named on a call that does not sync) fails the test.
 func (r *Recording) stackFor(o *event.OffCPU, reason event.Reason) []string {
 	in := classify.Input{State: o.State, Syscall: o.Syscall, FileKind: o.FileKind, WakerKind: o.WakerFile.Kind, WakerSyscall: o.WakerSyscall, Quota: o.Quota}
-	if !slices.Contains(event.Reasons, reason) || classify.Reason(in) == reason {
+	if !slices.Contains(event.Reasons, reason) || reason.Derived() || classify.Reason(in) == reason {
 		return nil // none, or a word the analyses derive (idle)
 	}
 	in.Frames = canonicalStacks[reason]
