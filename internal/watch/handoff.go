@@ -50,7 +50,7 @@ func init() {
 var errDiskFull = errors.New("no space left for the incident")
 
 // handOff writes a recording at path from events, through a child whyslow.
-func handOff(exe, path string, meta map[string]string, lost map[string]uint64, events []event.Event) error {
+func handOff(own *ownChildren, exe, path string, meta map[string]string, lost map[string]uint64, events []event.Event) error {
 	cmd := exec.Command(exe, "watch", "--write-recording")
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -61,9 +61,11 @@ func handOff(exe, path string, meta map[string]string, lost map[string]uint64, e
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting the incident's writer: %w", err)
 	}
+	own.started(cmd)
 	err = encodeHandoff(in, handoffHeader{Path: path, Meta: meta, Lost: lost}, events)
 	in.Close()
 	werr := cmd.Wait()
+	own.ended(cmd)
 	var ee *exec.ExitError
 	switch {
 	case errors.As(werr, &ee) && ee.ExitCode() == ExitDiskFull:

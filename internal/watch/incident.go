@@ -134,7 +134,7 @@ func (w *watcher) write(t *Trigger, fired time.Time) Incident {
 	w.mu.Unlock()
 	inc.PID = t.PID
 	if inc.PID == 0 {
-		inc.PID = mostStalled(win.events, t.Kind, w.self)
+		inc.PID = mostStalled(win.events, t.Kind, w.ours)
 	}
 	inc.Requests = t.Kind == KindSlowRequest
 	final := filepath.Join(w.o.Dir, inc.Name+".db")
@@ -188,7 +188,7 @@ const partialPrefix = ".partial-"
 // record writes the window as a recording, as `whyslow record` would have,
 // by a child whyslow (handoff.go).
 func (w *watcher) record(path string, win window, t *Trigger, pid uint32, lost map[string]uint64) error {
-	return handOff(w.o.Exe, path, w.meta(win, t, pid), lost, win.events)
+	return handOff(&w.own, w.o.Exe, path, w.meta(win, t, pid), lost, win.events)
 }
 
 func (w *watcher) meta(win window, t *Trigger, pid uint32) map[string]string {
@@ -261,11 +261,11 @@ func lifetime(win window, pid uint32) (begin, end uint64) {
 // mostStalled picks the process an incident with no process of its own
 // explains first: the one that waited longest, in the window, for what the
 // trigger is about (storage for io pressure and by hand, a CPU for cpu).
-func mostStalled(events []event.Event, kind string, self uint32) uint32 {
+func mostStalled(events []event.Event, kind string, ours func(pid uint32) bool) uint32 {
 	waited := map[uint32]uint64{}
 	for _, ev := range events {
 		o, ok := ev.(*event.OffCPU)
-		if !ok || o.PID == self || o.PID == 0 {
+		if !ok || ours(o.PID) || o.PID == 0 {
 			continue
 		}
 		switch kind {
@@ -358,7 +358,7 @@ func (w *watcher) run(args ...string) ([]byte, error) {
 	cmd.Env = append(os.Environ(), "NO_COLOR=1")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, err := w.own.output(cmd, false)
 	if err != nil {
 		return out, fmt.Errorf("whyslow %s: %w: %s", args[1], err, strings.TrimSpace(stderr.String()))
 	}

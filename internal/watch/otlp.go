@@ -29,13 +29,14 @@ const otlpGrace = 5 * time.Second
 // sends its slow requests; another, its process's critical path.
 type otlpSender struct {
 	o             *Options
+	own           *ownChildren // watch's, whose export processes these are
 	queue         chan Incident
 	done          chan struct{}
 	sent, dropped atomic.Uint64
 }
 
-func newOTLPSender(o *Options) *otlpSender {
-	return &otlpSender{o: o, queue: make(chan Incident, otlpQueued), done: make(chan struct{})}
+func newOTLPSender(o *Options, own *ownChildren) *otlpSender {
+	return &otlpSender{o: o, own: own, queue: make(chan Incident, otlpQueued), done: make(chan struct{})}
 }
 
 // add queues an incident; it never blocks the watch.
@@ -97,7 +98,7 @@ func (s *otlpSender) send(ctx context.Context, inc Incident) error {
 	}
 	cmd := exec.CommandContext(ctx, s.o.Exe, args...)
 	cmd.Env = append(os.Environ(), "NO_COLOR=1")
-	out, err := cmd.CombinedOutput()
+	out, err := s.own.output(cmd, true)
 	if err != nil {
 		line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
 		return fmt.Errorf("%w: %s", err, strings.TrimPrefix(line, "whyslow: "))

@@ -18,7 +18,7 @@ func TestOTLPSenderDrops(t *testing.T) {
 	}
 	var log strings.Builder
 	o := &Options{Exe: f, Dir: t.TempDir(), OTLP: "http://127.0.0.1:1/v1/traces", Log: &log, Counters: &Counters{}}
-	s := newOTLPSender(o)
+	s := newOTLPSender(o, &ownChildren{})
 	for i := 0; i < otlpQueued+2; i++ {
 		s.add(Incident{Name: "x", PID: 1})
 	}

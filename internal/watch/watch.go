@@ -65,7 +65,7 @@ type Counters struct {
 func Run(ctx context.Context, o Options) error {
 	w := newWatcher(o)
 	if o.OTLP != "" {
-		w.otlp = newOTLPSender(&w.o)
+		w.otlp = newOTLPSender(&w.o, &w.own)
 		go w.otlp.run(ctx)
 		defer w.otlp.close()
 	}
@@ -102,6 +102,7 @@ type watcher struct {
 	flight *flight
 	info   live.Info
 	self   uint32
+	own    ownChildren // the processes it starts (own.go)
 
 	mu       sync.Mutex // the triggers' state: the capture's goroutine and the cuts' share it
 	stalls   *stalls
@@ -141,13 +142,16 @@ func newWatcher(o Options) *watcher {
 	return w
 }
 
+// ours says whether pid is whyslow's: watch, or a process it started.
+func (w *watcher) ours(pid uint32) bool { return pid == w.self || w.own.has(pid) }
+
 // batch keeps a batch of events and looks for triggers in it.
 func (w *watcher) batch(b []event.Event) {
 	w.mu.Lock()
 	for _, ev := range b {
 		h := ev.Hdr()
 		w.newest = max(w.newest, h.Time)
-		if h.PID == w.self {
+		if w.ours(h.PID) {
 			continue
 		}
 		var t *Trigger
@@ -181,7 +185,7 @@ func (w *watcher) waiting(now uint64, waiting []*event.OffCPU) {
 	defer w.mu.Unlock()
 	w.newest = max(w.newest, now)
 	for _, o := range waiting {
-		if o.PID == w.self || w.o.Stall == 0 {
+		if w.ours(o.PID) || w.o.Stall == 0 {
 			continue
 		}
 		if t := w.stalls.inProgress(o); t != nil {
