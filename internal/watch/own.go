@@ -21,7 +21,7 @@ const ownLinger = time.Minute
 // events stay in the recordings: what they cost other processes is
 // whyslow's own doing, and shown as such.
 type ownChildren struct {
-	mu    sync.Mutex
+	mu      sync.Mutex
 	endedAt map[uint32]time.Time // pid -> when it ended (zero: running)
 	// pids is a copy of endedAt's keys, read at every event without a lock.
 	pids atomic.Pointer[map[uint32]bool]
