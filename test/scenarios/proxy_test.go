@@ -106,9 +106,8 @@ php_admin_value[session.save_path] = %[3]s
 	nginx, port := startNginx(t, dir, fmt.Sprintf(`root %s;
     location ~ \.php$ {
       fastcgi_pass unix:%s;
+      include /etc/nginx/fastcgi_params;
       fastcgi_param SCRIPT_FILENAME $document_root$fastcgi_script_name;
-      fastcgi_param REQUEST_METHOD $request_method;
-      fastcgi_param QUERY_STRING $query_string;
       fastcgi_param HTTP_COOKIE $http_cookie;
     }`, www, sock))
 	return &webStack{url: fmt.Sprintf("http://127.0.0.1:%d/index.php", port), nginxPID: nginx.Process.Pid,
@@ -301,6 +300,25 @@ func TestRequestsNginxFPM(t *testing.T) {
 			}
 		})
 	}
+	// Recorded from PHP-FPM's side, a request is FastCGI records from
+	// nginx, named as nginx's own was, by their method and path.
+	t.Run("attach php-fpm master", func(t *testing.T) {
+		jar := filepath.Join(t.TempDir(), "jar")
+		stop := recordRequests(t, "attach", "-p", strconv.Itoa(web.fpmPID))
+		for range 4 {
+			curlTimed(t, web.url+"?user=secret", jar)
+		}
+		r, text, _ := stop()
+		t.Logf("report requests:\n%s", text)
+		if r.Count != 4 {
+			t.Errorf("%d requests counted at PHP-FPM, want the 4 nginx passed on", r.Count)
+		}
+		for _, q := range r.Requests {
+			if q.Label != "GET /index.php" {
+				t.Errorf("request %q at %s (pid %d), want GET /index.php (FastCGI's PARAMS, the query dropped)", q.Label, q.Comm, q.PID)
+			}
+		}
+	})
 }
 
 // serverReadsAsServer: report explain and report html of a server's

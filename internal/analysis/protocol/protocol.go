@@ -10,11 +10,13 @@ import "github.com/whyslow/whyslow/internal/event"
 // A request is cut from a connection by its protocol. Most request/response
 // protocols cut well by read-then-write (internal/analysis, cutRequests): a
 // request begins when bytes arrive after the server's answer and ends with
-// the last bytes it wrote back: HTTP/1.x, FastCGI, and any protocol whose client waits for
-// each answer. Protocols whose clients pipeline, or whose connections begin
-// with a handshake, are framed by message instead: the bytes the server read
-// are cut into the client's messages, and each request is answered in turn
-// (docs/requests-json.md). A protocol is one Protocol value, in one file.
+// the last bytes it wrote back: HTTP/1.x, and any protocol whose client
+// waits for each answer. Protocols whose clients pipeline, whose
+// connections begin with a handshake, or whose server reads a request in
+// pieces (FastCGI's records) are framed by message instead: the bytes the
+// server read are cut into the client's messages, and each request is
+// answered in turn (docs/requests-json.md). A protocol is one Protocol
+// value, in one file.
 
 // A Labeller names a request by its first bytes, "" when they are not one of
 // its protocol's. It reads only what names the kind of request, never its
@@ -65,7 +67,7 @@ type Protocol struct {
 
 // protocols, tried in order: the first whose Detect (or Label) knows the
 // bytes wins.
-var protocols = []*Protocol{httpProtocol, redisProtocol, postgresProtocol, mysqlProtocol}
+var protocols = []*Protocol{httpProtocol, redisProtocol, postgresProtocol, mysqlProtocol, fastcgiProtocol}
 
 // Detect is the protocol a connection speaks by the first bytes the server
 // read on it (StartBytes of them, in up to StartReads reads), nil when none

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -125,6 +126,10 @@ func FuzzFramers(f *testing.F) {
 		"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n", "PING\r\n", "*-1\r\n$-5\r\n",
 	} {
 		f.Add([]byte(s), uint8(3), uint8(0))
+	}
+	if b, err := os.ReadFile("testdata/nginx-fastcgi.bin"); err == nil {
+		f.Add(b, uint8(7), uint8(0))
+		f.Add(b, uint8(200), uint8(100))
 	}
 	f.Fuzz(func(t *testing.T, b []byte, cut, kept uint8) {
 		for _, p := range protocols {
