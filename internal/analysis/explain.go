@@ -231,6 +231,20 @@ func Explain(s *Source, pid uint32) (*Explanation, error) {
 	if err != nil {
 		return nil, err
 	}
+	x := newExplanation(s, pid, pids)
+	if err := x.account(s, pids); err != nil {
+		return nil, err
+	}
+	if err := x.explain(s, pid, pids); err != nil {
+		return nil, err
+	}
+	x.verdict()
+	return x, nil
+}
+
+// newExplanation fills what the recording's metadata says of the target:
+// its command, exit code, lost events and window.
+func newExplanation(s *Source, pid uint32, pids []uint32) *Explanation {
 	x := &Explanation{Schema: "whyslow.run/v1", Lost: s.Lost,
 		Time: TimeBreakdown{OffCPUS: map[string]float64{}, KernelCPUS: map[string]float64{}}}
 	x.Target = TargetInfo{PID: pid, PIDs: pids, Command: strings.ReplaceAll(s.Meta["command"], "\x00", " ")}
@@ -246,16 +260,22 @@ func Explain(s *Source, pid uint32) (*Explanation, error) {
 	if x.Target.Command == "" {
 		x.Target.Command = s.commOf(pid)
 	}
+	return x
+}
 
+// account sums where the target's time and I/O went: its waits, threads,
+// kernel CPU, files, devices, network and what was left after it exited.
+func (x *Explanation) account(s *Source, pids []uint32) error {
+	win := x.win
 	if err := s.targetWaits(pids, win); err != nil {
-		return nil, err
+		return err
 	}
 	io, err := s.targetIO()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := x.threads(s, win, io); err != nil {
-		return nil, err
+		return err
 	}
 	if u, err := strconv.ParseInt(s.Meta["target_user_ns"], 10, 64); err == nil {
 		us, ss := float64(u)/1e9, 0.0
@@ -265,42 +285,44 @@ func Explain(s *Source, pid uint32) (*Explanation, error) {
 		x.Time.UserS, x.Time.SystemS = &us, &ss
 	}
 	if err := x.kernelCPU(s); err != nil {
-		return nil, err
+		return err
 	}
 	if err := x.files(s, io); err != nil {
-		return nil, err
+		return err
 	}
 	if err := x.devices(s, win); err != nil {
-		return nil, err
+		return err
 	}
 	if err := x.network(s, io); err != nil {
-		return nil, err
+		return err
 	}
-	if err := x.afterExit(s); err != nil {
-		return nil, err
-	}
+	return x.afterExit(s)
+}
+
+// explain finds what the verdict rests on: the critical path, blame, disk
+// reads and the cgroup's limits.
+func (x *Explanation) explain(s *Source, pid uint32, pids []uint32) error {
+	win := x.win
 	if err := x.criticalPath(s, pid, win); err != nil {
-		return nil, err
+		return err
 	}
 	x.pathBlame()
 	if err := x.blame(s, pids, nil, win); err != nil {
-		return nil, err
+		return err
 	}
 	x.trimBlame()
 	if err := x.loadDiskReads(s, win); err != nil {
-		return nil, err
+		return err
 	}
+	var err error
 	if x.quota, err = x.cpuQuota(s, pid); err != nil {
-		return nil, err
+		return err
 	}
 	if x.memory, err = x.memoryLimit(s, pid); err != nil {
-		return nil, err
+		return err
 	}
-	if x.io, err = x.ioLimit(s, pid); err != nil {
-		return nil, err
-	}
-	x.verdict()
-	return x, nil
+	x.io, err = x.ioLimit(s, pid)
+	return err
 }
 
 type window struct{ begin, end uint64 }
@@ -363,42 +385,17 @@ func (x *Explanation) threads(s *Source, win window, io targetIO) error {
 			return err
 		}
 	}
-
-	crow, err := s.Query(sqlOf("thread_oncpu"))
-	if err != nil {
-		return fmt.Errorf("accounting on-CPU time: %w", err)
+	if err := threadsOnCPU(s, get); err != nil {
+		return err
 	}
-	defer crow.Close()
-	for crow.Next() {
-		var pid, tid uint32
-		var comm sql.NullString
-		var on float64
-		if err := crow.Scan(&pid, &tid, &comm, &on); err != nil {
-			return err
-		}
-		get(pid, tid, comm.String).OnCPUS = on / 1e9
-	}
-	crow.Close()
-
 	if io.rows {
 		if err := threadsIO(s, byTID); err != nil {
 			return err
 		}
 	}
-
-	names, err := s.Query(`SELECT tid, comm FROM target_threads`)
-	if err != nil {
-		return fmt.Errorf("naming threads: %w", err)
+	if err := threadsNames(s, byTID); err != nil {
+		return err
 	}
-	defer names.Close()
-	for names.Next() {
-		var tid uint32
-		var comm string
-		if names.Scan(&tid, &comm) == nil && byTID[tid] != nil {
-			byTID[tid].Comm = comm
-		}
-	}
-
 	if io.rows {
 		if err := threadsTopFile(s, byTID); err != nil {
 			return err
@@ -407,7 +404,13 @@ func (x *Explanation) threads(s *Source, win window, io targetIO) error {
 	if err := threadsCgroups(s, byTID); err != nil {
 		return err
 	}
+	x.sumThreads(byTID)
+	return nil
+}
 
+// sumThreads adds each thread's time into the breakdown, and lists the
+// threads busiest first.
+func (x *Explanation) sumThreads(byTID map[uint32]*ThreadTime) {
 	for _, t := range byTID {
 		for r, v := range t.ByReason {
 			if r == string(event.ReasonRunqueue) {
@@ -433,6 +436,41 @@ func (x *Explanation) threads(s *Source, win window, io targetIO) error {
 	x.Time.ThreadS = x.Time.OnCPUS + x.Time.RunqueueS + x.Time.IdleS
 	for _, v := range x.Time.OffCPUS {
 		x.Time.ThreadS += v
+	}
+}
+
+// threadsOnCPU sums each thread's time on a CPU.
+func threadsOnCPU(s *Source, get func(pid, tid uint32, comm string) *ThreadTime) error {
+	rows, err := s.Query(sqlOf("thread_oncpu"))
+	if err != nil {
+		return fmt.Errorf("accounting on-CPU time: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var pid, tid uint32
+		var comm sql.NullString
+		var on float64
+		if err := rows.Scan(&pid, &tid, &comm, &on); err != nil {
+			return err
+		}
+		get(pid, tid, comm.String).OnCPUS = on / 1e9
+	}
+	return nil
+}
+
+// threadsNames takes each thread's name from target_threads.
+func threadsNames(s *Source, byTID map[uint32]*ThreadTime) error {
+	names, err := s.Query(`SELECT tid, comm FROM target_threads`)
+	if err != nil {
+		return fmt.Errorf("naming threads: %w", err)
+	}
+	defer names.Close()
+	for names.Next() {
+		var tid uint32
+		var comm string
+		if names.Scan(&tid, &comm) == nil && byTID[tid] != nil {
+			byTID[tid].Comm = comm
+		}
 	}
 	return nil
 }

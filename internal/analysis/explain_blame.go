@@ -15,73 +15,101 @@ import (
 //
 // tids, when given, narrows the waits to those threads (a request's path).
 func (x *Explanation) blame(s *Source, pids, tids []uint32, win window) error {
+	total, err := storageWaits(s, pids, tids, win)
+	if err != nil || total <= 0 {
+		return err
+	}
+	syncs, err := blameSyncs(s, pids, total)
+	if err != nil {
+		return err
+	}
+	x.Blame = append(x.Blame, syncs...)
+	disk, err := blameDisk(s, pids)
+	if err != nil {
+		return err
+	}
+	x.Blame = append(x.Blame, disk...)
+	return nil
+}
+
+// storageWaits collects the target's storage waits into target_waits and
+// target_spans and returns their seconds in ns; 0 when there is none to
+// blame anyone for.
+func storageWaits(s *Source, pids, tids []uint32, win window) (float64, error) {
 	if !s.HasRows("offcpu_raw") {
-		return nil // no wait, no one to blame for one
+		return 0, nil // no wait, no one to blame for one
 	}
 	// target_offcpu holds every wait of the target (io_uring's turned into
 	// storage waits): most targets had none on storage. A request's path
 	// (tids) may have its storage waits in an upstream outside the target.
 	var storage bool
 	if err := s.QueryRow(sqlOf("blame_has_storage_waits"), s.EveryStep).Scan(&storage); err != nil {
-		return fmt.Errorf("collecting the target's storage waits: %w", err)
+		return 0, fmt.Errorf("collecting the target's storage waits: %w", err)
 	}
 	if !storage && len(tids) == 0 {
-		return nil
+		return 0, nil
 	}
 	var only any // NULL: every thread of the target
 	if len(tids) > 0 {
 		only = tids
 	}
 	if err := s.run("target_waits", sql.Named("b", win.begin), sql.Named("e", win.end), sql.Named("pids", pids), sql.Named("tids", only)); err != nil {
-		return fmt.Errorf("collecting the target's storage waits: %w", err)
+		return 0, fmt.Errorf("collecting the target's storage waits: %w", err)
 	}
 	if err := s.run("target_spans"); err != nil {
-		return fmt.Errorf("merging the target's storage waits: %w", err)
+		return 0, fmt.Errorf("merging the target's storage waits: %w", err)
 	}
 	var total sql.NullFloat64
 	s.QueryRow("SELECT sum(ns) FROM target_waits").Scan(&total)
-	if total.Float64 <= 0 {
-		return nil
-	}
+	return total.Float64, nil
+}
 
-	// Syncs run by others, by overlap with the waits.
+// blameSyncs names the syncs run by others, by their overlap with the
+// waits (total ns).
+func blameSyncs(s *Source, pids []uint32, total float64) ([]Blame, error) {
 	rows, err := s.Query(sqlOf("blame_syncs"), sql.Named("pids", pids))
 	if err != nil {
-		return fmt.Errorf("finding syncs by others: %w", err)
+		return nil, fmt.Errorf("finding syncs by others: %w", err)
 	}
+	defer rows.Close()
+	var out []Blame
 	for rows.Next() {
 		var b Blame
 		var name string
 		var overlap, dur float64
 		if err := rows.Scan(&b.PID, &b.Comm, &name, &overlap, &dur, &b.Calls); err != nil {
-			rows.Close()
-			return err
+			return nil, err
 		}
 		b.Activity, b.Syscall, b.LongestNS = ActivitySync, name, uint64(dur)
-		b.Share = min(overlap/total.Float64, 1)
-		x.Blame = append(x.Blame, b)
+		b.Share = min(overlap/total, 1)
+		out = append(out, b)
 	}
-	rows.Close()
+	return out, nil
+}
 
-	// Disk traffic during the waits, each request charged to whoever made it
-	// necessary: a write to the process that dirtied the data, a read to the
-	// process that read. The target's own requests are its own.
-	rows, err = s.Query(sqlOf("blame_disk"))
+// diskCharge is the disk traffic charged to one Blame, and the file most
+// of it was of.
+type diskCharge struct {
+	Blame
+	path      string
+	pathBytes float64
+	bytes     float64
+}
+
+// blameDisk charges the disk traffic during the waits, each request to
+// whoever made it necessary: a write to the process that dirtied the data,
+// a read to the process that read. The target's own requests are its own.
+func blameDisk(s *Source, pids []uint32) ([]Blame, error) {
+	rows, err := s.Query(sqlOf("blame_disk"))
 	if err != nil {
-		return fmt.Errorf("charging disk traffic: %w", err)
+		return nil, fmt.Errorf("charging disk traffic: %w", err)
 	}
 	defer rows.Close()
 	target := map[uint32]bool{}
 	for _, p := range pids {
 		target[p] = true
 	}
-	type charge struct {
-		Blame
-		path      string
-		pathBytes float64
-		bytes     float64
-	}
-	charges := map[string]*charge{}
+	charges := map[string]*diskCharge{}
 	var all float64
 	for rows.Next() {
 		var op, issuer, dcomm string
@@ -90,31 +118,12 @@ func (x *Explanation) blame(s *Source, pids, tids []uint32, win window) error {
 		var path sql.NullString
 		var bytes float64
 		if err := rows.Scan(&op, &ipid, &issuer, &dpid, &dcomm, &path, &bytes); err != nil {
-			return err
+			return nil, err
 		}
 		all += bytes
-		var b Blame
-		switch {
-		case op == "write" && dpid.Valid:
-			// A kernel thread that "dirtied" data is a layer under someone's I/O
-			// (a loop device's worker, the journal), not a culprit of its own.
-			if target[uint32(dpid.Int64)] || kernelThread(dcomm) {
-				continue
-			}
-			b = Blame{PID: uint32(dpid.Int64), Comm: dcomm, Activity: ActivityDirtied}
-		case target[ipid]:
-			continue // the target's own reads and direct writes
-		case op == "write" && kernelThread(issuer):
-			if !path.Valid {
-				continue // metadata or journal of the filesystem: everyone's writes, no owner to name
-			}
-			b = Blame{Comm: issuer, Activity: ActivityWriteback}
-		case kernelThread(issuer):
-			continue // readahead and metadata reads of the kernel's own
-		case op == "write":
-			b = Blame{PID: ipid, Comm: issuer, Activity: ActivityWrote}
-		default:
-			b = Blame{PID: ipid, Comm: issuer, Activity: ActivityRead}
+		b, ok := chargedTo(op, ipid, issuer, dpid, dcomm, path, target)
+		if !ok {
+			continue
 		}
 		key := fmt.Sprint(b.Activity, b.PID)
 		if b.Activity == ActivityWriteback {
@@ -122,7 +131,7 @@ func (x *Explanation) blame(s *Source, pids, tids []uint32, win window) error {
 		}
 		c := charges[key]
 		if c == nil {
-			c = &charge{Blame: b}
+			c = &diskCharge{Blame: b}
 			charges[key] = c
 		}
 		c.bytes += bytes
@@ -131,10 +140,11 @@ func (x *Explanation) blame(s *Source, pids, tids []uint32, win window) error {
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	own := s.Meta["recording"]
 	self, _ := strconv.ParseUint(s.Meta["whyslow_pid"], 10, 32)
+	var out []Blame
 	for _, c := range charges {
 		b := c.Blame
 		b.Share, b.Bytes, b.Path = c.bytes/all, uint64(c.bytes), c.path
@@ -143,9 +153,36 @@ func (x *Explanation) blame(s *Source, pids, tids []uint32, win window) error {
 			// whyslow's own recording or reads: counted apart, never a cause
 			b.Activity, b.Comm = ActivityWhyslow, "whyslow"
 		}
-		x.Blame = append(x.Blame, b)
+		out = append(out, b)
 	}
-	return nil
+	return out, nil
+}
+
+// chargedTo says whom one disk request is charged to (ok false: no one
+// outside the target, or no owner to name).
+func chargedTo(op string, ipid uint32, issuer string, dpid sql.NullInt64, dcomm string, path sql.NullString, target map[uint32]bool) (Blame, bool) {
+	switch {
+	case op == "write" && dpid.Valid:
+		// A kernel thread that "dirtied" data is a layer under someone's I/O
+		// (a loop device's worker, the journal), not a culprit of its own.
+		if target[uint32(dpid.Int64)] || kernelThread(dcomm) {
+			return Blame{}, false
+		}
+		return Blame{PID: uint32(dpid.Int64), Comm: dcomm, Activity: ActivityDirtied}, true
+	case target[ipid]:
+		return Blame{}, false // the target's own reads and direct writes
+	case op == "write" && kernelThread(issuer):
+		if !path.Valid {
+			return Blame{}, false // metadata or journal of the filesystem: everyone's writes, no owner to name
+		}
+		return Blame{Comm: issuer, Activity: ActivityWriteback}, true
+	case kernelThread(issuer):
+		return Blame{}, false // readahead and metadata reads of the kernel's own
+	case op == "write":
+		return Blame{PID: ipid, Comm: issuer, Activity: ActivityWrote}, true
+	default:
+		return Blame{PID: ipid, Comm: issuer, Activity: ActivityRead}, true
+	}
 }
 
 // pathBlame names the processes outside the target whose action ended a wait
