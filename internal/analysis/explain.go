@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/whyslow/whyslow/internal/analysis/critpath"
 	"github.com/whyslow/whyslow/internal/event"
 )
 
@@ -323,6 +324,16 @@ func (x *Explanation) explain(s *Source, pid uint32, pids []uint32) error {
 	}
 	x.io, err = x.ioLimit(s, pid)
 	return err
+}
+
+// criticalPath walks the target's main thread back from the end of the window.
+func (x *Explanation) criticalPath(s *Source, pid uint32, win window) error {
+	w, err := critpath.Load(s.Source, critpath.Window{Begin: win.begin, End: win.end})
+	if err != nil {
+		return err
+	}
+	x.Path = w.Process(pid, s.commOf(pid))
+	return nil
 }
 
 type window struct{ begin, end uint64 }

@@ -162,3 +162,12 @@ func largestActor(m map[Actor]float64) *Actor {
 	}
 	return best
 }
+
+// blockedBy is the actor that held up a segment: a process outside the
+// target, or a thread of the waiter's own (BlockedByTID).
+func blockedBy(s *PathSegment) Actor {
+	if s.BlockedByTID != 0 {
+		return Actor{Role: ActorThread, Comm: s.BlockedByComm, PID: s.BlockedByPID, TID: s.BlockedByTID}
+	}
+	return Actor{Role: ActorOutside, Comm: s.BlockedByComm, PID: s.BlockedByPID}
+}

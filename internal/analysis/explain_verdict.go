@@ -3,6 +3,7 @@ package analysis
 import (
 	"sort"
 
+	"github.com/whyslow/whyslow/internal/analysis/critpath"
 	"github.com/whyslow/whyslow/internal/event"
 )
 
@@ -76,12 +77,12 @@ func (x *Explanation) pathHolder(reason string) (th *ThreadTime, object string, 
 			continue
 		}
 		all += s.DurS
-		if s.waiter != 0 {
-			perTID[s.waiter] += s.DurS // the target's thread that waited on the process hopped into
+		if s.Waiter() != 0 {
+			perTID[s.Waiter()] += s.DurS // the target's thread that waited on the process hopped into
 		} else {
 			perTID[s.TID] += s.DurS
 		}
-		if s.Role == roleOutside && s.OwnReason == "" {
+		if s.Role == critpath.RoleOutside && s.OwnReason == "" {
 			perVia[Actor{Role: ActorOutside, Comm: s.Comm, PID: s.PID}] += s.DurS
 			outside += s.DurS
 		}

@@ -20,7 +20,8 @@ func TestModulesDocumented(t *testing.T) {
 // TestModulesSpeakTheReasons: every reason the modules' SQL compares a wait
 // with, or gives one (io_uring's), is a word of event.Reasons, or idle: a
 // word misspelt there would match no wait, silently. The modules of every
-// analysis package: this one's, source's (the common macros) and reports'.
+// analysis package: this one's, source's (the common macros), reports' and
+// critpath's.
 func TestModulesSpeakTheReasons(t *testing.T) {
 	known := map[string]bool{string(event.ReasonIdle): true}
 	for _, r := range event.Reasons {
@@ -30,7 +31,8 @@ func TestModulesSpeakTheReasons(t *testing.T) {
 	word := regexp.MustCompile(`'([^']*)'`)
 	given := regexp.MustCompile(`THEN '([^']*)'`)
 	var all []source.Statement
-	for _, m := range []source.Modules{modules, source.LoadModules(os.DirFS("source")), source.LoadModules(os.DirFS("reports"))} {
+	for _, m := range []source.Modules{modules, source.LoadModules(os.DirFS("source")), source.LoadModules(os.DirFS("reports")),
+		source.LoadModules(os.DirFS("critpath"))} {
 		all = append(all, m.Statements()...)
 	}
 	n := 0

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/whyslow/whyslow/internal/analysis/critpath"
 	"github.com/whyslow/whyslow/internal/event"
 	"github.com/whyslow/whyslow/internal/store/storetest"
 )
@@ -66,10 +67,10 @@ func TestPathIntoAServerThatFsyncs(t *testing.T) {
 			seg = s
 		}
 	}
-	if seg == nil || seg.PID != 200 || seg.Role != roleOutside || seg.Object != "/db/pg_wal/000000010000000000000001" {
+	if seg == nil || seg.PID != 200 || seg.Role != critpath.RoleOutside || seg.Object != "/db/pg_wal/000000010000000000000001" {
 		t.Errorf("sync segment %+v: want the server's, outside, on its WAL file", seg)
 	}
-	if len(x.Path.Chain) == 0 || x.Path.Chain[0].WorkerPID != 200 || x.Path.Chain[0].WorkerRole != roleOutside {
+	if len(x.Path.Chain) == 0 || x.Path.Chain[0].WorkerPID != 200 || x.Path.Chain[0].WorkerRole != critpath.RoleOutside {
 		t.Errorf("chain %+v: want a link into the server (pid 200), outside", x.Path.Chain)
 	}
 	if d := x.Verdict.Detail; d == nil || d.Who == nil || d.Who.TID != 100 {

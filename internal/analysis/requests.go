@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/whyslow/whyslow/internal/analysis/critpath"
 	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/event"
 )
@@ -236,20 +237,15 @@ func (s *Source) walkPaths(pids []uint32, calls []socketCall, reqs []*request) (
 	if err := s.targetWaits(pids, win); err != nil {
 		return false, err
 	}
-	w := &pathWalker{threads: map[uint32]*pathThread{}, src: s, win: win}
-	if err := w.load(s, win); err != nil {
+	w, err := critpath.Load(s.Source, critpath.Window{Begin: win.begin, End: win.end})
+	if err != nil {
 		return false, err
 	}
 	loops := eventLoopsOf(calls, reqs)
-	w.served = servedBy(reqs)
+	served := servedBy(reqs)
 	for _, r := range reqs {
-		if w.threads[r.TID] == nil {
-			w.threads[r.TID] = &pathThread{pid: r.conn.pid, tid: r.TID, comm: r.Comm}
-		}
-		w.served.cur = r.conn
-		w.begin, w.segs, w.links = r.begin, nil, nil
-		w.walk(r.TID, r.begin, r.end, 0)
-		r.path = w.result()
+		served.cur = r.conn
+		r.path = w.Request(critpath.Request{PID: r.conn.pid, TID: r.TID, Comm: r.Comm, Begin: r.begin, End: r.end}, served)
 		r.Approximate = loops.servedOthers(r)
 		approximate = approximate || r.Approximate
 	}
@@ -277,7 +273,8 @@ func (r *request) server() float64 { return float64(r.end-r.begin)/1e9 - r.Clien
 
 // servedRequests is the requests each thread answered, by their begin, and
 // the connection of the request being walked: a lock held by a thread while
-// it served another connection's request is that session's (hopInto).
+// it served another connection's request is that session's
+// (critpath.Served).
 type servedRequests struct {
 	by  map[uint32][]*request
 	cur connKey
@@ -294,9 +291,9 @@ func servedBy(reqs []*request) *servedRequests {
 	return s
 }
 
-// another says whether thread tid served a request of another connection
+// Another says whether thread tid served a request of another connection
 // than the one walked during [a, b].
-func (s *servedRequests) another(tid uint32, a, b uint64) bool {
+func (s *servedRequests) Another(tid uint32, a, b uint64) bool {
 	for _, r := range s.by[tid] {
 		if r.begin >= b {
 			break

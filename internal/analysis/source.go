@@ -2,8 +2,8 @@
 // along its critical path, and request by request (FindRequests). Every
 // analysis is a function of the recording and its options; output renders
 // its result. The rooms below it: source (the recording as analyses read
-// it), protocol (the requests' wire formats), reports (usage, stats, log,
-// stacks, series).
+// it), critpath (the critical path's walker and its policy), protocol (the
+// requests' wire formats), reports (usage, stats, log, stacks, series).
 package analysis
 
 import (

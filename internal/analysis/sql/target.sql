@@ -83,7 +83,7 @@ CREATE OR REPLACE TEMP TABLE target_offcpu (ts UBIGINT, start_ts UBIGINT, off_ns
 -- process: the polls that timed out before it take its waker, reason and
 -- object, and are not for work. A client polls with a timeout and polls
 -- again until the answer comes (curl wakes every 200 ms to 1 s).
--- (outsidePollRuns is the same rule for an outside process's waits.)
+-- (critpath's outsidePollRuns is the same rule for an outside process's waits.)
 UPDATE target_offcpu t SET waker_pid = g.waker_pid, waker_tid = g.waker_tid, waker_comm = g.waker_comm,
     reason = g.reason, object = g.object, for_work = false, waker_side = g.waker_side, waker_on_socket = g.waker_on_socket
   FROM (

@@ -1,4 +1,4 @@
-package analysis
+package critpath
 
 import (
 	"database/sql"
@@ -16,8 +16,8 @@ import (
 // was itself idle (asleep, waiting for work: a lock holder whose session
 // sleeps), the time stays the hop's wait, blocked by that process.
 
-// roleOutside marks segments and links of a process outside the target.
-const roleOutside = "outside"
+// RoleOutside marks segments and links of a process outside the target.
+const RoleOutside = "outside"
 
 // pathHop is the hand-off into the outside process being walked, or into
 // the lock holder.
@@ -56,7 +56,7 @@ func (w *pathWalker) hopInto(th, waker *pathThread, iv *pathInterval, a, b uint6
 	var tid uint32
 	switch {
 	case waker.pid != th.pid && (waker.outside || holder):
-	case holder && waker.pid == th.pid && w.served != nil && w.served.another(waker.tid, a, b):
+	case holder && waker.pid == th.pid && w.served != nil && w.served.Another(waker.tid, a, b):
 		tid = waker.tid
 	default:
 		return nil // the walk's common case: nothing made
@@ -70,7 +70,7 @@ func (w *pathWalker) hopInto(th, waker *pathThread, iv *pathInterval, a, b uint6
 
 // hopSegment words a segment of the process the path hopped into: its idle
 // stretches (pathPolicy.chargedToHop) are the hop's wait, blocked by it.
-func (w *pathWalker) hopSegment(seg *PathSegment) {
+func (w *pathWalker) hopSegment(seg *Segment) {
 	seg.waiter = w.hop.waiter
 	if !pathPolicy.chargedToHop[seg.Reason] {
 		return
@@ -106,7 +106,7 @@ func (w *pathWalker) reach(pid, tid uint32) *pathThread {
 }
 
 // loadOutside reads the waits of an outside process in the window, with the
-// reasons the target's would get (targetWaits), and this for an outside
+// reasons the target's would get (target_offcpu), and this for an outside
 // process: a poll that no answer ended (a timeout) is a sleep.
 func (w *pathWalker) loadOutside(pid uint32) error {
 	s := w.src
@@ -114,7 +114,7 @@ func (w *pathWalker) loadOutside(pid uint32) error {
 		return nil
 	}
 	rows, err := s.Query(sqlOf("path_outside_waits"),
-		sql.Named("p", pid), sql.Named("b", w.win.begin), sql.Named("e", w.win.end))
+		sql.Named("p", pid), sql.Named("b", w.win.Begin), sql.Named("e", w.win.End))
 	if err != nil {
 		return fmt.Errorf("reading the waits of process %d: %w", pid, err)
 	}
@@ -139,8 +139,8 @@ func (w *pathWalker) loadOutside(pid uint32) error {
 		if comm != "" {
 			th.comm = comm
 		}
-		iv.start = max(iv.start, w.win.begin)
-		iv.end = min(iv.end, w.win.end)
+		iv.start = max(iv.start, w.win.Begin)
+		iv.end = min(iv.end, w.win.End)
 		iv.runq = min(iv.runq, iv.end-iv.start)
 		if n := len(th.offs); n > 0 && th.offs[n-1].end > iv.start {
 			iv.start = th.offs[n-1].end // overlapping rows (history and live): keep time once
@@ -161,13 +161,4 @@ func (w *pathWalker) loadOutside(pid uint32) error {
 	}
 	w.live = nil // the index of lives is rebuilt with the new threads
 	return nil
-}
-
-// blockedBy is the actor that held up a segment: a process outside the
-// target, or a thread of the waiter's own (BlockedByTID).
-func blockedBy(s *PathSegment) Actor {
-	if s.BlockedByTID != 0 {
-		return Actor{Role: ActorThread, Comm: s.BlockedByComm, PID: s.BlockedByPID, TID: s.BlockedByTID}
-	}
-	return Actor{Role: ActorOutside, Comm: s.BlockedByComm, PID: s.BlockedByPID}
 }

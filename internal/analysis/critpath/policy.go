@@ -1,9 +1,9 @@
-package analysis
+package critpath
 
 import "github.com/whyslow/whyslow/internal/event"
 
 // The critical path's policy: every choice the walk makes about a wait, in
-// one table. The walker (critical_path.go, outside_path.go) moves along
+// one table. The walker (walker.go, outside.go) moves along
 // threads and wake-ups and asks this table what a wait means; it decides
 // nothing by itself. The same table serves every root: a process (run,
 // attach, explain --pid), a request (FindRequests), an incident (watch).

@@ -1,4 +1,4 @@
-package analysis
+package critpath
 
 // A wait in poll, select or epoll_wait is told by who ended it and from
 // which end of a socket (offcpu.waker_side, read in the kernel at the
@@ -14,8 +14,8 @@ package analysis
 // (curl wakes every 200 ms to 1 s): those timed-out polls are the same wait
 // on the same server, and target_poll_runs gives them the answer's waker.
 //
-// for_work (source/sql/macros.sql) and target_poll_runs (sql/target.sql) are
-// these rules in SQL.
+// for_work (source/sql/macros.sql) and target_poll_runs
+// (analysis/sql/target.sql) are these rules in SQL.
 
 // pollJoinNS: a poll begun within this of the last one's end goes on waiting
 // for the same thing (1000000 in target_poll_runs).
