@@ -15,7 +15,7 @@ package critpath
 // on the same server, and target_poll_runs gives them the answer's waker.
 //
 // for_work (source/sql/macros.sql) and target_poll_runs
-// (analysis/sql/target.sql) are these rules in SQL.
+// (explain/sql/target.sql) are these rules in SQL.
 
 // pollJoinNS: a poll begun within this of the last one's end goes on waiting
 // for the same thing (1000000 in target_poll_runs).

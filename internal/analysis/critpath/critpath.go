@@ -2,14 +2,14 @@
 // that made up a root's time, walked back from its end along wake-ups
 // (Trace Compass's critical path over LTTng traces, after Giraldeau and
 // Dagenais). A root is a process over the target's window (run, attach,
-// explain --pid) or a request answered by one thread (FindRequests); one
+// explain --pid) or a request answered by one thread (requests.Find); one
 // walker serves both, and one table (policy.go) makes every choice it
 // makes about a wait.
 //
 // It reads the recording through internal/analysis/source, and the
 // target's waits and threads from the tables the caller made on the held
-// connection (target_offcpu, target_threads: internal/analysis's
-// sql/target.sql); it imports neither internal/analysis nor its other rooms.
+// connection (target_offcpu, target_threads: explain.Source.TargetWaits,
+// internal/analysis/explain/sql/target.sql); it imports source only.
 package critpath
 
 import "github.com/whyslow/whyslow/internal/analysis/source"
@@ -75,9 +75,6 @@ type Link struct {
 // thread whose wait it explains (0 for the target's own segments).
 func (s Segment) Waiter() uint32 { return s.waiter }
 
-// Window is a span of the recording's clock (CLOCK_MONOTONIC ns).
-type Window struct{ Begin, End uint64 }
-
 // Served is what a request's walk knows of the other requests: whether
 // thread tid served a request of another connection than the one walked
 // during [a, b]. A lock such a thread held then is that request's, and the
@@ -92,7 +89,7 @@ type Walker struct{ w *pathWalker }
 // Load reads the target's waits and threads in win for the walks; the
 // waits of a process outside the target are read from s when a walk
 // reaches it, so s must stay held while the Walker is used.
-func Load(s *source.Source, win Window) (*Walker, error) {
+func Load(s *source.Source, win source.Window) (*Walker, error) {
 	w := &pathWalker{threads: map[uint32]*pathThread{}, begin: win.Begin, src: s, win: win}
 	if err := w.load(s, win); err != nil {
 		return nil, err

@@ -6,7 +6,7 @@ import "github.com/whyslow/whyslow/internal/event"
 // one table. The walker (walker.go, outside.go) moves along
 // threads and wake-ups and asks this table what a wait means; it decides
 // nothing by itself. The same table serves every root: a process (run,
-// attach, explain --pid), a request (FindRequests), an incident (watch).
+// attach, explain --pid), a request (requests.Find), an incident (watch).
 //
 // A wait's reason is decided before the walk (classify, once per wait); the
 // policy only says how the walk treats each reason.

@@ -46,11 +46,11 @@ type pathWalker struct {
 	// target when it reaches them (outside.go); reached lists those
 	// loaded; hop is the hand-off into the outside process being walked.
 	src     *source.Source
-	win     Window
+	win     source.Window
 	reached map[uint32]bool
 	hop     *pathHop
 	// served: the request windows of each thread, when the walk explains
-	// requests (FindRequests), set by Request for the request being walked.
+	// requests (requests.Find), set by Request for the request being walked.
 	served Served
 	// live finds the threads alive in a span, for busiest (lives).
 	live  *liveIndex
@@ -67,7 +67,7 @@ type pathLinkSpan struct {
 	depth int
 }
 
-func (w *pathWalker) load(s *source.Source, win Window) error {
+func (w *pathWalker) load(s *source.Source, win source.Window) error {
 	if s.HasRows("offcpu_raw") {
 		if err := w.loadWaits(s, win); err != nil {
 			return err
@@ -83,7 +83,7 @@ func (w *pathWalker) load(s *source.Source, win Window) error {
 // the load on a build's 77k waits over 1300 threads. Names are left to
 // loadThreads, which gives every thread its latest: a thread it does not
 // name never had one here either.
-func (w *pathWalker) loadWaits(s *source.Source, win Window) error {
+func (w *pathWalker) loadWaits(s *source.Source, win source.Window) error {
 	var count int
 	if err := s.QueryRow(`SELECT count(*) FROM target_offcpu`).Scan(&count); err != nil {
 		return fmt.Errorf("reading waits for the critical path: %w", err)
@@ -126,7 +126,7 @@ func (w *pathWalker) loadWaits(s *source.Source, win Window) error {
 
 // loadThreads reads the target's threads, those that never went off CPU
 // too: births and deaths, names.
-func (w *pathWalker) loadThreads(s *source.Source, win Window) error {
+func (w *pathWalker) loadThreads(s *source.Source, win source.Window) error {
 	rows, err := s.Query(sqlOf("path_threads"))
 	if err != nil {
 		return fmt.Errorf("reading threads for the critical path: %w", err)

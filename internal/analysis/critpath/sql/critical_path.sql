@@ -1,6 +1,6 @@
 -- What the critical path walks (walker.go): the target's waits and
--- threads (target_offcpu, target_threads: internal/analysis/sql/target.sql),
--- and the waits of a process outside the target that it waited on.
+-- threads (target_offcpu, target_threads: explain/sql/target.sql), and the
+-- waits of a process outside the target that it waited on.
 
 -- name: path_waits
 -- The target's waits, by thread in time order.
