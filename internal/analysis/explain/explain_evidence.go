@@ -9,6 +9,35 @@ import (
 	"github.com/whyslow/whyslow/internal/analysis/source"
 )
 
+// kernelCPU splits the target's time inside syscalls, less the time it was
+// off CPU there, by syscall class: the kernel's part of its CPU time
+// (sql/explain.sql).
+func (x *Explanation) kernelCPU(s *Source) error {
+	q := "kernel_cpu"
+	if s.WaitsOnly() {
+		if !s.HasRows("samples") {
+			return nil
+		}
+		q = "kernel_cpu_sampled"
+	}
+	rows, err := s.Query(sqlOf(q))
+	if err != nil {
+		return fmt.Errorf("splitting kernel time: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var class string
+		var ns float64
+		if err := rows.Scan(&class, &ns); err != nil {
+			return err
+		}
+		if ns > 0 {
+			x.Time.KernelCPUS[class] = ns / 1e9
+		}
+	}
+	return rows.Err()
+}
+
 // files: per file the target touched, bytes, operations and time inside syscalls.
 func (x *Explanation) files(s *Source, io targetIO) error {
 	if !io.rows {

@@ -1,8 +1,12 @@
 package explain
 
 import (
+	"database/sql"
 	"fmt"
 	"slices"
+	"strconv"
+
+	"github.com/whyslow/whyslow/internal/analysis/source"
 )
 
 // TargetSet is a process and every descendant: those the recording saw it
@@ -71,4 +75,45 @@ func (s *Source) Parents() (map[uint32]uint32, error) {
 		out[c] = p
 	}
 	return out, rows.Err()
+}
+
+// Window is the target's lifetime in the recording.
+func (s *Source) Window() source.Window {
+	w := source.Window{Begin: s.Clock.StartMono, End: s.Clock.EndMono}
+	if v, _ := strconv.ParseUint(s.Meta["target_start_mono"], 10, 64); v != 0 {
+		w.Begin = v
+	}
+	if v, _ := strconv.ParseUint(s.Meta["target_end_mono"], 10, 64); v != 0 {
+		w.End = v
+	}
+	if w.End < w.Begin {
+		w.End = w.Begin
+	}
+	return w
+}
+
+// lifeIn narrows win to the life of pid when pid is not the recording's
+// own target (report explain --pid on a system-wide recording): from its
+// fork to its exit (its last thread's, which need not be the main one: Go's),
+// where the recording saw them.
+func (s *Source) lifeIn(pid uint32, win source.Window) source.Window {
+	if p, _ := strconv.ParseUint(s.Meta["target_pid"], 10, 32); uint32(p) == pid {
+		return win
+	}
+	var born, died sql.NullInt64
+	s.QueryRow(sqlOf("process_life"), sql.Named("pid", pid)).Scan(&born, &died)
+	if born.Valid && uint64(born.Int64) > win.Begin && uint64(born.Int64) < win.End {
+		win.Begin = uint64(born.Int64)
+	}
+	if died.Valid && uint64(died.Int64) < win.End && uint64(died.Int64) > win.Begin {
+		win.End = uint64(died.Int64)
+	}
+	return win
+}
+
+// CommOf is the name the recording knows process pid by ("" for none).
+func (s *Source) CommOf(pid uint32) string {
+	var c sql.NullString
+	s.QueryRow("SELECT comm FROM processes WHERE pid = ?", pid).Scan(&c)
+	return c.String
 }
