@@ -8,14 +8,14 @@ import (
 	"slices"
 
 	"github.com/spf13/cobra"
-	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/explain"
 	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/output"
 )
 
 // analysisCommand builds a report subcommand that opens a recording, applies
 // the common filters and hands both to run.
-func analysisCommand(use, short string, bind func(*cobra.Command), run func(io.Writer, *analysis.Source, source.Filter, *filterFlags, *cobra.Command) error) *cobra.Command {
+func analysisCommand(use, short string, bind func(*cobra.Command), run func(io.Writer, *explain.Source, source.Filter, *filterFlags, *cobra.Command) error) *cobra.Command {
 	var f filterFlags
 	cmd := &cobra.Command{
 		Use:   use + " FILE [filters]",
@@ -55,7 +55,7 @@ func analysisCommand(use, short string, bind func(*cobra.Command), run func(io.W
 }
 
 // withLost wraps a JSON result with the recording's lost-event counts.
-func withLost(s *analysis.Source, v any) any {
+func withLost(s *explain.Source, v any) any {
 	return struct {
 		Lost   map[string]uint64 `json:"lost_events"`
 		Level  string            `json:"level"`
@@ -63,7 +63,7 @@ func withLost(s *analysis.Source, v any) any {
 	}{s.Lost, s.Meta["level"], v}
 }
 
-func slowOf(s *analysis.Source) string {
+func slowOf(s *explain.Source) string {
 	var ns int64
 	fmt.Sscan(s.Meta["slow_ns"], &ns)
 	if ns == 0 {
@@ -78,7 +78,7 @@ func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys
 // below --full cannot show it: at the default level no syscall was hooked,
 // and its rows are the waits inside calls; at --syscalls, fast calls are
 // counted, not listed.
-func levelNote(w io.Writer, s *analysis.Source, analysisName string) {
+func levelNote(w io.Writer, s *explain.Source, analysisName string) {
 	listing := analysisName == "top" || analysisName == "log"
 	switch {
 	case s.WaitsOnly():

@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/explain"
+	"github.com/whyslow/whyslow/internal/analysis/requests"
 	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/export/otlp"
 	"github.com/whyslow/whyslow/internal/format"
@@ -147,12 +148,12 @@ func exportOTLP(cmd *cobra.Command, rec string, o otlpFlags) error {
 
 // addOTLPTraces adds the recording's requests, or its target's critical
 // path when it has none, and says which.
-func addOTLPTraces(traces *otlp.Traces, src *analysis.Source, o otlpFlags) (string, error) {
+func addOTLPTraces(traces *otlp.Traces, src *explain.Source, o otlpFlags) (string, error) {
 	if !o.path {
 		f := source.NoFilter()
 		f.Limit, f.Min = 0, o.min
-		r, err := analysis.FindRequests(src, analysis.RequestOptions{Filter: f, LabelGlob: o.label, Explained: otlpExplained})
-		if err != nil && !errors.Is(err, analysis.ErrNoSocketCalls) {
+		r, err := requests.Find(src, requests.Options{Filter: f, LabelGlob: o.label, Explained: otlpExplained})
+		if err != nil && !errors.Is(err, requests.ErrNoSocketCalls) {
 			return "", err
 		}
 		// Filters that leave no request send none, not the whole target.
@@ -174,7 +175,7 @@ func addOTLPTraces(traces *otlp.Traces, src *analysis.Source, o otlpFlags) (stri
 	} else if err := holdsProcess(src, pid); err != nil {
 		return "", err
 	}
-	x, err := analysis.Explain(src, pid)
+	x, err := explain.Explain(src, pid)
 	if err != nil {
 		return "", err
 	}

@@ -6,8 +6,9 @@ import (
 	"strconv"
 
 	"github.com/spf13/cobra"
-	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/explain"
 	"github.com/whyslow/whyslow/internal/analysis/reports"
+	"github.com/whyslow/whyslow/internal/analysis/requests"
 	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/output/htmlreport"
 )
@@ -56,7 +57,7 @@ func htmlTo(path string, pid uint32, out string) error {
 
 // htmlFrom writes the HTML report of an open recording; x is the target's
 // explanation when the caller has it already (run --html), else nil.
-func htmlFrom(src *analysis.Source, path string, pid uint32, x *analysis.Explanation, out string) error {
+func htmlFrom(src *explain.Source, path string, pid uint32, x *explain.Explanation, out string) error {
 	if pid == 0 {
 		p, _ := strconv.Atoi(src.Meta["target_pid"])
 		if p <= 0 {
@@ -81,15 +82,15 @@ func htmlFrom(src *analysis.Source, path string, pid uint32, x *analysis.Explana
 	return commit()
 }
 
-func htmlReport(src *analysis.Source, path string, pid uint32, x *analysis.Explanation) (*htmlreport.Report, error) {
+func htmlReport(src *explain.Source, path string, pid uint32, x *explain.Explanation) (*htmlreport.Report, error) {
 	var err error
 	if x == nil {
-		if x, err = analysis.Explain(src, pid); err != nil {
+		if x, err = explain.Explain(src, pid); err != nil {
 			return nil, fmt.Errorf("explaining: %w", err)
 		}
 	}
 	r := &htmlreport.Report{Recording: path, Meta: src.Meta, Explanation: x}
-	if r.Timeline, err = analysis.ThreadTimeline(src, x, htmlThreads); err != nil {
+	if r.Timeline, err = explain.ThreadTimeline(src, x, htmlThreads); err != nil {
 		return nil, err
 	}
 	r.WindowStartWallNS = src.Clock.Wall(r.Timeline.StartMono).UnixNano()
@@ -103,7 +104,7 @@ func htmlReport(src *analysis.Source, path string, pid uint32, x *analysis.Expla
 	if src.Meta["requests"] == "true" || src.Full() {
 		f := source.NoFilter()
 		f.Limit = htmlRequests
-		if r.Requests, err = analysis.FindRequests(src, (&requestFlags{}).options(f)); err != nil {
+		if r.Requests, err = requests.Find(src, (&requestFlags{}).options(f)); err != nil {
 			return nil, err
 		}
 		r.ExplainedRequests = htmlRequests

@@ -12,7 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/explain"
+	"github.com/whyslow/whyslow/internal/analysis/requests"
 	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/event"
 	"github.com/whyslow/whyslow/internal/output"
@@ -51,7 +52,7 @@ func (f *filterFlags) bind(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.json, "json", false, "print JSON (docs/report-json.md) instead of text")
 }
 
-func (f *filterFlags) filter(src *analysis.Source) (source.Filter, error) {
+func (f *filterFlags) filter(src *explain.Source) (source.Filter, error) {
 	out := source.NoFilter()
 	out.Limit = f.limit
 	if f.limit <= 0 {
@@ -121,7 +122,7 @@ const maxPID = 1 << 22
 
 // holdsProcess refuses a --pid the recording never saw: explaining it would
 // invent an answer (a process with no waits looks 100% on CPU).
-func holdsProcess(src *analysis.Source, pid uint32) error {
+func holdsProcess(src *explain.Source, pid uint32) error {
 	var n int
 	if err := src.DB.QueryRow("SELECT count(*) FROM processes WHERE pid = ?", pid).Scan(&n); err != nil {
 		return withCode(ExitBadFile, fmt.Errorf("reading the recording's processes: %w", err))
@@ -132,12 +133,12 @@ func holdsProcess(src *analysis.Source, pid uint32) error {
 	return nil
 }
 
-func openSource(path string) (*analysis.Source, func(), error) {
+func openSource(path string) (*explain.Source, func(), error) {
 	rec, err := store.Open(path)
 	if err != nil {
 		return nil, nil, openErr(err)
 	}
-	return analysis.NewSource(rec), func() { rec.Close() }, nil
+	return explain.NewSource(rec), func() { rec.Close() }, nil
 }
 
 // openErr is a recording that did not open: a bad file (exit 3), or a path
@@ -152,14 +153,14 @@ func openErr(err error) error {
 // finishedSource is the recording run or attach just made: still open when
 // the recorder left it so (no close, checkpoint and reopen before the
 // answer), else opened from its file (a recording stopped by a full disk).
-func finishedSource(res *recorder.Result, path string) (src *analysis.Source, done func() error, err error) {
+func finishedSource(res *recorder.Result, path string) (src *explain.Source, done func() error, err error) {
 	rec := res.Recording
 	if rec == nil {
 		if rec, err = store.Open(path); err != nil {
 			return nil, nil, openErr(err)
 		}
 	}
-	return analysis.NewSource(rec), rec.Close, nil
+	return explain.NewSource(rec), rec.Close, nil
 }
 
 func newReport() *cobra.Command {
@@ -214,7 +215,7 @@ func newExplain() *cobra.Command {
 			} else if err := holdsProcess(src, uint32(pid)); err != nil {
 				return err
 			}
-			x, err := analysis.Explain(src, uint32(pid))
+			x, err := explain.Explain(src, uint32(pid))
 			if err != nil {
 				return err
 			}
@@ -226,7 +227,7 @@ func newExplain() *cobra.Command {
 				// processes' time (a master waiting for signals is idle).
 				rf := source.NoFilter()
 				rf.Limit = 5
-				r, err := analysis.FindRequests(src, (&requestFlags{}).options(rf))
+				r, err := requests.Find(src, (&requestFlags{}).options(rf))
 				if err != nil {
 					return err
 				}
@@ -250,8 +251,8 @@ first (as 'report requests' prints them, the 5 slowest explained).`
 
 // explainTo prints the explanation of a finished run to stderr, and JSON to
 // a file, and returns it (run --html draws its page from the same one).
-func explainTo(src *analysis.Source, pid uint32, jsonPath string) (*analysis.Explanation, error) {
-	x, err := analysis.Explain(src, pid)
+func explainTo(src *explain.Source, pid uint32, jsonPath string) (*explain.Explanation, error) {
+	x, err := explain.Explain(src, pid)
 	if err != nil {
 		return nil, fmt.Errorf("explaining: %w", err)
 	}

@@ -7,8 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/explain"
 	"github.com/whyslow/whyslow/internal/analysis/reports"
+	"github.com/whyslow/whyslow/internal/analysis/requests"
 	"github.com/whyslow/whyslow/internal/store/storetest"
 )
 
@@ -38,7 +39,7 @@ func near(got, want float64) bool { return math.Abs(got-want) < 1e-3*math.Max(1,
 // about, stated so that a failure says what went wrong in words.
 
 func TestSecondRunFacts(t *testing.T) {
-	var x analysis.Explanation
+	var x explain.Explanation
 	reportJSON(t, "second-run", &x, "explain")
 	if x.Verdict.Reason != "dirty-throttle" || !near(x.Path.ByReason["dirty-throttle"], 27*0.18) {
 		t.Errorf("verdict %s, dirty-throttle on the path %.3f s; want dirty-throttle, 4.86 s", x.Verdict.Reason, x.Path.ByReason["dirty-throttle"])
@@ -74,7 +75,7 @@ func TestSecondRunFacts(t *testing.T) {
 }
 
 func TestLockHeldFacts(t *testing.T) {
-	var x analysis.Explanation
+	var x explain.Explanation
 	reportJSON(t, "lock-held", &x, "explain")
 	if x.Verdict.Reason != "lock" || !strings.Contains(x.Verdict.Summary, "held up by flock (pid 1990)") {
 		t.Errorf("verdict %s: %s; want lock, held up by flock (pid 1990)", x.Verdict.Reason, x.Verdict.Summary)
@@ -89,7 +90,7 @@ func TestLockHeldFacts(t *testing.T) {
 }
 
 func TestCPUBoundFacts(t *testing.T) {
-	var x analysis.Explanation
+	var x explain.Explanation
 	reportJSON(t, "cpu-bound", &x, "explain")
 	if x.Verdict.Reason != "cpu" || len(x.Threads) == 0 || x.Threads[0].TID != 3001 || !near(x.Threads[0].OnCPUS, 1.88) {
 		t.Errorf("verdict %s, threads %+v; want cpu, the worker 3001 first with 1.88 s", x.Verdict.Reason, x.Threads)
@@ -103,7 +104,7 @@ func TestCPUBoundFacts(t *testing.T) {
 }
 
 func TestSlowRequestFacts(t *testing.T) {
-	var r analysis.Requests
+	var r requests.Requests
 	reportJSON(t, "slow-request", &r, "requests")
 	if r.Count != 6 || len(r.Requests) != 6 || r.LostEvents != 2 {
 		t.Fatalf("%d requests (%d listed), %d lost; want 6, 6, 2", r.Count, len(r.Requests), r.LostEvents)
@@ -148,7 +149,7 @@ func TestRequestsNeedsSocketCalls(t *testing.T) {
 // 1.2 s on CPU), files from the pages dirtied and the end-of-recording check,
 // and the fsync from the waits seen at the switch.
 func TestTempFilesFacts(t *testing.T) {
-	var x analysis.Explanation
+	var x explain.Explanation
 	reportJSON(t, "temp-files", &x, "explain")
 	if x.Verdict.Reason != "cpu" || !strings.Contains(x.Verdict.Summary, "in the kernel") ||
 		!strings.Contains(x.Verdict.Summary, "300 files /tmp/*/*.txt created, written, deleted") {

@@ -6,7 +6,7 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
-	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/explain"
 	"github.com/whyslow/whyslow/internal/analysis/reports"
 	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/output"
@@ -15,7 +15,7 @@ import (
 // newStatsReport is `report stats`: latency statistics per class and disk.
 func newStatsReport() *cobra.Command {
 	return analysisCommand("stats", "Latency statistics per syscall class and per disk (iolatencystats)", nil,
-		func(w io.Writer, s *analysis.Source, f source.Filter, ff *filterFlags, _ *cobra.Command) error {
+		func(w io.Writer, s *explain.Source, f source.Filter, ff *filterFlags, _ *cobra.Command) error {
 			st, err := reports.RunStats(s.Source, f)
 			if err != nil {
 				return err
@@ -36,7 +36,7 @@ func newFreqReport() *cobra.Command {
 		func(c *cobra.Command) {
 			c.Flags().IntVar(&resolution, "freq-resolution", 20, "number of buckets between --min and --max")
 		},
-		func(w io.Writer, s *analysis.Source, f source.Filter, ff *filterFlags, _ *cobra.Command) error {
+		func(w io.Writer, s *explain.Source, f source.Filter, ff *filterFlags, _ *cobra.Command) error {
 			// Only the resolution is a usage error; any other is the
 			// recording's: a damaged file exits 3 (docs/exit-codes.md).
 			fr, err := reports.RunFreq(s.Source, f, resolution)
@@ -57,7 +57,7 @@ func newFreqReport() *cobra.Command {
 // newTopReport is `report top`: the slowest operations per class.
 func newTopReport() *cobra.Command {
 	return analysisCommand("top", "The slowest operations per syscall class (iolatencytop)", nil,
-		func(w io.Writer, s *analysis.Source, f source.Filter, ff *filterFlags, _ *cobra.Command) error {
+		func(w io.Writer, s *explain.Source, f source.Filter, ff *filterFlags, _ *cobra.Command) error {
 			top, err := reports.RunTop(s.Source, f)
 			if err != nil {
 				return err

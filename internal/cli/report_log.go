@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/spf13/cobra"
-	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/explain"
 	"github.com/whyslow/whyslow/internal/analysis/reports"
 	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/output"
@@ -26,7 +26,7 @@ recording printed to a pipe streams at millions of rows a second, and
 scripts; --json is the whole result as one document (it holds every row in
 memory: use --format json for a large recording).`
 		},
-		func(w io.Writer, s *analysis.Source, f source.Filter, ff *filterFlags, _ *cobra.Command) error {
+		func(w io.Writer, s *explain.Source, f source.Filter, ff *filterFlags, _ *cobra.Command) error {
 			if ff.json {
 				ops, err := reports.RunLog(s.Source, f, logLimit)
 				if err != nil {

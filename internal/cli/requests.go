@@ -6,7 +6,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
-	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/explain"
+	"github.com/whyslow/whyslow/internal/analysis/requests"
 	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/output"
 )
@@ -17,8 +18,8 @@ type requestFlags struct {
 	keepQuery bool
 }
 
-func (r *requestFlags) options(f source.Filter) analysis.RequestOptions {
-	return analysis.RequestOptions{Filter: f, LabelGlob: r.label, KeepQuery: r.keepQuery, Explained: f.Limit}
+func (r *requestFlags) options(f source.Filter) requests.Options {
+	return requests.Options{Filter: f, LabelGlob: r.label, KeepQuery: r.keepQuery, Explained: f.Limit}
 }
 
 func newRequestsReport() *cobra.Command {
@@ -42,9 +43,9 @@ who else made it wait. Needs a recording made with --requests (or --full).
 --min and --max filter by duration, --limit says how many of the slowest to
 list and explain.`
 		},
-		func(w io.Writer, s *analysis.Source, f source.Filter, ff *filterFlags, c *cobra.Command) error {
-			r, err := analysis.FindRequests(s, rf.options(f))
-			if errors.Is(err, analysis.ErrNoSocketCalls) {
+		func(w io.Writer, s *explain.Source, f source.Filter, ff *filterFlags, c *cobra.Command) error {
+			r, err := requests.Find(s, rf.options(f))
+			if errors.Is(err, requests.ErrNoSocketCalls) {
 				return withCode(ExitUsage, err)
 			}
 			if err != nil {
@@ -60,10 +61,10 @@ list and explain.`
 }
 
 // requestsTo prints the requests of a finished attach to stderr, and JSON to a file.
-func requestsTo(src *analysis.Source, path, jsonPath string) error {
+func requestsTo(src *explain.Source, path, jsonPath string) error {
 	f := source.NoFilter()
 	f.Limit = 5
-	r, err := analysis.FindRequests(src, (&requestFlags{}).options(f))
+	r, err := requests.Find(src, (&requestFlags{}).options(f))
 	if err != nil {
 		return err
 	}

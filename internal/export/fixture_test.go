@@ -3,13 +3,13 @@ package export
 import (
 	"testing"
 
-	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/explain"
 	"github.com/whyslow/whyslow/internal/store"
 	"github.com/whyslow/whyslow/internal/store/storetest/hostile"
 )
 
 // fixture builds the storetest recording and opens it for analysis.
-func fixture(t *testing.T) (string, *analysis.Source) {
+func fixture(t *testing.T) (string, *explain.Source) {
 	t.Helper()
 	path := hostile.Build(t, t.TempDir())
 	rec, err := store.Open(path)
@@ -17,5 +17,5 @@ func fixture(t *testing.T) (string, *analysis.Source) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rec.Close() })
-	return path, analysis.NewSource(rec)
+	return path, explain.NewSource(rec)
 }

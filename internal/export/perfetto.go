@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/explain"
 	"github.com/whyslow/whyslow/internal/analysis/reports"
 )
 
@@ -58,7 +58,7 @@ func numArg(name string, v int64) annotation {
 }
 
 type perfettoBuilder struct {
-	src     *analysis.Source
+	src     *explain.Source
 	events  []tev
 	threads map[uint32]*ptrack // by tid
 	procs   map[uint32]*pproc
@@ -81,7 +81,7 @@ type pproc struct {
 }
 
 // Perfetto writes the recording as a Perfetto protobuf trace.
-func Perfetto(w io.Writer, src *analysis.Source) error {
+func Perfetto(w io.Writer, src *explain.Source) error {
 	b := &perfettoBuilder{src: src, threads: map[uint32]*ptrack{}, procs: map[uint32]*pproc{}}
 	for _, step := range []func() error{b.loadThreads, b.offCPU, b.syscalls, b.nameProcesses, b.counters} {
 		if err := step(); err != nil {

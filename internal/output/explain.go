@@ -7,12 +7,12 @@ import (
 
 	"github.com/whyslow/whyslow/internal/format"
 
-	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/explain"
 	"github.com/whyslow/whyslow/internal/event"
 )
 
 // Explanation prints where a target's time went, at most 80 columns wide.
-func Explanation(w io.Writer, x *analysis.Explanation) {
+func Explanation(w io.Writer, x *explain.Explanation) {
 	fmt.Fprintf(w, "\nwhyslow: %s (pid %d)", format.Safe(commandLine(x.Target.Command, 44)), x.Target.PID)
 	if x.Target.ExitCode != nil {
 		fmt.Fprintf(w, ", exit %d", *x.Target.ExitCode)
@@ -190,14 +190,14 @@ func Explanation(w io.Writer, x *analysis.Explanation) {
 		fmt.Fprintf(w, "  (%d more in the JSON)\n", n)
 	}
 	if x.BlameOmitted > 0 {
-		fmt.Fprintf(w, "  (%d more under %s each, left out)\n", x.BlameOmitted, format.Pct(analysis.MinBlameShare))
+		fmt.Fprintf(w, "  (%d more under %s each, left out)\n", x.BlameOmitted, format.Pct(explain.MinBlameShare))
 	}
 	if x.LostEvents > 0 {
 		fmt.Fprintf(w, "\nwarning: %d events were lost; totals may be low\n", x.LostEvents)
 	}
 }
 
-func mostly(th analysis.ThreadTime) string {
+func mostly(th explain.ThreadTime) string {
 	best, bv := "cpu", th.OnCPUS
 	for r, v := range th.ByReason {
 		if v > bv {
@@ -263,8 +263,8 @@ func commandLine(cmd string, n int) string {
 
 // pathChain words the hand-offs that lead to the verdict's longest stretch:
 // "sh (tid 1) waited on dd (tid 2) to exit ← dd (tid 2): disk-read on /x".
-func pathChain(x *analysis.Explanation) string {
-	var longest *analysis.PathSegment
+func pathChain(x *explain.Explanation) string {
+	var longest *explain.PathSegment
 	for i := range x.Path.Segments {
 		s := &x.Path.Segments[i]
 		if s.Reason == x.Verdict.Reason && (longest == nil || s.DurS > longest.DurS) {
@@ -314,7 +314,7 @@ var handOff = map[string]string{
 
 // allThreads is the time summed over threads, by reason: evidence beside the
 // path (a thread pool's time is larger than the wall time).
-func allThreads(x *analysis.Explanation) string {
+func allThreads(x *explain.Explanation) string {
 	var parts []string
 	add := func(r string, v float64) {
 		if v >= 0.0005 {
@@ -340,4 +340,4 @@ func allThreads(x *analysis.Explanation) string {
 // worker (tid 7) ← worker: disk-write on /f"), or "" when the main thread's
 // own time explains it. Names are made safe for a terminal; other outputs
 // (HTML) escape the result again for their own medium.
-func PathChain(x *analysis.Explanation) string { return pathChain(x) }
+func PathChain(x *explain.Explanation) string { return pathChain(x) }

@@ -6,13 +6,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/explain"
+	"github.com/whyslow/whyslow/internal/analysis/requests"
 )
 
 func TestBlameSaysWhatWasLeftOut(t *testing.T) {
-	x := &analysis.Explanation{
-		Verdict:      analysis.Verdict{Reason: "sync"},
-		Blame:        []analysis.Blame{{Share: 0.62, PID: 9, Comm: "sync", Activity: "sync", Syscall: "sync", LongestNS: 1_200_000_000}},
+	x := &explain.Explanation{
+		Verdict:      explain.Verdict{Reason: "sync"},
+		Blame:        []explain.Blame{{Share: 0.62, PID: 9, Comm: "sync", Activity: "sync", Syscall: "sync", LongestNS: 1_200_000_000}},
 		BlameOmitted: 3,
 	}
 	var b bytes.Buffer
@@ -27,9 +28,9 @@ func TestBlameSaysWhatWasLeftOut(t *testing.T) {
 // that carries terminal escapes must not reach the terminal as escapes.
 func TestRequestsAreSafe(t *testing.T) {
 	evil := "GET /\x1b[2J\x1b]0;pwned\x07"
-	r := &analysis.Requests{Count: 1, Payload: true,
-		ByLabel:  []analysis.LabelStats{{Label: evil, Count: 1, Verdict: "cpu"}},
-		Requests: []analysis.RequestEntry{{Label: evil, Comm: "x\x1bc", Verdict: analysis.RequestVerdict{Reason: "cpu", Summary: "on CPU"}}}}
+	r := &requests.Requests{Count: 1, Payload: true,
+		ByLabel:  []requests.LabelStats{{Label: evil, Count: 1, Verdict: "cpu"}},
+		Requests: []requests.Entry{{Label: evil, Comm: "x\x1bc", Verdict: requests.Verdict{Reason: "cpu", Summary: "on CPU"}}}}
 	var b bytes.Buffer
 	Requests(&b, r, "rec\x1b[1m.db")
 	if strings.ContainsAny(b.String(), "\x1b\x07") {

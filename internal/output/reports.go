@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/explain"
 	"github.com/whyslow/whyslow/internal/analysis/reports"
 	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/format"
@@ -14,7 +14,7 @@ import (
 
 // Header prints the recording's time range and any lost events: every
 // analysis starts with it, since loss can make any number low.
-func Header(w io.Writer, s *analysis.Source, f source.Filter, utc bool) {
+func Header(w io.Writer, s *explain.Source, f source.Filter, utc bool) {
 	b, e := s.Clock.StartMono, s.Clock.EndMono
 	if f.Begin != 0 {
 		b = f.Begin

@@ -5,14 +5,14 @@ import (
 	"io"
 	"strings"
 
-	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/requests"
 	"github.com/whyslow/whyslow/internal/format"
 )
 
 // Requests prints a server's requests: the summary, by label, then the
 // slowest with their explanation and the range to zoom into with report log.
 // rec names the recording in the zoom commands ("REC" when empty).
-func Requests(w io.Writer, r *analysis.Requests, rec string) {
+func Requests(w io.Writer, r *requests.Requests, rec string) {
 	if rec == "" {
 		rec = "REC"
 	}
@@ -78,7 +78,7 @@ func Requests(w io.Writer, r *analysis.Requests, rec string) {
 }
 
 // upstreamName: "php-fpm8.2 (pid 7) on unix:/run/php/fpm.sock".
-func upstreamName(u *analysis.Upstream) string {
+func upstreamName(u *requests.Upstream) string {
 	var b strings.Builder
 	if u.PID != 0 {
 		fmt.Fprintf(&b, "%s (pid %d)", format.Safe(u.Comm), u.PID)

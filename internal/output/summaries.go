@@ -3,7 +3,8 @@ package output
 import (
 	"io"
 
-	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/explain"
+	"github.com/whyslow/whyslow/internal/analysis/requests"
 )
 
 // The analyses' JSON carries each sentence in a summary field beside the
@@ -12,7 +13,7 @@ import (
 
 // FillSummaries words x's verdict, file groups and blame into their Summary
 // fields.
-func FillSummaries(x *analysis.Explanation) {
+func FillSummaries(x *explain.Explanation) {
 	x.Verdict.Summary = verdictSentence(x.Verdict)
 	if d := x.Verdict.Detail; d != nil {
 		fillGroup(d.Group)
@@ -31,7 +32,7 @@ func FillSummaries(x *analysis.Explanation) {
 
 // FillRequestSummaries words each request's verdict and blame into their
 // Summary fields.
-func FillRequestSummaries(r *analysis.Requests) {
+func FillRequestSummaries(r *requests.Requests) {
 	for i := range r.Requests {
 		q := &r.Requests[i]
 		q.Verdict.Summary = requestVerdictSentence(q.Verdict)
@@ -43,26 +44,26 @@ func FillRequestSummaries(r *analysis.Requests) {
 	}
 }
 
-func fillGroup(g *analysis.FileGroup) {
+func fillGroup(g *explain.FileGroup) {
 	if g != nil {
 		g.Summary = groupSentence(*g)
 	}
 }
 
-func fillBlame(b *analysis.Blame) {
+func fillBlame(b *explain.Blame) {
 	if b != nil {
 		b.Summary = blameSentence(*b)
 	}
 }
 
 // ExplanationJSON writes x as whyslow.run/v1, its sentences filled in.
-func ExplanationJSON(w io.Writer, x *analysis.Explanation) error {
+func ExplanationJSON(w io.Writer, x *explain.Explanation) error {
 	FillSummaries(x)
 	return JSON(w, x)
 }
 
 // RequestsJSON writes r as whyslow.requests/v1, its sentences filled in.
-func RequestsJSON(w io.Writer, r *analysis.Requests) error {
+func RequestsJSON(w io.Writer, r *requests.Requests) error {
 	FillRequestSummaries(r)
 	return JSON(w, r)
 }

@@ -5,7 +5,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/explain"
+	"github.com/whyslow/whyslow/internal/analysis/requests"
 	"github.com/whyslow/whyslow/internal/event"
 	"github.com/whyslow/whyslow/internal/format"
 )
@@ -35,11 +36,11 @@ var reasonWords = map[string]string{
 
 // verdictSentence: "83% of 2.10 s waiting for disk writes: main thread
 // app (tid 7) wrote 48.0 MiB to /data/out.bin".
-func verdictSentence(v analysis.Verdict) string {
+func verdictSentence(v explain.Verdict) string {
 	switch v.Kind {
-	case analysis.VerdictIdle:
+	case explain.VerdictIdle:
 		return fmt.Sprintf("waited for work the whole %s (accept, poll with no data): nothing was slow", format.Seconds(v.OfS))
-	case analysis.VerdictMixed:
+	case explain.VerdictMixed:
 		var parts []string
 		for _, r := range v.Ranked {
 			if r.Reason == string(event.ReasonIdle) {
@@ -51,7 +52,7 @@ func verdictSentence(v analysis.Verdict) string {
 			parts = append(parts, fmt.Sprintf("%s %s", r.Reason, format.Pct(r.S/v.OfS)))
 		}
 		return "no single reason dominates: " + strings.Join(parts, ", ")
-	case analysis.VerdictTop:
+	case explain.VerdictTop:
 		s := fmt.Sprintf("%s of %s %s", format.Pct(v.Share), format.Seconds(v.OfS), reasonWords[v.Reason])
 		if d := detailWords(v.Detail); d != "" {
 			s += ": " + d
@@ -65,7 +66,7 @@ func verdictSentence(v analysis.Verdict) string {
 // it is a good part of the rest: the CPUs were too few for what ran (a
 // build on two cores, a database with more busy backends than CPUs), which
 // "on CPU" alone hides.
-func saturated(v analysis.Verdict) string {
+func saturated(v explain.Verdict) string {
 	if v.Reason != string(event.ReasonCPU) || v.OfS <= 0 {
 		return ""
 	}
@@ -78,7 +79,7 @@ func saturated(v analysis.Verdict) string {
 }
 
 // detailWords names who and what for a verdict's top reason.
-func detailWords(d *analysis.VerdictDetail) string {
+func detailWords(d *explain.VerdictDetail) string {
 	if d == nil {
 		return ""
 	}
@@ -88,9 +89,9 @@ func detailWords(d *analysis.VerdictDetail) string {
 		who += " waited on " + actorWords(d.Via) + ", which"
 	}
 	switch d.Kind {
-	case analysis.DetailSpread:
+	case explain.DetailSpread:
 		return spreadWords(d.Spread)
-	case analysis.DetailWrote:
+	case explain.DetailWrote:
 		s := who
 		switch {
 		case d.Tree != nil:
@@ -122,7 +123,7 @@ func detailWords(d *analysis.VerdictDetail) string {
 			s += "; other processes' part: " + blameSentence(*d.Blame)
 		}
 		return s + ioLimitWords(d.IOLimit, false)
-	case analysis.DetailRead:
+	case explain.DetailRead:
 		s := who
 		if m := d.Metadata; m != nil {
 			// "waited on the filesystem's metadata (directories, inodes), not file data:
@@ -147,7 +148,7 @@ func detailWords(d *analysis.VerdictDetail) string {
 			}
 		}
 		return s + evictedWords(d.Evicted) + ioLimitWords(d.IOLimit, true)
-	case analysis.DetailWaited:
+	case explain.DetailWaited:
 		s := who
 		if d.Object != "" {
 			s += " waited on " + format.Safe(d.Object)
@@ -156,17 +157,17 @@ func detailWords(d *analysis.VerdictDetail) string {
 			s += ", held up by " + actorWords(d.HeldUpBy)
 		}
 		return s
-	case analysis.DetailPeer:
+	case explain.DetailPeer:
 		p := d.Peer
 		if !p.BytesKnown {
 			return fmt.Sprintf("%s waited on %s (bytes not seen: record with --syscalls)", who, format.Safe(p.Peer))
 		}
 		return fmt.Sprintf("%s waited on %s (%s in, %s out)", who, format.Safe(p.Peer), format.Bytes(p.BytesIn), format.Bytes(p.BytesOut))
-	case analysis.DetailRan:
+	case explain.DetailRan:
 		return fmt.Sprintf("%s ran %s", who, format.Seconds(d.OnCPUS)) + kernelWords(d.Kernel)
-	case analysis.DetailQuota:
+	case explain.DetailQuota:
 		return who + quotaWords(d.Quota)
-	case analysis.DetailMemory:
+	case explain.DetailMemory:
 		if m := d.Memory; m != nil {
 			return fmt.Sprintf("%s in memory cgroup %s, %s", who, format.Safe(m.Cgroup), limitWords(m))
 		}
@@ -177,7 +178,7 @@ func detailWords(d *analysis.VerdictDetail) string {
 
 // ioLimitWords: "; in blkio cgroup /batch, limited to 8.0 MiB/s of reads
 // on loop3": the limits of the verdict's direction, none when it has none.
-func ioLimitWords(l *analysis.IOLimit, read bool) string {
+func ioLimitWords(l *explain.IOLimit, read bool) string {
 	if l == nil {
 		return ""
 	}
@@ -208,7 +209,7 @@ func ioLimitWords(l *analysis.IOLimit, read bool) string {
 
 // evictedWords: "; re-read 512.0 MiB evicted under memory cgroup /app's
 // limit (64.0 MiB)".
-func evictedWords(m *analysis.MemoryLimit) string {
+func evictedWords(m *explain.MemoryLimit) string {
 	if m == nil {
 		return ""
 	}
@@ -217,7 +218,7 @@ func evictedWords(m *analysis.MemoryLimit) string {
 
 // limitWords: "limit (64.0 MiB)", or "memory.high (128.0 MiB)" when that
 // is the lower.
-func limitWords(m *analysis.MemoryLimit) string {
+func limitWords(m *explain.MemoryLimit) string {
 	if m.LimitBytes == 0 || m.HighBytes > 0 && m.HighBytes < m.LimitBytes {
 		return fmt.Sprintf("memory.high (%s)", format.Bytes(m.HighBytes))
 	}
@@ -226,7 +227,7 @@ func limitWords(m *analysis.MemoryLimit) string {
 
 // quotaWords: " in cgroup /docker/4f1e, limited to 0.2 CPU (20 ms every
 // 100 ms): the kernel throttled it in 26 of 32 periods, 1.85 s held off".
-func quotaWords(q *analysis.CPUQuota) string {
+func quotaWords(q *explain.CPUQuota) string {
 	if q == nil {
 		return ""
 	}
@@ -242,26 +243,26 @@ func quotaWords(q *analysis.CPUQuota) string {
 }
 
 // actorWords: "main thread app (tid 7)", "process cc1 (pid 9)", "flock (pid 12)".
-func actorWords(a *analysis.Actor) string {
+func actorWords(a *explain.Actor) string {
 	if a == nil {
 		return ""
 	}
 	comm := format.Safe(a.Comm)
 	switch a.Role {
-	case analysis.ActorProcess:
+	case explain.ActorProcess:
 		return fmt.Sprintf("process %s (pid %d)", comm, a.PID)
-	case analysis.ActorProcessThread:
+	case explain.ActorProcessThread:
 		return fmt.Sprintf("thread %s (tid %d) of process %d", comm, a.TID, a.PID)
-	case analysis.ActorMainThread:
+	case explain.ActorMainThread:
 		return fmt.Sprintf("main thread %s (tid %d)", comm, a.TID)
-	case analysis.ActorThread:
+	case explain.ActorThread:
 		return fmt.Sprintf("thread %s (tid %d)", comm, a.TID)
 	}
 	return fmt.Sprintf("%s (pid %d)", comm, a.PID)
 }
 
 // spreadWords: "spread over 150 threads, in cc1 (18.2 s, 145 processes), ld (2.10 s)".
-func spreadWords(s *analysis.Spread) string {
+func spreadWords(s *explain.Spread) string {
 	var parts []string
 	for _, c := range s.Commands {
 		part := fmt.Sprintf("%s (%s", format.Safe(c.Comm), format.Seconds(c.S))
@@ -275,7 +276,7 @@ func spreadWords(s *analysis.Spread) string {
 
 // kernelWords: "; 64% of the CPU time in the kernel (open 1.20 s, write
 // 0.40 s), mostly on 1000 files /tmp/*/*.txt created, written, deleted".
-func kernelWords(k *analysis.KernelTime) string {
+func kernelWords(k *explain.KernelTime) string {
 	if k == nil {
 		return ""
 	}
@@ -307,7 +308,7 @@ func kernelWords(k *analysis.KernelTime) string {
 }
 
 // groupSentence: "/tmp/*/*.txt: 1000 files 1000 created, written, read, 1000 deleted".
-func groupSentence(g analysis.FileGroup) string {
+func groupSentence(g explain.FileGroup) string {
 	var did []string
 	if g.Created > 0 {
 		did = append(did, fmt.Sprintf("%d created", g.Created))
@@ -325,7 +326,7 @@ func groupSentence(g analysis.FileGroup) string {
 }
 
 // blameSentence says what another process did to the target, by activity.
-func blameSentence(b analysis.Blame) string {
+func blameSentence(b explain.Blame) string {
 	who := fmt.Sprintf("%s (pid %d)", format.Safe(b.Comm), b.PID)
 	// Disk traffic during the target's storage waits.
 	where := ""
@@ -340,7 +341,7 @@ func blameSentence(b analysis.Blame) string {
 	}
 	held := fmt.Sprintf("%s, %s of the wall time", format.Seconds(b.WaitS), format.Pct(b.Share))
 	switch b.Activity {
-	case analysis.ActivitySync:
+	case explain.ActivitySync:
 		if b.Calls > 1 {
 			// The share is of the waits its calls overlapped: many short
 			// ones can cover them all, which one duration would not explain.
@@ -348,19 +349,19 @@ func blameSentence(b analysis.Blame) string {
 				who, b.Syscall, b.Calls, format.Dur(b.LongestNS))
 		}
 		return fmt.Sprintf("%s ran %s() for %s while the target waited on storage", who, b.Syscall, format.Dur(b.LongestNS))
-	case analysis.ActivityWhyslow:
+	case explain.ActivityWhyslow:
 		return fmt.Sprintf("whyslow's own recording (%s): %s", format.Safe(b.Path), traffic)
-	case analysis.ActivityWriteback:
+	case explain.ActivityWriteback:
 		return fmt.Sprintf("writeback%s (data dirtied before the recording): %s", where, traffic)
-	case analysis.ActivityDirtied:
+	case explain.ActivityDirtied:
 		return fmt.Sprintf("%s dirtied the data%s being written out: %s", who, where, traffic)
-	case analysis.ActivityWrote:
+	case explain.ActivityWrote:
 		return fmt.Sprintf("%s wrote%s directly: %s", who, where, traffic)
-	case analysis.ActivityRead:
+	case explain.ActivityRead:
 		return fmt.Sprintf("%s read%s: %s", who, where, traffic)
-	case analysis.Activity(event.ReasonLock):
+	case explain.Activity(event.ReasonLock):
 		return fmt.Sprintf("%s held the lock%s that the target waited for: %s", who, on, held)
-	case analysis.Activity(event.ReasonIPC):
+	case explain.Activity(event.ReasonIPC):
 		return fmt.Sprintf("%s was the other end of the pipe or socket%s the target waited on: %s", who, on, held)
 	}
 	return fmt.Sprintf("%s ended a wait (%s)%s of the target: %s", who, b.Activity, on, held)
@@ -368,8 +369,8 @@ func blameSentence(b analysis.Blame) string {
 
 // requestVerdictSentence: "91% waiting for disk writes on /data/x; /tmp/*/*.txt:
 // 40 files 40 created, written; sync (pid 9) ran sync() for ...".
-func requestVerdictSentence(v analysis.RequestVerdict) string {
-	if v.Kind != analysis.VerdictTop {
+func requestVerdictSentence(v requests.Verdict) string {
+	if v.Kind != explain.VerdictTop {
 		return "nothing was recorded for it"
 	}
 	s := fmt.Sprintf("%s %s", format.Pct(v.Share), reasonWords[v.Reason])

@@ -67,3 +67,7 @@ func (c Clock) ParseRange(s string, utc bool) (uint64, uint64, error) {
 	}
 	return begin, end, nil
 }
+
+// Window is a span of the recording's clock (CLOCK_MONOTONIC ns): a
+// target's life, a request's time.
+type Window struct{ Begin, End uint64 }

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/requests"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 )
 
@@ -29,7 +29,7 @@ func boolean(k string, v bool) *commonpb.KeyValue {
 // conventions: the request from its label (HTTP method and path; the
 // database and its operation for Redis and PostgreSQL), the client's
 // address, the process and thread that answered.
-func requestAttrs(r *analysis.RequestEntry, host string) []*commonpb.KeyValue {
+func requestAttrs(r *requests.Entry, host string) []*commonpb.KeyValue {
 	a := []*commonpb.KeyValue{str("server.address", host),
 		i64("process.pid", int64(r.PID)), str("process.executable.name", r.Comm),
 		i64("thread.id", int64(r.TID)), str("thread.name", r.Comm),

@@ -3,7 +3,7 @@ package otlp
 import (
 	"fmt"
 
-	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/explain"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
@@ -11,13 +11,13 @@ import (
 // blamedProcess is a process blamed in the export: a trace of its own, one
 // span over the time of the requests it held up, that their spans link to.
 type blamedProcess struct {
-	b           analysis.Blame
+	b           explain.Blame
 	begin, end  uint64
 	trace, span []byte
 	times       int
 }
 
-func (t *Traces) blame(b analysis.Blame, begin, end uint64) *tracepb.Span_Link {
+func (t *Traces) blame(b explain.Blame, begin, end uint64) *tracepb.Span_Link {
 	p := t.blamed[b.PID]
 	if p == nil {
 		trace := t.ids.trace("blamed", uint64(b.PID))
@@ -46,7 +46,7 @@ func (t *Traces) blamedSpans() []*tracepb.Span {
 }
 
 // blameAttrs are the whyslow.blame attributes of the verdict's blame.
-func blameAttrs(b *analysis.Blame) []*commonpb.KeyValue {
+func blameAttrs(b *explain.Blame) []*commonpb.KeyValue {
 	if b == nil {
 		return nil
 	}

@@ -49,7 +49,7 @@ type parent struct {
 }
 
 // parseTraceParent reads a traceparent header's value, as
-// analysis.RequestEntry.TraceParent holds it (already checked there).
+// requests.Entry.TraceParent holds it (already checked there).
 func parseTraceParent(v string) (parent, bool) {
 	f := strings.Split(v, "-")
 	if len(f) < 4 {

@@ -3,7 +3,7 @@ package otlp
 import (
 	"fmt"
 
-	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/explain"
 	"github.com/whyslow/whyslow/internal/event"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
@@ -13,7 +13,7 @@ import (
 // carry its blame.
 type verdict struct {
 	reason string
-	blame  *analysis.Blame
+	blame  *explain.Blame
 }
 
 func (v verdict) explains(reason string) bool {
@@ -24,7 +24,7 @@ func (v verdict) explains(reason string) bool {
 // span of the process that spent it: parents' (the root's, the upstream's
 // hop), or one made here for each other process the path went through,
 // nested in the hop when it lies inside it (the upstream's own database).
-func (b *builder) path(p analysis.CriticalPath, base, end uint64, root, hop *tracepb.Span, parents map[uint32]*tracepb.Span, v verdict) {
+func (b *builder) path(p explain.CriticalPath, base, end uint64, root, hop *tracepb.Span, parents map[uint32]*tracepb.Span, v verdict) {
 	total := max(float64(end-base)/1e9, 1e-9)
 	type extent struct {
 		a, z uint64
@@ -66,7 +66,7 @@ func (b *builder) path(p analysis.CriticalPath, base, end uint64, root, hop *tra
 
 // segmentName says what a segment of the path waited on: "disk-write on
 // FILE", "lock held by postgres (pid 4242)", "network wait on PEER".
-func segmentName(s analysis.PathSegment) string {
+func segmentName(s explain.PathSegment) string {
 	r := event.Reason(s.Reason)
 	switch {
 	case r == event.ReasonLock && s.BlockedByPID != 0:
@@ -81,7 +81,7 @@ func segmentName(s analysis.PathSegment) string {
 	return s.Reason
 }
 
-func segmentAttrs(s analysis.PathSegment, total float64) []*commonpb.KeyValue {
+func segmentAttrs(s explain.PathSegment, total float64) []*commonpb.KeyValue {
 	a := []*commonpb.KeyValue{str("whyslow.reason", s.Reason), f64("whyslow.share", s.DurS/total),
 		i64("process.pid", int64(s.PID)), i64("thread.id", int64(s.TID)), str("thread.name", s.Comm)}
 	if s.Object != "" {

@@ -10,7 +10,8 @@ import (
 	"math"
 	"slices"
 
-	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/explain"
+	"github.com/whyslow/whyslow/internal/analysis/requests"
 	"github.com/whyslow/whyslow/internal/analysis/source"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
@@ -28,7 +29,7 @@ type Recording struct {
 }
 
 // RecordingOf is the recording s reads, exported by whyslow version.
-func RecordingOf(s *analysis.Source, version string) Recording {
+func RecordingOf(s *explain.Source, version string) Recording {
 	return Recording{Host: s.Meta["host"], Clock: s.Clock, Version: version,
 		seed: s.Meta["host"] + "/" + s.Meta["start_mono"] + "/" + s.Meta["clock_offset_ns"]}
 }
@@ -68,7 +69,7 @@ func (t *Traces) wall(mono uint64) uint64 { return uint64(int64(mono) + t.rec.Cl
 // hop into its upstream, and its critical path's segments under the
 // process that spent them. Its blame's Summary should be filled
 // (output.FillRequestSummaries).
-func (t *Traces) AddRequest(r *analysis.RequestEntry) {
+func (t *Traces) AddRequest(r *requests.Entry) {
 	begin, end := r.Mono()
 	own := t.ids.trace("request", begin, uint64(r.PID), uint64(r.TID))
 	b := &builder{t: t, trace: own, seed: own, flags: sampled | hasIsRemote}
@@ -124,7 +125,7 @@ func (t *Traces) AddRequest(r *analysis.RequestEntry) {
 // AddPath adds the trace of a target's critical path, for a recording
 // without requests: the target's span, and the path's segments under the
 // process that spent them. Summaries should be filled (output.FillSummaries).
-func (t *Traces) AddPath(x *analysis.Explanation) {
+func (t *Traces) AddPath(x *explain.Explanation) {
 	begin, end := x.Mono()
 	own := t.ids.trace("target", begin, uint64(x.Target.PID))
 	b := &builder{t: t, trace: own, seed: own, flags: sampled | hasIsRemote}
@@ -132,7 +133,7 @@ func (t *Traces) AddPath(x *analysis.Explanation) {
 	if len(name) > 80 {
 		name = name[:77] + "..."
 	}
-	var vb *analysis.Blame
+	var vb *explain.Blame
 	if x.Verdict.Detail != nil {
 		vb = x.Verdict.Detail.Blame
 	}

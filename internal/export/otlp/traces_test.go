@@ -6,7 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/explain"
+	"github.com/whyslow/whyslow/internal/analysis/requests"
 	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/output"
 	"github.com/whyslow/whyslow/internal/store"
@@ -15,7 +16,7 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
 
-func story(t *testing.T, name string) *analysis.Source {
+func story(t *testing.T, name string) *explain.Source {
 	t.Helper()
 	for _, s := range storetest.Stories {
 		if s.Name == name {
@@ -24,7 +25,7 @@ func story(t *testing.T, name string) *analysis.Source {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { rec.Close() })
-			return analysis.NewSource(rec)
+			return explain.NewSource(rec)
 		}
 	}
 	t.Fatalf("no story %s", name)
@@ -50,7 +51,7 @@ func TestRequestTraces(t *testing.T) {
 	src := story(t, "slow-request")
 	f := source.NoFilter()
 	f.Limit = 0
-	r, err := analysis.FindRequests(src, analysis.RequestOptions{Filter: f, Explained: 100})
+	r, err := requests.Find(src, requests.Options{Filter: f, Explained: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func TestJoinsTraceParent(t *testing.T) {
 	src := story(t, "slow-request")
 	f := source.NoFilter()
 	f.Limit = 1
-	r, err := analysis.FindRequests(src, analysis.RequestOptions{Filter: f})
+	r, err := requests.Find(src, requests.Options{Filter: f})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +186,7 @@ func TestJoinsTraceParent(t *testing.T) {
 // path, one trace: the segments add up to the target's time.
 func TestPathTrace(t *testing.T) {
 	src := story(t, "lock-held")
-	x, err := analysis.Explain(src, 2000)
+	x, err := explain.Explain(src, 2000)
 	if err != nil {
 		t.Fatal(err)
 	}

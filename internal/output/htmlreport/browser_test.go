@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/explain"
 	"github.com/whyslow/whyslow/internal/analysis/reports"
+	"github.com/whyslow/whyslow/internal/analysis/requests"
 	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/store"
 	"github.com/whyslow/whyslow/internal/store/storetest/hostile"
@@ -41,13 +42,13 @@ func fixtureReport(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	defer rec.Close()
-	src := analysis.NewSource(rec)
-	x, err := analysis.Explain(src, hostile.PID)
+	src := explain.NewSource(rec)
+	x, err := explain.Explain(src, hostile.PID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := &Report{Recording: path, Meta: src.Meta, Explanation: x, ExplainedRequests: 5}
-	if r.Timeline, err = analysis.ThreadTimeline(src, x, 24); err != nil {
+	if r.Timeline, err = explain.ThreadTimeline(src, x, 24); err != nil {
 		t.Fatal(err)
 	}
 	r.WindowStartWallNS = src.Clock.Wall(r.Timeline.StartMono).UnixNano()
@@ -58,7 +59,7 @@ func fixtureReport(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	f := source.NoFilter()
-	if r.Requests, err = analysis.FindRequests(src, analysis.RequestOptions{Filter: f, Explained: 5}); err != nil {
+	if r.Requests, err = requests.Find(src, requests.Options{Filter: f, Explained: 5}); err != nil {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer

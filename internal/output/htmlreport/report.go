@@ -16,8 +16,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/whyslow/whyslow/internal/analysis"
+	"github.com/whyslow/whyslow/internal/analysis/explain"
 	"github.com/whyslow/whyslow/internal/analysis/reports"
+	"github.com/whyslow/whyslow/internal/analysis/requests"
 	"github.com/whyslow/whyslow/internal/event"
 	"github.com/whyslow/whyslow/internal/format"
 	"github.com/whyslow/whyslow/internal/output"
@@ -38,12 +39,12 @@ var (
 type Report struct {
 	Recording   string
 	Meta        map[string]string
-	Explanation *analysis.Explanation
-	Timeline    *analysis.Timeline
+	Explanation *explain.Explanation
+	Timeline    *explain.Timeline
 	Series      *reports.Series
 	Stacks      []reports.Stack
 	// Requests, when the recording has them; RequestsNote says why not.
-	Requests     *analysis.Requests
+	Requests     *requests.Requests
 	RequestsNote string
 	// ExplainedRequests: how many of the slowest requests were explained
 	// (files, blame): each gets its own section the scatter links to.
@@ -197,7 +198,7 @@ type pathBar struct {
 
 // pathBars joins consecutive segments of one thread: a path of thousands of
 // short segments would make the page heavy and the bars too thin to see.
-func pathBars(segs []analysis.PathSegment) []pathBar {
+func pathBars(segs []explain.PathSegment) []pathBar {
 	bars := []pathBar{}
 	for _, s := range segs {
 		if n := len(bars); n > 0 && bars[n-1].TID == s.TID && s.BeginS <= bars[n-1].BeginS+bars[n-1].DurS+1e-6 {

@@ -1,0 +1,45 @@
+-- What the critical path walks (walker.go): the target's waits and
+-- threads (target_offcpu, target_threads: explain/sql/target.sql), and the
+-- waits of a process outside the target that it waited on.
+
+-- name: path_waits
+-- The target's waits, by thread in time order.
+-- Columns: pid, tid, start_ts, ts, runq_ns, reason, waker_pid, waker_tid,
+-- waker_comm, object ('' for none), for_work, waker_on_socket.
+SELECT pid, tid, start_ts, ts, runq_ns, reason, waker_pid, waker_tid,
+  coalesce(waker_comm, ''), coalesce(object, ''), for_work, waker_on_socket FROM target_offcpu ORDER BY tid, start_ts;
+
+-- name: path_threads
+-- The target's threads, those that never went off CPU too: births (and who
+-- forked them) and deaths, and names.
+-- Columns: pid, tid, comm, born (NULL: before the recording), parent tid,
+-- died (NULL: alive at its end).
+SELECT t.pid, t.tid, t.comm, f.ts, f.tid, e.ts FROM target_threads t
+  LEFT JOIN (SELECT child_tid, min(ts) AS ts, arg_min(tid, ts) AS tid FROM forks GROUP BY child_tid) f ON f.child_tid = t.tid
+  LEFT JOIN (SELECT tid, max(ts) AS ts FROM exits GROUP BY tid) e ON e.tid = t.tid;
+
+-- name: path_outside_waits
+-- The waits of a process outside the target in the window, with the reasons
+-- the target's get (target_offcpu), and this for an outside process: a poll
+-- that no answer ended (a timeout) is a sleep; its calls were not seen, so
+-- no poll of its counts as one of a thread that moved no socket data.
+-- Parameters: $p (UINTEGER): its pid; $b, $e (UBIGINT): the window.
+-- Columns: tid, comm, start_ts, ts, runq_ns, reason, waker_pid, waker_tid,
+-- waker_comm, object, for_work, poll (BOOLEAN), answered (by a server, or
+-- another process's signal: a lock it let go), waker_on_socket (as
+-- target_offcpu's).
+WITH o AS (SELECT * FROM offcpu WHERE pid = $p AND ts > $b AND start_ts < $e)
+SELECT o.tid, coalesce(o.comm, ''), o.start_ts, o.ts, o.runq_ns,
+       CASE WHEN is_poll(o.syscall) AND o.waker_side IS NULL AND o.waker_pid = 0 THEN 'sleep'
+            ELSE o.reason END,
+       o.waker_pid, o.waker_tid, coalesce(o.waker_comm, ''),
+       coalesce(f.path, CASE WHEN o.waker_side = 'server' THEN coalesce(wf.local, wf.path) END, ''),
+       for_work(o.syscall, o.waker_side, o.reason, false),
+       coalesce(is_poll(o.syscall), false),
+       coalesce(o.waker_side = 'server' OR o.reason = 'lock' AND o.waker_pid <> 0, false),
+       coalesce(o.waker_ino <> 0, false)
+FROM o LEFT JOIN syscall_raw c ON c.tid = o.tid AND c.ts = o.start_ts AND c.blocked
+  LEFT JOIN file_names f ON f.dev = c.dev AND f.ino = c.ino AND f.gen = c.gen
+  LEFT JOIN file_names wf ON wf.dev = o.waker_dev AND wf.ino = o.waker_ino AND wf.gen = o.waker_gen
+       AND o.waker_side IS NOT NULL
+ORDER BY o.tid, o.start_ts;
