@@ -222,9 +222,9 @@ static __always_inline void emit_unlink(struct inflight *in, long ret, __u64 dur
 }
 
 /* Per connection, what the target did last (CONN_WROTE, CONN_READ) and
- * which end it is (CONN_SERVER, CONN_CLIENT), as serverSide decides it in
- * internal/analysis/requests_cut.go: an accept or a connect says it, else the
- * first data (a read: the server's end). A read after a write (or the
+ * which end it is (CONN_SERVER, CONN_CLIENT), as serverSide decides it
+ * (internal/analysis/requests/requests_cut.go): an accept or a connect
+ * says it, else the first data (a read: the server's end). A read after a write (or the
  * first on a connection) begins a request: only its bytes' arrival is
  * looked up (a later read's bytes are the same request's, or a pipelined
  * one's that arrived with them). A client's reads are answers: their bytes
