@@ -90,11 +90,11 @@ type Walker struct{ w *pathWalker }
 // waits of a process outside the target are read from s when a walk
 // reaches it, so s must stay held while the Walker is used.
 func Load(s *source.Source, win source.Window) (*Walker, error) {
-	w := &pathWalker{threads: map[uint32]*pathThread{}, begin: win.Begin, src: s, win: win}
-	if err := w.load(s, win); err != nil {
+	g := &graph{threads: map[uint32]*pathThread{}, src: s, win: win}
+	if err := g.load(s, win); err != nil {
 		return nil, err
 	}
-	return &Walker{w: w}, nil
+	return &Walker{w: &pathWalker{graph: g, begin: win.Begin}}, nil
 }
 
 // Process walks the main thread of pid (named comm, if the recording saw

@@ -81,14 +81,3 @@ func (ix *liveIndex) visit(n, lo, hi, end int, a uint64, yield func(*pathThread)
 	mid := (lo + hi) / 2
 	return ix.visit(2*n, lo, mid, end, a, yield) && ix.visit(2*n+1, mid, hi, end, a, yield)
 }
-
-// lives is the index of the walker's threads' lives, made at the first
-// busiest, when they are all loaded and the walk has begun (a thread's birth
-// and death no longer change), and made again if a thread was added since:
-// requests add each request's thread the recording never saw wait.
-func (w *pathWalker) lives() *liveIndex {
-	if w.live == nil || len(w.live.byBirth) != len(w.threads) {
-		w.live = newLiveIndex(w.threads)
-	}
-	return w.live
-}

@@ -46,7 +46,7 @@ func naiveBusiest(w *pathWalker, tid uint32, a, b uint64) (*pathThread, int) {
 func randomWalker(r *rand.Rand, n int, span uint64, sleepy bool) *pathWalker {
 	reasons := []string{string(event.ReasonRunqueue), string(event.ReasonDiskRead), string(event.ReasonNetwork),
 		string(event.ReasonSleep), string(event.ReasonLock), string(event.ReasonChild), "other"}
-	w := &pathWalker{threads: map[uint32]*pathThread{}}
+	w := &pathWalker{graph: &graph{threads: map[uint32]*pathThread{}}}
 	var prev *pathThread
 	for i := range n {
 		tid := uint32(1000 + i)

@@ -1,10 +1,5 @@
 package critpath
 
-import (
-	"database/sql"
-	"fmt"
-)
-
 // The critical path across processes. A wait of the target ended by a
 // process outside it (a server that answered, a backend that let go of a
 // row lock) goes on into that process when the recording holds its waits:
@@ -52,7 +47,7 @@ func (w *pathWalker) hopped(th *pathThread) bool {
 // waiter's own process it hops when that thread held the lock while serving
 // another request (w.served: MariaDB's sessions are threads of one process).
 func (w *pathWalker) hopInto(th, waker *pathThread, iv *pathInterval, a, b uint64) *pathHop {
-	holder := pathPolicy.hopIntoThread[iv.reason]
+	holder := pathPolicy.hopIntoThread[iv.edge]
 	var tid uint32
 	switch {
 	case waker.pid != th.pid && (waker.outside || holder):
@@ -80,85 +75,4 @@ func (w *pathWalker) hopSegment(seg *Segment) {
 		seg.Object = w.hop.object
 	}
 	seg.BlockedByPID, seg.BlockedByComm, seg.BlockedByTID = w.hop.pid, w.hop.comm, w.hop.tid
-}
-
-// reach loads the waits of process pid, outside the target, the first time
-// the walk reaches it, and returns its thread tid (nil: the recording holds
-// no wait of that process, and the path stops at it).
-func (w *pathWalker) reach(pid, tid uint32) *pathThread {
-	if w.src == nil {
-		return nil
-	}
-	if w.reached == nil {
-		w.reached = map[uint32]bool{}
-	}
-	if !w.reached[pid] {
-		w.reached[pid] = true
-		if err := w.loadOutside(pid); err != nil {
-			return nil // the path stops at the process, as it did before
-		}
-	}
-	th := w.threads[tid]
-	if th == nil || !th.outside {
-		return nil
-	}
-	return th
-}
-
-// loadOutside reads the waits of an outside process in the window, with the
-// reasons the target's would get (target_offcpu), and this for an outside
-// process: a poll that no answer ended (a timeout) is a sleep.
-func (w *pathWalker) loadOutside(pid uint32) error {
-	s := w.src
-	if !s.HasRows("offcpu_raw") {
-		return nil
-	}
-	rows, err := s.Query(sqlOf("path_outside_waits"),
-		sql.Named("p", pid), sql.Named("b", w.win.Begin), sql.Named("e", w.win.End))
-	if err != nil {
-		return fmt.Errorf("reading the waits of process %d: %w", pid, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var tid uint32
-		var comm string
-		var iv pathInterval
-		if err := rows.Scan(&tid, &comm, (*scanU64)(&iv.start), (*scanU64)(&iv.end), (*scanU64)(&iv.runq), &iv.reason,
-			(*scanU32)(&iv.wakerPID), (*scanU32)(&iv.wakerTID), &iv.wakerComm, &iv.object, &iv.forWork,
-			&iv.poll, &iv.answered, &iv.wakerOnSocket); err != nil {
-			return err
-		}
-		th := w.threads[tid]
-		if th == nil {
-			th = &pathThread{pid: pid, tid: tid, comm: comm, outside: true}
-			w.threads[tid] = th
-		}
-		if !th.outside {
-			continue // a target's thread: loaded as the target's
-		}
-		if comm != "" {
-			th.comm = comm
-		}
-		iv.start = max(iv.start, w.win.Begin)
-		iv.end = min(iv.end, w.win.End)
-		iv.runq = min(iv.runq, iv.end-iv.start)
-		if n := len(th.offs); n > 0 && th.offs[n-1].end > iv.start {
-			iv.start = th.offs[n-1].end // overlapping rows (history and live): keep time once
-			if iv.start >= iv.end {
-				continue
-			}
-			iv.runq = min(iv.runq, iv.end-iv.start)
-		}
-		th.offs = append(th.offs, iv)
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	for _, th := range w.threads {
-		if th.pid == pid && th.outside {
-			outsidePollRuns(th.offs)
-		}
-	}
-	w.live = nil // the index of lives is rebuilt with the new threads
-	return nil
 }

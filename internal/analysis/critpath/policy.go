@@ -8,15 +8,20 @@ import "github.com/whyslow/whyslow/internal/event"
 // nothing by itself. The same table serves every root: a process (run,
 // attach, explain --pid), a request (requests.Find), an incident (watch).
 //
-// A wait's reason is decided before the walk (classify, once per wait); the
-// policy only says how the walk treats each reason.
+// A wait's reason is decided before the walk (classify, once per wait), and
+// the edge that ended it when the graph is built (edge.go); the policy says
+// how the walk treats each.
 var pathPolicy = struct {
-	// follow: a wait whose waker is its cause, so the waker's doings
-	// meanwhile are the path: a child that exited, a lock's holder, the
-	// writer of a pipe, a server's answer. Disk and timer wake-ups are not
-	// followed: the waker is an interrupt that happened to run on some
-	// task's CPU, or the waiter itself.
-	follow map[string]bool
+	// follow: an edge whose waker is the wait's cause, so the waker's
+	// doings meanwhile are the path: a child that exited, a lock's holder,
+	// the writer of a pipe, a server's answer over a socket.
+	follow map[edge]bool
+
+	// byInterrupt: an edge an interrupt made, on whatever task it
+	// interrupted: a disk completion, a network card's receive path. The
+	// task it names as the waker is no cause: not followed, not named, not
+	// even a traced thread of the target's.
+	byInterrupt map[edge]bool
 
 	// lookThrough: a wait that says nothing of what the waiter waited on
 	// (a poller asleep on its timer, a parent waiting for children that did
@@ -30,11 +35,11 @@ var pathPolicy = struct {
 	// waiting on locks, children or for work is not.
 	working map[string]bool
 
-	// heldUpBy: a wait ended by a process whose waits the recording does not
-	// hold names that process as holding it up (a lock holder, a pipe's
-	// writer). Network is not: a peer's answer is the network's time, and
-	// the peer is named as the wait's object.
-	heldUpBy map[string]bool
+	// heldUpBy: an edge from a process whose waits the recording does not
+	// hold names that process as holding the wait up (a lock holder, a
+	// pipe's writer). A socket's is not: a peer's answer is the network's
+	// time, and the peer is named as the wait's object.
+	heldUpBy map[edge]bool
 
 	// forWork is what a wait for work is called (a server idle between
 	// requests, a backend awaiting its client's next statement): the
@@ -48,20 +53,12 @@ var pathPolicy = struct {
 	// process, with its own reason kept beside (OwnReason).
 	chargedToHop map[string]bool
 
-	// hopIntoThread: a wait for which the path hops into a thread of the
+	// hopIntoThread: an edge over which the path hops into a thread of the
 	// waiter's own process, when that thread was serving another request
 	// (MariaDB's sessions are threads of one process). Into another process
-	// the path hops for any followed wait when it is outside the target,
+	// the path hops for any followed edge when it is outside the target,
 	// and for these from every root.
-	hopIntoThread map[string]bool
-
-	// onSocketOnly: a wait of these reasons was ended by its waker only if
-	// the waker was sending on a socket as it woke it (the kernel described
-	// that socket). Otherwise a device ended it: a network card's receive
-	// path runs in a softirq on whatever task it interrupted, and a
-	// retransmission's timer likewise, and that task is no cause. Over
-	// loopback the sender runs the receive path itself, in its send.
-	onSocketOnly map[string]bool
+	hopIntoThread map[edge]bool
 
 	// maxDepth bounds how many hand-offs the walk follows in a chain. Each
 	// hop explains a shorter span than the one before, and at any moment
@@ -70,29 +67,18 @@ var pathPolicy = struct {
 	// runtime threads hand work to each other thousands of times in a build.
 	maxDepth int
 }{
-	follow: reasonSet(func(r event.Reason) bool {
-		return r == event.ReasonChild || r == event.ReasonLock || r == event.ReasonIPC || r == event.ReasonNetwork ||
-			r == event.ReasonOther
-	}),
+	follow:      map[edge]bool{edgeChild: true, edgeLock: true, edgePipe: true, edgeSocket: true, edgeWakeup: true},
+	byInterrupt: map[edge]bool{edgeDevice: true, edgeCompletion: true},
 	lookThrough: reasonSet(func(r event.Reason) bool { return r == event.ReasonSleep || r == event.ReasonChild }),
 	busyShare:   0.25,
 	working: reasonSet(func(r event.Reason) bool {
 		return r == event.ReasonRunqueue || r.Disk() || r == event.ReasonNetwork
 	}),
-	heldUpBy: reasonSet(func(r event.Reason) bool {
-		return r == event.ReasonChild || r == event.ReasonLock || r == event.ReasonIPC || r == event.ReasonOther
-	}),
+	heldUpBy:      map[edge]bool{edgeChild: true, edgeLock: true, edgePipe: true, edgeWakeup: true},
 	forWork:       string(event.ReasonIdle),
 	chargedToHop:  map[string]bool{string(event.ReasonIdle): true, string(event.ReasonSleep): true},
-	hopIntoThread: map[string]bool{string(event.ReasonLock): true},
-	onSocketOnly:  map[string]bool{string(event.ReasonNetwork): true},
+	hopIntoThread: map[edge]bool{edgeLock: true},
 	maxDepth:      100000,
-}
-
-// wokenBy says whether iv's waker ended it (onSocketOnly), so that the walk
-// may follow it or name it.
-func wokenBy(iv *pathInterval) bool {
-	return !pathPolicy.onSocketOnly[iv.reason] || iv.wakerOnSocket
 }
 
 // ownReason is what a wait is on the path when the walk does not go on

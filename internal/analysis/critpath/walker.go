@@ -1,11 +1,8 @@
 package critpath
 
 import (
-	"database/sql"
-	"fmt"
 	"sort"
 
-	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/event"
 )
 
@@ -22,8 +19,10 @@ type pathInterval struct {
 	// another process's signal (outside processes only: outsidePollRuns).
 	poll, answered bool
 	// wakerOnSocket: the waker was sending on a socket as it woke the
-	// thread (pathPolicy.onSocketOnly).
+	// thread (edgeSocket).
 	wakerOnSocket bool
+	// edge: what ended it (edgeOf), typed when the graph is built.
+	edge edge
 }
 
 type pathThread struct {
@@ -40,24 +39,19 @@ type pathThread struct {
 	outside bool
 }
 
+// pathWalker walks the graph from a root: the hop it is in, the requests
+// a request's walk knows of, and the path it makes.
 type pathWalker struct {
-	threads map[uint32]*pathThread
-	// src and win let the walk load the waits of processes outside the
-	// target when it reaches them (outside.go); reached lists those
-	// loaded; hop is the hand-off into the outside process being walked.
-	src     *source.Source
-	win     source.Window
-	reached map[uint32]bool
-	hop     *pathHop
+	*graph
+	// hop is the hand-off into the outside process (or lock holder) being
+	// walked (outside.go).
+	hop *pathHop
 	// served: the request windows of each thread, when the walk explains
 	// requests (requests.Find), set by Request for the request being walked.
 	served Served
-	// live finds the threads alive in a span, for busiest (lives).
-	live  *liveIndex
-	begin uint64
-	waits int       // intervals loaded
-	segs  []Segment // in reverse time order while walking
-	links []pathLinkSpan
+	begin  uint64
+	segs   []Segment // in reverse time order while walking
+	links  []pathLinkSpan
 }
 
 // pathLinkSpan is a hand-off with the span it explains and its depth.
@@ -65,100 +59,6 @@ type pathLinkSpan struct {
 	Link
 	a, b  uint64
 	depth int
-}
-
-func (w *pathWalker) load(s *source.Source, win source.Window) error {
-	if s.HasRows("offcpu_raw") {
-		if err := w.loadWaits(s, win); err != nil {
-			return err
-		}
-	}
-	return w.loadThreads(s, win)
-}
-
-// loadWaits reads the target's off-CPU intervals.
-//
-// Rows come by thread, so the intervals go into one slice and each thread
-// takes its run of it: a slice per thread, grown row by row, was a sixth of
-// the load on a build's 77k waits over 1300 threads. Names are left to
-// loadThreads, which gives every thread its latest: a thread it does not
-// name never had one here either.
-func (w *pathWalker) loadWaits(s *source.Source, win source.Window) error {
-	var count int
-	if err := s.QueryRow(`SELECT count(*) FROM target_offcpu`).Scan(&count); err != nil {
-		return fmt.Errorf("reading waits for the critical path: %w", err)
-	}
-	rows, err := s.Query(sqlOf("path_waits"))
-	if err != nil {
-		return fmt.Errorf("reading waits for the critical path: %w", err)
-	}
-	defer rows.Close()
-	all := make([]pathInterval, 0, count)
-	var th *pathThread
-	first := 0 // th's first interval in all
-	for rows.Next() {
-		var pid, tid uint32
-		var iv pathInterval
-		if err := rows.Scan((*scanU32)(&pid), (*scanU32)(&tid), (*scanU64)(&iv.start), (*scanU64)(&iv.end),
-			(*scanU64)(&iv.runq), &iv.reason, (*scanU32)(&iv.wakerPID), (*scanU32)(&iv.wakerTID), &iv.wakerComm,
-			&iv.object, &iv.forWork, &iv.wakerOnSocket); err != nil {
-			return err
-		}
-		if th == nil || tid != th.tid {
-			th, first = w.thread(pid, tid, ""), len(all)
-		}
-		iv.start = max(iv.start, win.Begin)
-		iv.end = min(iv.end, win.End)
-		iv.runq = min(iv.runq, iv.end-iv.start)
-		if n := len(all); n > first && all[n-1].end > iv.start {
-			iv.start = all[n-1].end // overlapping rows (a wait begun before capture): keep time once
-			if iv.start >= iv.end {
-				continue
-			}
-			iv.runq = min(iv.runq, iv.end-iv.start)
-		}
-		all = append(all, iv)
-		th.offs = all[first:len(all):len(all)]
-	}
-	w.waits = len(all)
-	return rows.Err()
-}
-
-// loadThreads reads the target's threads, those that never went off CPU
-// too: births and deaths, names.
-func (w *pathWalker) loadThreads(s *source.Source, win source.Window) error {
-	rows, err := s.Query(sqlOf("path_threads"))
-	if err != nil {
-		return fmt.Errorf("reading threads for the critical path: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var pid, tid uint32
-		var comm string
-		var born, died sql.NullInt64
-		var parent sql.NullInt64
-		if err := rows.Scan(&pid, &tid, &comm, &born, &parent, &died); err != nil {
-			return err
-		}
-		th := w.thread(pid, tid, comm)
-		th.comm = comm
-		if born.Valid && uint64(born.Int64) > win.Begin {
-			th.born, th.parent = uint64(born.Int64), uint32(parent.Int64)
-		}
-		if died.Valid && uint64(died.Int64) < win.End {
-			th.died = uint64(died.Int64)
-		}
-	}
-	return rows.Err()
-}
-
-func (w *pathWalker) thread(pid, tid uint32, comm string) *pathThread {
-	th := w.threads[tid]
-	if th == nil {
-		th = &pathThread{pid: pid, tid: tid, comm: comm}
-		w.threads[tid] = th
-	}
-	return th
 }
 
 // walk explains [from, to] of thread tid, latest first.
@@ -212,10 +112,10 @@ func (w *pathWalker) walk(tid uint32, from, to uint64, depth int) {
 // wait explains [a, b] of an off-CPU interval of th.
 func (w *pathWalker) wait(th *pathThread, iv *pathInterval, a, b uint64, depth int) {
 	var waker *pathThread
-	if wokenBy(iv) {
+	if !pathPolicy.byInterrupt[iv.edge] {
 		waker = w.threads[iv.wakerTID]
 	}
-	if waker == nil && pathPolicy.follow[iv.reason] && wokenBy(iv) && iv.wakerPID != 0 && iv.wakerPID != th.pid && !iv.forWork {
+	if waker == nil && pathPolicy.follow[iv.edge] && iv.wakerPID != 0 && iv.wakerPID != th.pid && !iv.forWork {
 		waker = w.reach(iv.wakerPID, iv.wakerTID)
 	}
 	traced := waker != nil && iv.wakerTID != th.tid
@@ -226,7 +126,7 @@ func (w *pathWalker) wait(th *pathThread, iv *pathInterval, a, b uint64, depth i
 	// it (a server's poll ended by its client's request: the client's doings
 	// before it sent are no part of the server's time).
 	idleOutsider := iv.forWork && (w.hopped(th) || waker != nil && waker.outside)
-	if traced && pathPolicy.follow[iv.reason] && depth < pathPolicy.maxDepth && waker.walking == 0 && !idleOutsider {
+	if traced && pathPolicy.follow[iv.edge] && depth < pathPolicy.maxDepth && waker.walking == 0 && !idleOutsider {
 		w.link(th, waker, iv.reason, iv.object, a, b, depth)
 		if hop := w.hopInto(th, waker, iv, a, b); hop != nil {
 			// What the process or holder did meanwhile is the path, and
@@ -250,7 +150,7 @@ func (w *pathWalker) wait(th *pathThread, iv *pathInterval, a, b uint64, depth i
 		}
 	}
 	var by *pathInterval
-	if !traced && iv.wakerPID != 0 && pathPolicy.heldUpBy[iv.reason] && wokenBy(iv) {
+	if !traced && iv.wakerPID != 0 && pathPolicy.heldUpBy[iv.edge] {
 		by = iv // blocked by a process outside the target
 	}
 	w.add(th, ownReason(iv), a, b, &pathSegmentInfo{object: iv.object, by: by})
