@@ -111,7 +111,8 @@ func create(path, memory string) (*Writer, error) {
 		if w, err := openWriter(path, memory, true); err == nil {
 			return w, nil
 		}
-		// Not a recording after all: made again from scratch, as the template.
+		// The copy did not open as a recording (a damaged template): this
+		// recording is made from scratch, and the template again with it.
 		os.Remove(path + ".wal")
 		dropTemplate(TemplateDir)
 	}
