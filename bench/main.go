@@ -767,7 +767,7 @@ Profiles: ` + "`bpftool prog show`" + ` with ` + "`kernel.bpf_stats_enabled=1`" 
   the catalog asked for ` + "`tcp_bytes`" + ` only when the target had network peers (1.5 ms); the SQL
   modules' headers found by a scan, not a regexp (init 1.9 → 0.4 ms of every start), the HTML
   template parsed when first used (0.4 ms). Same-run bench against fb7a815 (section 4): 2-10%
-  less wall time, 4-10% less CPU. Tried and dropped: loading the programs on two threads (the
+  less wall time, 4-10% less CPU; rebased on main, against main's build: 11% and 13%. Tried and dropped: loading the programs on two threads (the
   maps in two sets, then the programs in two sets of equal instructions, each given every map by
   ` + "`MapReplacements`" + `): at a quieter moment −16 ms wall but +26 ms CPU and +5.6 MiB peak, and
   slower under load; the maps made before waiting for the kernel's BTF (which now decodes for
