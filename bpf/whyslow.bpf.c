@@ -1,9 +1,11 @@
 //go:build ignore
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* whyslow's kernel side: tracepoints only (tp_btf with raw_tp twins), no kprobes.
- * Each handler is one static function; TWIN() at the end exposes it twice so the
- * loader can pick the flavour this kernel accepts. This file holds the settings
- * and maps; the handlers live in the *.bpf.h files it includes, by subject. */
+ * Each handler is one static function; TWIN() at the end exposes it as a
+ * tp_btf program, or, built with -DRAW_TP (a second object), as a raw_tp one,
+ * so the loader can pick the flavour this kernel accepts. This file holds the
+ * settings and maps; the handlers live in the *.bpf.h files it includes, by
+ * subject. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -626,42 +628,58 @@ static __always_inline __s32 stack_id_of(void *ctx)
 #include "block.bpf.h"
 #include "writeback.bpf.h"
 
-/* ---- entry points: tp_btf and raw_tp twins ---- */
+/* ---- entry points: tp_btf and raw_tp twins ----
+ * One flavour an object (internal/capture/gen.go): the loader parses the
+ * object of the flavour it loads, and with both in one it parsed every
+ * program twice for one load (a third of its time). */
 
-#define TWIN(tp, name, args, call)                                            \
-	SEC("tp_btf/" #tp) int BPF_PROG(btf_##name, args) { return call; }   \
+#ifdef RAW_TP
+#define TWIN(tp, name, args, call) \
 	SEC("raw_tp/" #tp) int BPF_PROG(raw_##name, args) { return call; }
+#else
+#define TWIN(tp, name, args, call) \
+	SEC("tp_btf/" #tp) int BPF_PROG(btf_##name, args) { return call; }
+#endif
 
 #define COMMA ,
 
 TWIN(sys_enter, sys_enter, struct pt_regs *regs COMMA long id, on_sys_enter(regs, id))
 TWIN(sys_exit, sys_exit, struct pt_regs *regs COMMA long ret, on_sys_exit(regs, ret))
 /* Twins apart: only tp_btf's task pointers may reach task storage (peers.bpf.h). */
+#ifndef RAW_TP
 SEC("tp_btf/sched_switch")
 int BPF_PROG(btf_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
 	return on_switch(ctx, preempt, prev, next, prev_state, true);
 }
+#else
 SEC("raw_tp/sched_switch")
 int BPF_PROG(raw_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
 	return on_switch(ctx, preempt, prev, next, prev_state, false);
 }
+#endif
 /* sched_waking, not sched_wakeup: it runs in the waker's context, while
  * sched_wakeup may run later on the target CPU (ttwu wake list) as swapper. */
 TWIN(local_timer_entry, local_timer_entry, int vector, on_tick(ctx))
 TWIN(local_timer_exit, local_timer_exit, int vector, on_timer_exit())
+#ifndef RAW_TP
 SEC("tp_btf/sched_waking")
 int BPF_PROG(btf_sched_waking, struct task_struct *p) { return on_wakeup(p, true); }
+#else
 SEC("raw_tp/sched_waking")
 int BPF_PROG(raw_sched_waking, struct task_struct *p) { return on_wakeup(p, false); }
+#endif
 TWIN(task_rename, task_rename, struct task_struct *task COMMA const char *comm, on_rename(task, comm))
+#ifndef RAW_TP
 SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(btf_sched_wakeup_new, struct task_struct *p) { return on_wakeup(p, true); }
+#else
 SEC("raw_tp/sched_wakeup_new")
 int BPF_PROG(raw_sched_wakeup_new, struct task_struct *p) { return on_wakeup(p, false); }
+#endif
 TWIN(sched_process_fork, sched_process_fork, struct task_struct *parent COMMA struct task_struct *child,
      on_fork(parent, child))
 TWIN(sched_process_exec, sched_process_exec,

@@ -5,10 +5,12 @@ import (
 	"encoding/hex"
 )
 
-// ObjectDigest is the SHA-256 of the BPF object built into this binary (the
-// committed whyslow_x86_bpfel.o): `whyslow version` prints it, so two builds
-// can be told to carry the same kernel side.
+// ObjectDigest is the SHA-256 of the BPF objects built into this binary (the
+// committed whyslow_x86_bpfel.o, then whyslowraw_x86_bpfel.o): `whyslow
+// version` prints it, so two builds can be told to carry the same kernel side.
 func ObjectDigest() string {
-	sum := sha256.Sum256(_WhyslowBytes)
-	return hex.EncodeToString(sum[:])
+	h := sha256.New()
+	h.Write(_WhyslowBytes)
+	h.Write(_WhyslowRawBytes)
+	return hex.EncodeToString(h.Sum(nil))
 }

@@ -290,13 +290,13 @@ func newKernelTypes() *kernelTypes {
 }
 
 func open(opts Options, flavour string, kernel *kernelTypes) (*Engine, error) {
-	spec, err := loadWhyslow()
-	if err != nil {
-		return nil, fmt.Errorf("loading BPF spec: %w", err)
-	}
 	prefix := map[string]string{"tp_btf": "btf_", "raw_tp": "raw_"}[flavour]
 	if prefix == "" {
 		return nil, fmt.Errorf("unknown flavour %q", flavour)
+	}
+	spec, err := loadFlavour(flavour)
+	if err != nil {
+		return nil, fmt.Errorf("loading BPF spec: %w", err)
 	}
 	for name := range spec.Programs {
 		if len(name) < len(prefix) || name[:len(prefix)] != prefix || !opts.attaches(name[len(prefix):]) {
@@ -434,6 +434,16 @@ func open(opts Options, flavour string, kernel *kernelTypes) (*Engine, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// loadFlavour parses the object of one flavour's programs: each is an
+// object of its own (gen.go), with the same maps, settings and types, so
+// the typed structs of the first serve both.
+func loadFlavour(flavour string) (*ebpf.CollectionSpec, error) {
+	if flavour == "raw_tp" {
+		return loadWhyslowRaw()
+	}
+	return loadWhyslow()
 }
 
 // callsRingBytes sizes each CPU's ring of calls: their total shared out,

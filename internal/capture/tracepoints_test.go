@@ -3,20 +3,18 @@ package capture
 import (
 	"strings"
 	"testing"
+
+	"github.com/cilium/ebpf"
 )
 
 // The tracepoints are named twice: by the TWIN lines of bpf/whyslow.bpf.c
 // (each handler's section) and by the engine's list, which attaches them.
-// Read from the compiled object, the two must be the same set, each handler
+// Read from the compiled objects (one a flavour), the two must be the same set, each handler
 // with both flavours: a handler added in C and not to the list would never
 // be attached, one in the list and not in C fails at every start.
 func TestTracepointsMatchObject(t *testing.T) {
-	spec, err := loadWhyslow()
-	if err != nil {
-		t.Fatal(err)
-	}
 	inObject := map[string]string{} // flavour prefix + handler -> tracepoint
-	for name, p := range spec.Programs {
+	for name, p := range flavourPrograms(t) {
 		flavour, tp, ok := strings.Cut(p.SectionName, "/")
 		if !ok {
 			continue // a global function (describe_file, own_stack): no section of its own
@@ -48,4 +46,26 @@ func TestTracepointsMatchObject(t *testing.T) {
 	if len(inObject) < 2*20 {
 		t.Errorf("only %d twin programs in the object", len(inObject))
 	}
+}
+
+// flavourPrograms are the programs of both objects, by name, each in the
+// object of its flavour only.
+func flavourPrograms(t *testing.T) map[string]*ebpf.ProgramSpec {
+	t.Helper()
+	out := map[string]*ebpf.ProgramSpec{}
+	for flavour, prefix := range map[string]string{"tp_btf": "btf_", "raw_tp": "raw_"} {
+		spec, err := loadFlavour(flavour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, p := range spec.Programs {
+			if sec, _, ok := strings.Cut(p.SectionName, "/"); ok && sec != flavour {
+				t.Errorf("program %s (%s) in the %s object", name, p.SectionName, flavour)
+			}
+			if strings.HasPrefix(name, prefix) || !strings.Contains(p.SectionName, "/") {
+				out[name] = p
+			}
+		}
+	}
+	return out
 }

@@ -538,29 +538,6 @@ const (
 	whyslowProgBtfWbInode             = "btf_wb_inode"
 	whyslowProgBtfWbInodeStart        = "btf_wb_inode_start"
 	whyslowProgBtfWritebackDirtyFolio = "btf_writeback_dirty_folio"
-	whyslowProgRawBalanceDirtyPages   = "raw_balance_dirty_pages"
-	whyslowProgRawBlockRqComplete     = "raw_block_rq_complete"
-	whyslowProgRawBlockRqInsert       = "raw_block_rq_insert"
-	whyslowProgRawBlockRqIssue        = "raw_block_rq_issue"
-	whyslowProgRawBlockRqMerge        = "raw_block_rq_merge"
-	whyslowProgRawLocalTimerEntry     = "raw_local_timer_entry"
-	whyslowProgRawLocalTimerExit      = "raw_local_timer_exit"
-	whyslowProgRawSchedProcessExec    = "raw_sched_process_exec"
-	whyslowProgRawSchedProcessExit    = "raw_sched_process_exit"
-	whyslowProgRawSchedProcessFork    = "raw_sched_process_fork"
-	whyslowProgRawSchedSwitch         = "raw_sched_switch"
-	whyslowProgRawSchedWakeupNew      = "raw_sched_wakeup_new"
-	whyslowProgRawSchedWaking         = "raw_sched_waking"
-	whyslowProgRawSockState           = "raw_sock_state"
-	whyslowProgRawSysEnter            = "raw_sys_enter"
-	whyslowProgRawSysExit             = "raw_sys_exit"
-	whyslowProgRawTaskRename          = "raw_task_rename"
-	whyslowProgRawTcpProbe            = "raw_tcp_probe"
-	whyslowProgRawUringComplete       = "raw_uring_complete"
-	whyslowProgRawUringSubmit         = "raw_uring_submit"
-	whyslowProgRawWbInode             = "raw_wb_inode"
-	whyslowProgRawWbInodeStart        = "raw_wb_inode_start"
-	whyslowProgRawWritebackDirtyFolio = "raw_writeback_dirty_folio"
 	whyslowVarAllStacks               = "all_stacks"
 	whyslowVarByRequest               = "by_request"
 	whyslowVarCallsWakeAt             = "calls_wake_at"
@@ -674,29 +651,6 @@ type whyslowProgramSpecs struct {
 	BtfWbInode             *ebpf.ProgramSpec `ebpf:"btf_wb_inode"`
 	BtfWbInodeStart        *ebpf.ProgramSpec `ebpf:"btf_wb_inode_start"`
 	BtfWritebackDirtyFolio *ebpf.ProgramSpec `ebpf:"btf_writeback_dirty_folio"`
-	RawBalanceDirtyPages   *ebpf.ProgramSpec `ebpf:"raw_balance_dirty_pages"`
-	RawBlockRqComplete     *ebpf.ProgramSpec `ebpf:"raw_block_rq_complete"`
-	RawBlockRqInsert       *ebpf.ProgramSpec `ebpf:"raw_block_rq_insert"`
-	RawBlockRqIssue        *ebpf.ProgramSpec `ebpf:"raw_block_rq_issue"`
-	RawBlockRqMerge        *ebpf.ProgramSpec `ebpf:"raw_block_rq_merge"`
-	RawLocalTimerEntry     *ebpf.ProgramSpec `ebpf:"raw_local_timer_entry"`
-	RawLocalTimerExit      *ebpf.ProgramSpec `ebpf:"raw_local_timer_exit"`
-	RawSchedProcessExec    *ebpf.ProgramSpec `ebpf:"raw_sched_process_exec"`
-	RawSchedProcessExit    *ebpf.ProgramSpec `ebpf:"raw_sched_process_exit"`
-	RawSchedProcessFork    *ebpf.ProgramSpec `ebpf:"raw_sched_process_fork"`
-	RawSchedSwitch         *ebpf.ProgramSpec `ebpf:"raw_sched_switch"`
-	RawSchedWakeupNew      *ebpf.ProgramSpec `ebpf:"raw_sched_wakeup_new"`
-	RawSchedWaking         *ebpf.ProgramSpec `ebpf:"raw_sched_waking"`
-	RawSockState           *ebpf.ProgramSpec `ebpf:"raw_sock_state"`
-	RawSysEnter            *ebpf.ProgramSpec `ebpf:"raw_sys_enter"`
-	RawSysExit             *ebpf.ProgramSpec `ebpf:"raw_sys_exit"`
-	RawTaskRename          *ebpf.ProgramSpec `ebpf:"raw_task_rename"`
-	RawTcpProbe            *ebpf.ProgramSpec `ebpf:"raw_tcp_probe"`
-	RawUringComplete       *ebpf.ProgramSpec `ebpf:"raw_uring_complete"`
-	RawUringSubmit         *ebpf.ProgramSpec `ebpf:"raw_uring_submit"`
-	RawWbInode             *ebpf.ProgramSpec `ebpf:"raw_wb_inode"`
-	RawWbInodeStart        *ebpf.ProgramSpec `ebpf:"raw_wb_inode_start"`
-	RawWritebackDirtyFolio *ebpf.ProgramSpec `ebpf:"raw_writeback_dirty_folio"`
 }
 
 // whyslowMapSpecs contains maps before they are loaded into the kernel.
@@ -944,29 +898,6 @@ type whyslowPrograms struct {
 	BtfWbInode             *ebpf.Program `ebpf:"btf_wb_inode"`
 	BtfWbInodeStart        *ebpf.Program `ebpf:"btf_wb_inode_start"`
 	BtfWritebackDirtyFolio *ebpf.Program `ebpf:"btf_writeback_dirty_folio"`
-	RawBalanceDirtyPages   *ebpf.Program `ebpf:"raw_balance_dirty_pages"`
-	RawBlockRqComplete     *ebpf.Program `ebpf:"raw_block_rq_complete"`
-	RawBlockRqInsert       *ebpf.Program `ebpf:"raw_block_rq_insert"`
-	RawBlockRqIssue        *ebpf.Program `ebpf:"raw_block_rq_issue"`
-	RawBlockRqMerge        *ebpf.Program `ebpf:"raw_block_rq_merge"`
-	RawLocalTimerEntry     *ebpf.Program `ebpf:"raw_local_timer_entry"`
-	RawLocalTimerExit      *ebpf.Program `ebpf:"raw_local_timer_exit"`
-	RawSchedProcessExec    *ebpf.Program `ebpf:"raw_sched_process_exec"`
-	RawSchedProcessExit    *ebpf.Program `ebpf:"raw_sched_process_exit"`
-	RawSchedProcessFork    *ebpf.Program `ebpf:"raw_sched_process_fork"`
-	RawSchedSwitch         *ebpf.Program `ebpf:"raw_sched_switch"`
-	RawSchedWakeupNew      *ebpf.Program `ebpf:"raw_sched_wakeup_new"`
-	RawSchedWaking         *ebpf.Program `ebpf:"raw_sched_waking"`
-	RawSockState           *ebpf.Program `ebpf:"raw_sock_state"`
-	RawSysEnter            *ebpf.Program `ebpf:"raw_sys_enter"`
-	RawSysExit             *ebpf.Program `ebpf:"raw_sys_exit"`
-	RawTaskRename          *ebpf.Program `ebpf:"raw_task_rename"`
-	RawTcpProbe            *ebpf.Program `ebpf:"raw_tcp_probe"`
-	RawUringComplete       *ebpf.Program `ebpf:"raw_uring_complete"`
-	RawUringSubmit         *ebpf.Program `ebpf:"raw_uring_submit"`
-	RawWbInode             *ebpf.Program `ebpf:"raw_wb_inode"`
-	RawWbInodeStart        *ebpf.Program `ebpf:"raw_wb_inode_start"`
-	RawWritebackDirtyFolio *ebpf.Program `ebpf:"raw_writeback_dirty_folio"`
 }
 
 func (p *whyslowPrograms) Close() error {
@@ -994,29 +925,6 @@ func (p *whyslowPrograms) Close() error {
 		p.BtfWbInode,
 		p.BtfWbInodeStart,
 		p.BtfWritebackDirtyFolio,
-		p.RawBalanceDirtyPages,
-		p.RawBlockRqComplete,
-		p.RawBlockRqInsert,
-		p.RawBlockRqIssue,
-		p.RawBlockRqMerge,
-		p.RawLocalTimerEntry,
-		p.RawLocalTimerExit,
-		p.RawSchedProcessExec,
-		p.RawSchedProcessExit,
-		p.RawSchedProcessFork,
-		p.RawSchedSwitch,
-		p.RawSchedWakeupNew,
-		p.RawSchedWaking,
-		p.RawSockState,
-		p.RawSysEnter,
-		p.RawSysExit,
-		p.RawTaskRename,
-		p.RawTcpProbe,
-		p.RawUringComplete,
-		p.RawUringSubmit,
-		p.RawWbInode,
-		p.RawWbInodeStart,
-		p.RawWritebackDirtyFolio,
 	)
 }
 

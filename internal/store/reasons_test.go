@@ -69,3 +69,43 @@ func TestReasonsDerivedFromFacts(t *testing.T) {
 		t.Errorf("reasons with the recording's table changed:\n got %s\nwant %s", show(got), show(want))
 	}
 }
+
+// TestQuotaFactFoundOrNot: a runnable wait held off by its cgroup's quota
+// is cpu-quota where offcpu_raw has the quota column; a recording made
+// before it (version 4) has none, and its waits were never throttled.
+func TestQuotaFactFoundOrNot(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rec.db")
+	w, err := store.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write([]event.Event{&event.OffCPU{Header: event.Header{Time: 10, PID: 1, TID: 1, Comm: "c"}, Off: 5, Runq: 5,
+		State: 'R', StackID: -1, Syscall: -1, WakerSyscall: -1, Quota: true}})
+	if err := w.Close(nil); err != nil {
+		t.Fatal(err)
+	}
+	reasons := func() [][]any {
+		rec, err := store.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rec.Close()
+		return queryRows(t, rec, "SELECT reason FROM wait_reasons")
+	}
+	if got, want := reasons(), [][]any{{"cpu-quota"}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("reasons with the quota column: %s, want %s", show(got), show(want))
+	}
+	db, err := sql.Open("duckdb", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.Exec(`CREATE TABLE v4 AS SELECT * EXCLUDE (quota) FROM offcpu_raw; DROP VIEW offcpu; DROP TABLE offcpu_raw;
+	  ALTER TABLE v4 RENAME TO offcpu_raw; UPDATE meta SET value = '4' WHERE key = 'schema_version'`)
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := reasons(), [][]any{{"runqueue"}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("reasons without the quota column: %s, want %s", show(got), show(want))
+	}
+}

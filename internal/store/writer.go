@@ -107,14 +107,30 @@ func create(path, memory string) (*Writer, error) {
 	if _, err := os.Stat(path); err == nil {
 		return nil, fmt.Errorf("%s %w: choose another name or remove it", path, ErrExists)
 	}
+	if copyTemplate(TemplateDir, path) {
+		if w, err := openWriter(path, memory, true); err == nil {
+			return w, nil
+		}
+		// The copy did not open as a recording (a damaged template): this
+		// recording is made from scratch, and the template again with it.
+		os.Remove(path + ".wal")
+		dropTemplate(TemplateDir)
+	}
+	return openWriter(path, memory, false)
+}
+
+// openWriter opens the database at path, a copy of the empty recording
+// (copied) or a new file, and readies the loads.
+func openWriter(path, memory string, copied bool) (*Writer, error) {
 	connector, err := duckdb.NewConnector(path, nil)
 	if err != nil {
+		os.Remove(path)
 		return nil, fmt.Errorf("creating recording %s: %w", path, err)
 	}
 	w := &Writer{path: path, connector: connector, db: sql.OpenDB(connector),
 		comms: map[uint32]string{}, commIDs: map[string]uint32{}, stacks: map[int32]bool{}, lastFlush: time.Now(), commitEvery: FlushEvery,
 		failed: make(chan struct{}), memory: memory}
-	if err := w.init(); err != nil {
+	if err := w.init(copied); err != nil {
 		w.t.close()
 		if w.duck != nil {
 			w.duck.close()
@@ -127,9 +143,10 @@ func create(path, memory string) (*Writer, error) {
 	return w, nil
 }
 
-func (w *Writer) init() error {
+// init sets DuckDB up for recording and, unless the file is a copy of the
+// empty recording (copied), makes the schema, then a template of it.
+func (w *Writer) init(copied bool) error {
 	// One statement batch: each Exec is a round trip through cgo and the planner.
-	// One transaction, too: DuckDB syncs its WAL at every commit.
 	var ddl strings.Builder
 	// DuckDB's buffer pool defaults to 80% of memory; a recorder on a busy
 	// machine must stay small, and rows are on disk after each flush anyway.
@@ -149,17 +166,20 @@ func (w *Writer) init() error {
 	// as compactly, and a --full recording came out 4% smaller without it
 	// (BENCHMARKS.md, 1d).
 	ddl.WriteString("SET disabled_compression_methods = 'rle';\n")
-	ddl.WriteString("BEGIN TRANSACTION;\n")
-	for _, t := range tables {
-		fmt.Fprintf(&ddl, "CREATE TABLE %s (%s);\n", t.name, t.columns)
+	if !copied {
+		ddl.WriteString(schemaSQL())
 	}
-	for _, v := range views {
-		ddl.WriteString(v + ";\n")
-	}
-	fmt.Fprintf(&ddl, "INSERT INTO meta VALUES ('schema_version', '%d'), ('format', 'whyslow-recording');\n", SchemaVersion)
-	ddl.WriteString("COMMIT;\n")
 	if _, err := w.db.Exec(ddl.String()); err != nil {
 		return fmt.Errorf("creating the recording's tables: %w", err)
+	}
+	if !copied && TemplateDir != "" {
+		// The schema moved from the WAL into the file, which is then the
+		// template: once a boot.
+		if _, err := os.Stat(templatePath(TemplateDir)); err != nil {
+			if _, err := w.db.Exec("CHECKPOINT"); err == nil {
+				saveTemplate(TemplateDir, w.path)
+			}
+		}
 	}
 	w.metaKeys = map[string]bool{"schema_version": true, "format": true}
 	duck, err := openLoadConn(w.path)

@@ -22,7 +22,14 @@ func (s *Source) TargetWaits(pids []uint32, win source.Window) error {
 			return fmt.Errorf("collecting the target's waits: %w", err)
 		}
 	} else {
-		if err := s.run("target_offcpu", sql.Named("b", win.Begin), sql.Named("e", win.End)); err != nil {
+		calls, movers := sqlOf("target_offcpu_calls"), sqlOf("target_offcpu_call_movers")
+		if !s.HasRows("syscall_raw") {
+			calls = "SELECT NULL::UINTEGER AS tid, NULL::UBIGINT AS ts, NULL::UBIGINT AS end_ts, NULL::VARCHAR AS object WHERE false"
+			if !s.HasRows("syscall_totals_raw") {
+				movers = "SELECT NULL::UINTEGER AS tid WHERE false"
+			}
+		}
+		if _, err := s.Exec(sqlWhere("target_offcpu", calls, movers), sql.Named("b", win.Begin), sql.Named("e", win.End)); err != nil {
 			return fmt.Errorf("collecting the target's waits: %w", err)
 		}
 		// Only polls join into runs: without one (most short commands'

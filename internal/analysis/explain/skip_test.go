@@ -12,9 +12,14 @@ import (
 
 // shortCommand is `whyslow run -- true` as the default level records it: an
 // exec, a CPU sample in it, its CPU time and exit, and another process's
-// disk request while it ran. It never went off CPU.
-func shortCommand(t *testing.T) string {
-	r := storetest.New(t, "short-command", map[string]string{"level": "waits", "scope": "command", "command": "true",
+// disk request while it ran. It never went off CPU, unless preempted (as
+// on a busy host): then it waited for a CPU once, no call streamed.
+func shortCommand(t *testing.T, preempted bool) string {
+	name := "short-command"
+	if preempted {
+		name = "preempted-command"
+	}
+	r := storetest.New(t, name, map[string]string{"level": "waits", "scope": "command", "command": "true",
 		"target_pid": "100", "target_start_mono": strconv.FormatUint(storetest.At(1), 10),
 		"target_end_mono": strconv.FormatUint(storetest.At(5), 10), "duration_ns": strconv.FormatUint(storetest.MS(6), 10),
 		"exit_code": "0", "dirty_at_exit": "4096"})
@@ -27,6 +32,9 @@ func shortCommand(t *testing.T) string {
 		storetest.Block(other, 3, 0.1, 0.5, nvme, event.BlockOp(1), 4096, 8, event.FileRef{Dev: nvme, Ino: 77, Kind: event.KindRegular}),
 		&event.CPUTime{Header: tr.At(4), OnCPU: storetest.MS(1)},
 		&event.Exit{Header: tr.At(4.5), GroupDead: true})
+	if preempted {
+		r.Add(r.Off(tr, 2.5, 3.5, event.ReasonRunqueue, "", other, 1))
+	}
 	return r.Close()
 }
 
@@ -34,7 +42,7 @@ func shortCommand(t *testing.T) string {
 // would have found nothing, on every story and on a short command's
 // recording (where most steps are skipped).
 func TestSkippedStepsChangeNothing(t *testing.T) {
-	paths := map[string]string{"short-command": shortCommand(t)}
+	paths := map[string]string{"short-command": shortCommand(t, false), "preempted-command": shortCommand(t, true)}
 	for _, st := range storetest.Stories {
 		paths[st.Name] = st.Record(t)
 	}

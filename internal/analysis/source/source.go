@@ -149,16 +149,16 @@ func dropTemporary(ctx context.Context, conn *sql.Conn) {
 	if err != nil {
 		return
 	}
-	var names []string
+	var drops strings.Builder
 	for rows.Next() {
 		var n string
 		if rows.Scan(&n) == nil && !store.IsDerived(n) {
-			names = append(names, n)
+			drops.WriteString(`DROP TABLE IF EXISTS temp.main."` + strings.ReplaceAll(n, `"`, `""`) + `";` + "\n")
 		}
 	}
 	rows.Close()
-	for _, n := range names {
-		conn.ExecContext(ctx, `DROP TABLE IF EXISTS temp.main."`+strings.ReplaceAll(n, `"`, `""`)+`"`)
+	if drops.Len() > 0 {
+		conn.ExecContext(ctx, drops.String()) // one round trip through cgo, not one a table
 	}
 }
 

@@ -41,22 +41,19 @@ INSERT INTO target_pids SELECT unnest($1::UINTEGER[]);
 --     socket, not a device's interrupt that ran on the waker's CPU.
 -- A target that never went off CPU gets target_offcpu_empty instead: this
 -- shape without the query (16 ms to plan). A test keeps the two the same.
+-- Slots: {{calls}}, the target's blocked calls (target_offcpu_calls), and
+-- {{call_movers}}, its threads seen moving socket data in a call
+-- (target_offcpu_call_movers): each an empty relation in its shape when
+-- no call was streamed (a quarter of the statement's planning).
 CREATE OR REPLACE TEMP TABLE target_offcpu AS
   WITH o AS (SELECT * FROM offcpu WHERE is_target(pid) AND ts > $b AND start_ts < $e),
-  calls AS (
-    SELECT s.tid, s.ts, s.ts + s.dur AS end_ts, coalesce(f.peer, f.path) AS object
-    FROM syscall_raw s LEFT JOIN file_names f USING (dev, ino, gen)
-    WHERE is_target(s.pid) AND s.blocked),
+  calls AS ({{calls}}),
   moving AS (SELECT nr, name FROM syscall_names WHERE class IN ('read', 'write', 'net') AND name NOT IN ('accept', 'accept4')),
   receiving AS (SELECT nr, name FROM syscall_names WHERE name IN ('read', 'readv', 'recvfrom', 'recvmsg')),
   inet AS (SELECT kind FROM kinds WHERE name = 'socket'),
   unix AS (SELECT kind FROM kinds WHERE name = 'unix'),
   socket_movers AS (
-    SELECT DISTINCT tid FROM syscall_raw WHERE is_target(pid) AND (fkind IN (SELECT kind FROM inet) AND nr IN (SELECT nr FROM moving)
-      OR fkind IN (SELECT kind FROM unix) AND nr IN (SELECT nr FROM receiving))
-    UNION
-    SELECT DISTINCT tid FROM syscall_totals WHERE is_target(pid) AND (fkind = 'socket' AND name IN (SELECT name FROM moving)
-      OR fkind = 'unix' AND name IN (SELECT name FROM receiving))
+    SELECT tid FROM ({{call_movers}})
     UNION
     SELECT DISTINCT tid FROM samples WHERE is_target(pid) AND (fkind IN (SELECT kind FROM inet) AND syscall_nr IN (SELECT nr FROM moving)
       OR fkind IN (SELECT kind FROM unix) AND syscall_nr IN (SELECT nr FROM receiving)))
@@ -69,6 +66,23 @@ CREATE OR REPLACE TEMP TABLE target_offcpu AS
   FROM o ASOF LEFT JOIN calls c ON c.tid = o.tid AND c.ts <= o.start_ts
     LEFT JOIN file_names wf ON wf.dev = o.waker_dev AND wf.ino = o.waker_ino AND wf.gen = o.waker_gen
          AND o.waker_side IS NOT NULL;
+
+-- name: target_offcpu_calls
+-- target_offcpu's {{calls}}: the target's blocked calls, each with its file
+-- or peer. Columns: tid, ts, end_ts, object.
+SELECT s.tid, s.ts, s.ts + s.dur AS end_ts, coalesce(f.peer, f.path) AS object
+FROM syscall_raw s LEFT JOIN file_names f USING (dev, ino, gen)
+WHERE is_target(s.pid) AND s.blocked
+
+-- name: target_offcpu_call_movers
+-- target_offcpu's {{call_movers}}: the target's threads seen moving socket
+-- data in a streamed or counted call (its CTEs moving, receiving, inet and
+-- unix say which). Columns: tid.
+SELECT DISTINCT tid FROM syscall_raw WHERE is_target(pid) AND (fkind IN (SELECT kind FROM inet) AND nr IN (SELECT nr FROM moving)
+  OR fkind IN (SELECT kind FROM unix) AND nr IN (SELECT nr FROM receiving))
+UNION
+SELECT DISTINCT tid FROM syscall_totals WHERE is_target(pid) AND (fkind = 'socket' AND name IN (SELECT name FROM moving)
+  OR fkind = 'unix' AND name IN (SELECT name FROM receiving))
 
 -- name: target_offcpu_empty
 -- Makes target_offcpu with no row, for a target that never went off CPU.
