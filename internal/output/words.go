@@ -34,6 +34,16 @@ var reasonWords = map[string]string{
 	string(event.ReasonIdle):          "idle, waiting for work (accept, a poll with no request)",
 }
 
+// ReasonColors are the reasons' colours, beside their words: the HTML
+// report's legend, tables and charts. A new reason is a word
+// (internal/event/reason.go), a rule (internal/classify) and its words and
+// colour here.
+var ReasonColors = map[string]string{
+	"cpu": "#4e79a7", "runqueue": "#a0cbe8", "cpu-quota": "#6a3d9a", "memory": "#cab2d6", "disk-read": "#f28e2b", "disk-write": "#e15759",
+	"dirty-throttle": "#b07aa1", "sync": "#ff9da7", "network": "#76b7b2", "lock": "#edc948",
+	"sleep": "#c9c9c9", "child": "#59a14f", "ipc": "#8cd17d", "other": "#9d7660", string(event.ReasonIdle): "#ececec",
+}
+
 // verdictSentence: "83% of 2.10 s waiting for disk writes: main thread
 // app (tid 7) wrote 48.0 MiB to /data/out.bin".
 func verdictSentence(v explain.Verdict) string {

@@ -21,6 +21,14 @@ func TestReasonWordsCoverVocabulary(t *testing.T) {
 	if len(reasonWords) != len(event.Reasons) {
 		t.Errorf("%d reasons worded, %d in the vocabulary", len(reasonWords), len(event.Reasons))
 	}
+	for _, r := range event.Reasons {
+		if ReasonColors[string(r)] == "" {
+			t.Errorf("reason %q has no colour", r)
+		}
+	}
+	if len(ReasonColors) != len(event.Reasons) {
+		t.Errorf("%d reasons coloured, %d in the vocabulary", len(ReasonColors), len(event.Reasons))
+	}
 }
 
 func TestGroupSentence(t *testing.T) {

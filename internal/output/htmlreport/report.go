@@ -54,13 +54,6 @@ type Report struct {
 	WindowStartWallNS int64
 }
 
-// Colors of the reasons, shared by the page's legend, tables and charts.
-var Colors = map[string]string{
-	"cpu": "#4e79a7", "runqueue": "#a0cbe8", "cpu-quota": "#6a3d9a", "memory": "#cab2d6", "disk-read": "#f28e2b", "disk-write": "#e15759",
-	"dirty-throttle": "#b07aa1", "sync": "#ff9da7", "network": "#76b7b2", "lock": "#edc948",
-	"sleep": "#c9c9c9", "child": "#59a14f", "ipc": "#8cd17d", "other": "#9d7660", string(event.ReasonIdle): "#ececec",
-}
-
 // page is parsed when first written, not at every start of whyslow (~0.4 ms).
 var page = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("report").Funcs(template.FuncMap{
@@ -69,7 +62,7 @@ var page = sync.OnceValue(func() *template.Template {
 		"pct":   format.Pct,
 		"upper": strings.ToUpper,
 		"color": func(r string) template.CSS {
-			if c, ok := Colors[r]; ok {
+			if c, ok := output.ReasonColors[r]; ok {
 				return template.CSS(c)
 			}
 			return "#999"
@@ -150,7 +143,7 @@ func (r *Report) chartData() map[string]any {
 		}
 	}
 	d := map[string]any{
-		"colors":   Colors,
+		"colors":   output.ReasonColors,
 		"ranked":   r.Explanation.Verdict.Ranked,
 		"timeline": r.Timeline,
 		"path":     pathBars(r.Explanation.Path.Segments),
