@@ -305,8 +305,9 @@ func TestRequestsNginxFPM(t *testing.T) {
 	t.Run("attach php-fpm master", func(t *testing.T) {
 		jar := filepath.Join(t.TempDir(), "jar")
 		stop := recordRequests(t, "attach", "-p", strconv.Itoa(web.fpmPID))
+		var slowest time.Duration
 		for range 4 {
-			curlTimed(t, web.url+"?user=secret", jar)
+			slowest = max(slowest, curlTimed(t, web.url+"?user=secret", jar))
 		}
 		r, text, _ := stop()
 		t.Logf("report requests:\n%s", text)
@@ -316,6 +317,10 @@ func TestRequestsNginxFPM(t *testing.T) {
 		for _, q := range r.Requests {
 			if q.Label != "GET /index.php" {
 				t.Errorf("request %q at %s (pid %d), want GET /index.php (FastCGI's PARAMS, the query dropped)", q.Label, q.Comm, q.PID)
+			}
+			// PHP-FPM's part of a request is inside what curl measured.
+			if d := time.Duration(q.DurationS * 1e9); d > slowest+time.Millisecond {
+				t.Errorf("request at PHP-FPM took %v, longer than curl's slowest %v", d, slowest)
 			}
 		}
 	})
