@@ -38,10 +38,7 @@ const handoffBatch = 4096
 const ExitDiskFull = 75
 
 func init() {
-	for _, e := range []event.Event{&event.Syscall{}, &event.File{}, &event.OffCPU{}, &event.Block{},
-		&event.Throttle{}, &event.Writeback{}, &event.Fork{}, &event.Exec{}, &event.Payload{}, &event.Sample{},
-		&event.Existing{}, &event.Exit{}, &event.SockBytes{}, &event.IOSnapshot{}, &event.Uring{},
-		&event.SyscallTotals{}, &event.Dirtied{}, &event.CPUTime{}, &event.Unlink{}} {
+	for _, e := range event.All() {
 		gob.Register(e)
 	}
 }
