@@ -21,9 +21,16 @@ import (
 type limits struct {
 	mu       sync.Mutex
 	quotaPID map[uint32]bool
-	quotas   map[string]sysinfo.CPUQuota // by cgroup path: its first reading
+	quotas   map[string]noted[sysinfo.CPUQuota] // by cgroup path: its first reading
 	memPID   map[uint32]bool
-	memories map[string]sysinfo.MemoryLimit
+	memories map[string]noted[sysinfo.MemoryLimit]
+}
+
+// noted is a cgroup's first reading and the header of the wait that made
+// it due: a reading again stands for the same process.
+type noted[T any] struct {
+	h       event.Header
+	reading T
 }
 
 // ioLimitEvents are pid's own cgroup's I/O limits, one event a device.
@@ -46,8 +53,8 @@ func (l *limits) seen(o *event.OffCPU) []event.Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.quotaPID == nil {
-		l.quotaPID, l.quotas = map[uint32]bool{}, map[string]sysinfo.CPUQuota{}
-		l.memPID, l.memories = map[uint32]bool{}, map[string]sysinfo.MemoryLimit{}
+		l.quotaPID, l.quotas = map[uint32]bool{}, map[string]noted[sysinfo.CPUQuota]{}
+		l.memPID, l.memories = map[uint32]bool{}, map[string]noted[sysinfo.MemoryLimit]{}
 	}
 	h := event.Header{Time: o.Time, PID: o.PID, TID: o.TID, Comm: o.Comm}
 	var out []event.Event
@@ -55,7 +62,7 @@ func (l *limits) seen(o *event.OffCPU) []event.Event {
 		l.quotaPID[o.PID] = true
 		if c, ok := sysinfo.Host.CPUQuota(o.PID); ok {
 			if _, known := l.quotas[c.Cgroup]; !known {
-				l.quotas[c.Cgroup] = c
+				l.quotas[c.Cgroup] = noted[sysinfo.CPUQuota]{h, c}
 			}
 			out = append(out, quotaEvent(h, event.QuotaFirst, c))
 		}
@@ -65,7 +72,7 @@ func (l *limits) seen(o *event.OffCPU) []event.Event {
 		out = append(out, ioLimitEvents(h, o.PID)...)
 		if m, ok := sysinfo.Host.MemoryLimit(o.PID); ok && (m.LimitBytes > 0 || m.HighBytes > 0) {
 			if _, known := l.memories[m.Cgroup]; !known {
-				l.memories[m.Cgroup] = m
+				l.memories[m.Cgroup] = noted[sysinfo.MemoryLimit]{h, m}
 			}
 			out = append(out, memoryEvent(h, event.QuotaFirst, m))
 		}
@@ -77,17 +84,30 @@ func (l *limits) seen(o *event.OffCPU) []event.Event {
 // processes may be gone): its counts then. A cgroup removed since has no
 // end.
 func (l *limits) end(now uint64) []event.Event {
+	return l.read(now, event.QuotaEnd)
+}
+
+// read reads each cgroup noted again, at now, as phase: an end has no
+// process; a first reading made again stands for the process of the first.
+func (l *limits) read(now uint64, phase string) []event.Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	header := func(h event.Header) event.Header {
+		if phase == event.QuotaEnd {
+			return event.Header{Time: now}
+		}
+		h.Time = now
+		return h
+	}
 	var out []event.Event
 	for _, first := range l.quotas {
-		if c, ok := sysinfo.Host.ReadCPUQuota(first); ok {
-			out = append(out, quotaEvent(event.Header{Time: now}, event.QuotaEnd, c))
+		if c, ok := sysinfo.Host.ReadCPUQuota(first.reading); ok {
+			out = append(out, quotaEvent(header(first.h), phase, c))
 		}
 	}
 	for _, first := range l.memories {
-		if m, ok := sysinfo.Host.ReadMemoryLimit(first); ok {
-			out = append(out, memoryEvent(event.Header{Time: now}, event.QuotaEnd, m))
+		if m, ok := sysinfo.Host.ReadMemoryLimit(first.reading); ok {
+			out = append(out, memoryEvent(header(first.h), phase, m))
 		}
 	}
 	return out

@@ -22,6 +22,14 @@ func (e *Engine) Waits() *Waits {
 	return &Waits{e: e, st: newStacks(e.maps.Stacks, &e.ownStacks)}
 }
 
+// Limits reads again, now, the cgroup limits noted so far (the CPU quotas
+// and memory limits that held a process up) as phase: a watch keeps a first
+// reading in every window, and ends an incident with one, so that its counts
+// are the window's, not the container's since it began.
+func (w *Waits) Limits(phase string) []event.Event {
+	return w.e.limits.read(monotonicNow(), phase)
+}
+
 // Now lists every thread of the traced set off CPU at this moment, as an
 // OffCPU whose Time is now and Off how long it has waited so far, classified
 // like a finished wait. Its Header.Time-Off is the same start the finished

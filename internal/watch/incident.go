@@ -128,6 +128,12 @@ func (w *watcher) write(t *Trigger, fired time.Time) Incident {
 	}
 	win := w.flight.snapshot(from)
 	win.addWaiting(now, waiting, w.self)
+	if r := w.waits.Load(); r != nil {
+		// The limited cgroups' counts now end the window, as a recording's
+		// end does: its verdict counts the throttling since the window's
+		// first reading.
+		win.events = append(win.events, r.Limits(event.QuotaEnd)...)
+	}
 	inc.Events, inc.Dropped = len(win.events), win.dropped
 	w.mu.Lock()
 	lost := w.lost.since(win.start)

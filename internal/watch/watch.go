@@ -202,6 +202,11 @@ func (w *watcher) waiting(now uint64, waiting []*event.OffCPU) {
 // frame runs what goes once a second: pressure, hand triggers, the lost
 // counts' history, and forgetting.
 func (w *watcher) frame(f *live.Frame) {
+	if r := w.waits.Load(); r != nil {
+		// A limited cgroup's counts read again each second: an incident's
+		// window then holds a reading from its start, and write ends it with another.
+		w.flight.add(r.Limits(event.QuotaFirst), f.End)
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.lost.add(f.End, f.Lost)

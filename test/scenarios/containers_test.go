@@ -125,11 +125,16 @@ func TestCPUQuota(t *testing.T) {
 }
 
 // threeWays explains the command argv(secs) as a user would in each of
-// run, attach and a system-wide record, and checks each explanation:
+// run, attach and a system-wide record, and in a watch's incident, and
+// checks each explanation:
 //   - run: argv(secs);
 //   - attach: argv(2*secs) started, attached 300 ms later for secs;
 //   - system-wide record: a recording of secs+2 s, argv(secs) run in it,
-//     then `report explain --pid`.
+//     then `report explain --pid`;
+//   - watch: argv(secs) run beside `whyslow watch`, a snapshot asked for
+//     once it has ended, then `report explain --pid` on the incident's
+//     recording (a cgroup's limits read in the watch's window, and again
+//     when the incident is written).
 //
 // before, if given, runs before each (a file removed, caches dropped).
 func threeWays(t *testing.T, argv func(secs float64) []string, secs float64, before func(), check func(t *testing.T, x *explanation, log string)) {
@@ -174,6 +179,41 @@ func threeWays(t *testing.T, argv func(secs float64) []string, secs float64, bef
 		out, err := exec.Command(filepath.Join(bin, "whyslow"), "report", "explain", rec, "--pid", strconv.Itoa(c.Process.Pid), "--json").Output()
 		if err != nil {
 			t.Fatalf("report explain --pid: %v", err)
+		}
+		js := filepath.Join(t.TempDir(), "explain.json")
+		if err := os.WriteFile(js, out, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		text, _ := exec.Command(filepath.Join(bin, "whyslow"), "report", "explain", rec, "--pid", strconv.Itoa(c.Process.Pid)).CombinedOutput()
+		x := readExplanation(t, js, string(text))
+		t.Logf("verdict: %s", x.Verdict.Summary)
+		check(t, x, string(text))
+	})
+	t.Run("watch", func(t *testing.T) {
+		prepare()
+		dir, stop := startWatch(t, "--window", "2m", "--after", "0s")
+		a := argv(secs)
+		c := exec.Command(a[0], a[1:]...)
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", a, err, out)
+		}
+		if out, err := exec.Command(filepath.Join(bin, "whyslow"), "watch", "--snapshot", "--dir", dir).CombinedOutput(); err != nil {
+			t.Fatalf("watch --snapshot: %v\n%s", err, out)
+		}
+		var rec string
+		for deadline := time.Now().Add(60 * time.Second); rec == ""; time.Sleep(200 * time.Millisecond) {
+			for _, n := range incidentsIn(dir) {
+				if strings.HasSuffix(n, "-snapshot") {
+					rec = filepath.Join(dir, n+".db")
+				}
+			}
+			if rec == "" && time.Now().After(deadline) {
+				t.Fatalf("no snapshot written:\n%s", stop())
+			}
+		}
+		out, err := exec.Command(filepath.Join(bin, "whyslow"), "report", "explain", rec, "--pid", strconv.Itoa(c.Process.Pid), "--json").Output()
+		if err != nil {
+			t.Fatalf("report explain --pid on the incident: %v\n%s", err, stop())
 		}
 		js := filepath.Join(t.TempDir(), "explain.json")
 		if err := os.WriteFile(js, out, 0o600); err != nil {
