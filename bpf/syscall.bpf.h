@@ -222,9 +222,10 @@ static __always_inline void emit_unlink(struct inflight *in, long ret, __u64 dur
 }
 
 /* Per connection, what the target did last (CONN_WROTE, CONN_READ) and
- * which end it is (CONN_SERVER, CONN_CLIENT), as serverSide decides it
- * (internal/analysis/requests/requests_cut.go): an accept or a connect
- * says it, else the first data (a read: the server's end). A read after a write (or the
+ * which end it is (CONN_SERVER, CONN_CLIENT), by the rule of
+ * internal/event/conversation.go that serverSide (requests_cut.go) reads by
+ * too: the call that opened it says it (conn_opened_end, syscalls.h), else
+ * the first data (a read: the server's end). A read after a write (or the
  * first on a connection) begins a request: only its bytes' arrival is
  * looked up (a later read's bytes are the same request's, or a pipelined
  * one's that arrived with them). A client's reads are answers: their bytes
@@ -269,22 +270,23 @@ static __always_inline void note_request(struct inflight *in, __u32 pid, long re
 		return;
 	struct conn_key k = { .pid = pid, .dev = in->f.dev, .ino = in->f.ino };
 	__u8 side;
-	if (in->nr == NR_connect || in->nr == NR_accept || in->nr == NR_accept4) {
+	__u32 end = conn_opened_end(in->nr);
+	if (end != END_NONE) {
 		/* a non-blocking connect returns -EINPROGRESS: still the client */
-		if (ret < 0 && in->nr != NR_connect)
+		if (ret < 0 && end != END_CLIENT)
 			return;
-		side = in->nr == NR_connect ? CONN_CLIENT : CONN_SERVER;
+		side = end == END_CLIENT ? CONN_CLIENT : CONN_SERVER;
 		bpf_map_update_elem(&conn_dir, &k, &side, BPF_ANY);
 		return;
 	}
 	if (ret <= 0)
 		return;
 	__u32 cls = syscall_class(in->nr);
-	/* The split of source.Reads/Writes (internal/analysis/source/direction.go):
-	 * sendfile, splice and copy_file_range are neither, their f is the file
-	 * they read from, so a sendfile is no answer on a connection. */
-	bool read = cls == CLS_READ || in->nr == NR_recvfrom || in->nr == NR_recvmsg;
-	bool write = cls == CLS_WRITE || in->nr == NR_sendto || in->nr == NR_sendmsg;
+	/* event.Reads and event.Writes (syscalls.h): sendfile, splice and
+	 * copy_file_range are neither, their f is the file they read from, so a
+	 * sendfile is no answer on a connection. */
+	bool read = reads_conn(in->nr, cls);
+	bool write = writes_conn(in->nr, cls);
 	if (!read && !write)
 		return;
 	__u8 *st = bpf_map_lookup_elem(&conn_dir, &k);

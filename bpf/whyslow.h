@@ -277,10 +277,11 @@ struct unlink_event {
  * label, such as an HTTP request line, and the messages protocols framed by
  * message are cut from (PostgreSQL, MySQL, Redis: a pipelined read holds
  * several). Every read's are taken; a read of more than PAYLOAD_LEN bytes is
- * sent as a payload_read_event with up to PAYLOAD_READ_LEN. Sent without
- * bytes (len 0) when payloads are off and the arrival is known. */
-#define PAYLOAD_LEN 128
-#define PAYLOAD_READ_LEN 1024
+ * sent as a payload_read_event with up to PAYLOAD_READ_LEN (both from
+ * conversation.h, generated from internal/event/conversation.go, the rule
+ * the framers read by). Sent without bytes (len 0) when payloads are off
+ * and the arrival is known. */
+#include "conversation.h"
 struct payload_event {
 	struct hdr h;          /* ts = the read's entry */
 	struct file_ref f;     /* the socket */

@@ -297,4 +297,10 @@ func TestDecodePayloads(t *testing.T) {
 	if PayloadReadLen <= PayloadLen {
 		t.Errorf("PAYLOAD_READ_LEN %d, not longer than PAYLOAD_LEN %d", PayloadReadLen, PayloadLen)
 	}
+	// bpf/conversation.h is generated from internal/event, which the framers'
+	// tests read: the wire's lengths are those.
+	if PayloadLen != event.PayloadLen || PayloadReadLen != event.PayloadReadLen {
+		t.Errorf("the wire holds %d and %d bytes, internal/event says %d and %d: run 'make generate'",
+			PayloadLen, PayloadReadLen, event.PayloadLen, event.PayloadReadLen)
+	}
 }

@@ -33,6 +33,20 @@ type Input struct {
 	// Quota: a runnable thread held off the CPU by its cgroup's CPU quota
 	// (CFS bandwidth throttling), not by other work: the CPUs may be idle.
 	Quota bool
+	// Ring is the longest io_uring operation of the process in flight
+	// during the wait (nil: none). A submitter waits in io_uring_enter for
+	// its operations' completions, and its stack and file say nothing of
+	// what they are: the operation does. Not among the facts a recording
+	// keeps per wait: the analyses join a wait to its process's operations
+	// (the ring_reason macro is this rule, made from Reason).
+	Ring *RingOp
+}
+
+// RingOp is an io_uring operation as a wait's fact: its class and the kind
+// of its file.
+type RingOp struct {
+	Class event.UringClass
+	Kind  event.FileKind
 }
 
 // rule maps a kernel function (matched as a prefix) to a reason. Rules are in
@@ -148,6 +162,8 @@ var (
 	sleepSyscalls  = named("nanosleep", "clock_nanosleep", "pause")
 	childSyscalls  = named("wait4", "waitid", "vfork")
 	sigTimedWait   = named("rt_sigtimedwait")
+	// ringWaits wait for io_uring operations' completions.
+	ringWaits = named("io_uring_enter")
 )
 
 // named is the set of the syscalls of these names; a name internal/event
@@ -197,11 +213,7 @@ func Reason(in Input) event.Reason {
 			}
 		}
 	}
-	if in.WakerSyscall == event.WakerTimer && in.State == 'S' && (pollSyscalls[in.Syscall] || timedWaits[in.Syscall]) {
-		// A wait its own timeout ended slept: nobody it waited on ended it
-		// (pg_sleep and MariaDB's SLEEP() wait on a latch or a condition
-		// with a timeout). A run of polls that an answer ends at last is
-		// one wait on the answerer all the same (target_poll_runs).
+	if TimedOut(in) {
 		return event.ReasonSleep
 	}
 	if signalSyscalls[in.WakerSyscall] && (pollSyscalls[in.Syscall] || sigTimedWait[in.Syscall]) {
@@ -236,6 +248,34 @@ func Reason(in Input) event.Reason {
 			}
 			return event.ReasonDiskWrite
 		}
+	}
+	if in.Ring != nil && ringWaits[in.Syscall] {
+		return ringReason(*in.Ring)
+	}
+	return event.ReasonOther
+}
+
+// TimedOut says whether a wait slept: its own timeout ended it, nobody it
+// waited on (pg_sleep and MariaDB's SLEEP() wait on a latch or a condition
+// with a timeout). A run of polls that an answer ends at last is one wait
+// on the answerer all the same (critpath's poll_runs).
+func TimedOut(in Input) bool {
+	return in.WakerSyscall == event.WakerTimer && in.State == 'S' && (pollSyscalls[in.Syscall] || timedWaits[in.Syscall])
+}
+
+// ringReason is what a wait for an io_uring operation waited on: the
+// network for a socket's or a send's or receive's, else the disk by its
+// direction, or a sync.
+func ringReason(op RingOp) event.Reason {
+	switch {
+	case op.Kind == event.KindSocketInet || op.Class == event.UringSend || op.Class == event.UringRecv:
+		return event.ReasonNetwork
+	case op.Class == event.UringRead:
+		return event.ReasonDiskRead
+	case op.Class == event.UringWrite:
+		return event.ReasonDiskWrite
+	case op.Class == event.UringSync:
+		return event.ReasonSync
 	}
 	return event.ReasonOther
 }

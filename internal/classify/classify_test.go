@@ -81,3 +81,64 @@ func TestStacklessInterruptibleWaits(t *testing.T) {
 		}
 	}
 }
+
+// A wait its own timeout ended slept, whatever it polled: the local timer
+// ended it (WakerTimer), it was asleep (S) and in a call that waits with a
+// timeout. critpath takes an outside process's poll no task was seen ending
+// as the timer's, and asks this.
+func TestTimedOut(t *testing.T) {
+	poll, _ := event.SyscallNr("poll")
+	epoll, _ := event.SyscallNr("epoll_wait")
+	futex, _ := event.SyscallNr("futex")
+	read, _ := event.SyscallNr("read")
+	for _, tc := range []struct {
+		name string
+		in   Input
+		want bool
+	}{
+		{"a poll the timer ended", Input{State: 'S', Syscall: poll, WakerSyscall: event.WakerTimer}, true},
+		{"an epoll_wait the timer ended, process with sockets", Input{State: 'S', Syscall: epoll, WakerSyscall: event.WakerTimer, PollOnSockets: true}, true},
+		{"a futex with a timeout", Input{State: 'S', Syscall: futex, WakerSyscall: event.WakerTimer}, true},
+		{"a poll preempted at the timer's tick", Input{State: 'R', Syscall: poll, WakerSyscall: event.WakerTimer}, false},
+		{"a poll another task ended", Input{State: 'S', Syscall: poll, WakerSyscall: -1}, false},
+		{"a read has no timeout", Input{State: 'S', Syscall: read, WakerSyscall: event.WakerTimer}, false},
+	} {
+		if got := TimedOut(tc.in); got != tc.want {
+			t.Errorf("%s: TimedOut = %v, want %v", tc.name, got, tc.want)
+		}
+		if got := Reason(tc.in) == event.ReasonSleep; tc.want && !got {
+			t.Errorf("%s: timed out, but Reason = %s", tc.name, Reason(tc.in))
+		}
+	}
+}
+
+// A submitter waits in io_uring_enter for its operations, and nothing else
+// of the wait tells what they are: the longest one in flight does. Any other
+// fact that tells the wait wins (a stack in reclaim), and the operation says
+// nothing of a wait in another call.
+func TestRingWaits(t *testing.T) {
+	enter, _ := event.SyscallNr("io_uring_enter")
+	read, _ := event.SyscallNr("read")
+	op := func(c event.UringClass, k event.FileKind) *RingOp { return &RingOp{Class: c, Kind: k} }
+	for _, tc := range []struct {
+		name string
+		in   Input
+		want event.Reason
+	}{
+		{"a read of a file", Input{State: 'S', Syscall: enter, Ring: op(event.UringRead, event.KindRegular)}, event.ReasonDiskRead},
+		{"a read of a socket", Input{State: 'S', Syscall: enter, Ring: op(event.UringRead, event.KindSocketInet)}, event.ReasonNetwork},
+		{"a write of a block device", Input{State: 'S', Syscall: enter, Ring: op(event.UringWrite, event.KindBlock)}, event.ReasonDiskWrite},
+		{"a send over a unix socket", Input{State: 'S', Syscall: enter, Ring: op(event.UringSend, event.KindSocketUnix)}, event.ReasonNetwork},
+		{"a recv", Input{State: 'S', Syscall: enter, Ring: op(event.UringRecv, event.KindUnknown)}, event.ReasonNetwork},
+		{"an fsync", Input{State: 'S', Syscall: enter, Ring: op(event.UringSync, event.KindRegular)}, event.ReasonSync},
+		{"an operation whyslow does not class", Input{State: 'S', Syscall: enter, Ring: op(event.UringOther, event.KindRegular)}, event.ReasonOther},
+		{"none in flight", Input{State: 'S', Syscall: enter}, event.ReasonOther},
+		{"in reclaim, whatever was in flight", Input{State: 'D', Syscall: enter, Frames: []string{"try_to_free_pages"}, Ring: op(event.UringRead, event.KindRegular)}, event.ReasonMemory},
+		{"preempted", Input{State: 'R', Syscall: enter, Ring: op(event.UringRead, event.KindRegular)}, event.ReasonRunqueue},
+		{"not in io_uring_enter", Input{State: 'S', Syscall: read, Ring: op(event.UringRead, event.KindSocketInet)}, event.ReasonOther},
+	} {
+		if got := Reason(tc.in); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}

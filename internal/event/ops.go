@@ -79,6 +79,11 @@ const (
 	UringOther UringClass = "other"
 )
 
+// UringClasses are every class an io_uring operation has, UringOther last.
+func UringClasses() []UringClass {
+	return []UringClass{UringRead, UringWrite, UringSend, UringRecv, UringSync, UringOther}
+}
+
 // uringOps are the io_uring opcodes whyslow classes (enum io_uring_op, uapi:
 // numbered once, never renumbered); every other opcode is UringOther. bytes:
 // a positive result is the bytes the operation moved.
@@ -113,7 +118,10 @@ func UringOpClass(op uint32) UringClass {
 func UringClassSQL(col string) string {
 	var b strings.Builder
 	b.WriteString("CASE")
-	for _, c := range []UringClass{UringRead, UringWrite, UringSend, UringRecv, UringSync} {
+	for _, c := range UringClasses() {
+		if c == UringOther {
+			continue
+		}
 		fmt.Fprintf(&b, " WHEN %s IN (%s) THEN '%s'", col, uringList(func(u uringOp) bool { return u.class == c }), c)
 	}
 	fmt.Fprintf(&b, " ELSE '%s' END", UringOther)

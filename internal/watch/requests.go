@@ -2,7 +2,6 @@ package watch
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/whyslow/whyslow/internal/analysis/protocol"
 	"github.com/whyslow/whyslow/internal/event"
@@ -48,13 +47,14 @@ const maxConns = 1 << 16
 
 func newServing(over uint64) *serving { return &serving{over: over, conns: map[connKey]*conn{}} }
 
-// direction says whether a call moves bytes in (+1) or out (-1) of a socket.
+// direction says whether a call moves bytes in (+1) or out (-1) of a socket
+// (event.Reads, event.Writes: as `report requests` and the kernel's request
+// trigger split them).
 func direction(nr uint32) int {
-	name := event.SyscallName(int32(nr))
 	switch {
-	case strings.HasPrefix(name, "read"), strings.HasPrefix(name, "recv"), strings.HasPrefix(name, "pread"):
+	case event.Reads.HasNr(int32(nr)):
 		return 1
-	case strings.HasPrefix(name, "write"), strings.HasPrefix(name, "send"), strings.HasPrefix(name, "pwrite"):
+	case event.Writes.HasNr(int32(nr)):
 		return -1
 	}
 	return 0

@@ -12,33 +12,15 @@ package critpath
 //
 // A client polls with a timeout and polls again until the answer comes
 // (curl wakes every 200 ms to 1 s): those timed-out polls are the same wait
-// on the same server, and target_poll_runs gives them the answer's waker.
+// on the same server, and take the answer's waker (PollRuns).
 //
-// for_work (source/sql/macros.sql) and target_poll_runs
-// (explain/sql/target.sql) are these rules in SQL.
+// for_work (source/sql/macros.sql) and poll_runs (sql/client_waits.sql)
+// are these rules in SQL, each written once.
 
-// pollJoinNS: a poll begun within this of the last one's end goes on waiting
-// for the same thing (1000000 in target_poll_runs).
-const pollJoinNS = 1_000_000
-
-// outsidePollRuns is target_poll_runs' rule over one outside thread's waits, in
-// time order: polls that timed out (sleep) before an answered one, each
-// begun within pollJoinNS of the last one's end, take its reason and waker.
-func outsidePollRuns(offs []pathInterval) {
-	var answer *pathInterval
-	for i := len(offs) - 1; i >= 0; i-- {
-		iv := &offs[i]
-		switch {
-		case !iv.poll:
-			answer = nil
-		case iv.answered:
-			answer = iv
-		case answer != nil && iv.reason == "sleep" && i+1 < len(offs) && offs[i+1].start <= iv.end+pollJoinNS:
-			iv.reason, iv.object, iv.forWork = answer.reason, answer.object, false
-			iv.wakerPID, iv.wakerTID, iv.wakerComm = answer.wakerPID, answer.wakerTID, answer.wakerComm
-			iv.wakerOnSocket = answer.wakerOnSocket
-		default:
-			answer = nil
-		}
-	}
-}
+// PollRuns is the query of the timed-out polls of runs that an answer ends
+// (sql/client_waits.sql, poll_runs) over waits, a relation in
+// target_offcpu's columns: each poll's tid and start_ts with the answer's
+// waker, reason and object. The target's waits take them in explain
+// (target_poll_runs), an outside process's as the graph loads them
+// (path_outside_waits): one rule, one statement.
+func PollRuns(waits string) string { return modules.Where("poll_runs", waits) }

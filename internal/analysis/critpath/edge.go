@@ -1,6 +1,11 @@
 package critpath
 
-import "github.com/whyslow/whyslow/internal/event"
+import (
+	"slices"
+
+	"github.com/whyslow/whyslow/internal/classify"
+	"github.com/whyslow/whyslow/internal/event"
+)
 
 // edge is what ended an off-CPU interval: the graph's edge from the waker's
 // work into the waiter. It is typed once, when the graph is built, from the
@@ -63,4 +68,20 @@ func edgeOf(iv *pathInterval) edge {
 		return edgeQuota
 	}
 	return edgeNone
+}
+
+// timedOutUnseen says whether a poll of a process outside the target was
+// ended by its own timeout though no timer was recorded: no task was seen
+// ending it (waker pid 0). The kernel notes the waker of a peer's wait only
+// when it lasted over a millisecond (peers.bpf.h), and recordings made
+// before event.WakerTimer noted no timer at all. Such a poll is taken as the
+// timer's, and classify.TimedOut says whether a wait the timer ended slept.
+// A target's wait always has its waker: one no task ended was the timer's
+// (classify knows it) or an interrupt's, a network card's.
+func timedOutUnseen(iv *pathInterval, state, syscall string) bool {
+	if iv.wakerPID != 0 || len(state) != 1 || !slices.Contains(event.PollSyscalls, syscall) {
+		return false
+	}
+	nr, _ := event.SyscallNr(syscall)
+	return classify.TimedOut(classify.Input{State: state[0], Syscall: nr, WakerSyscall: event.WakerTimer})
 }

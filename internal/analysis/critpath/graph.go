@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/whyslow/whyslow/internal/analysis/source"
+	"github.com/whyslow/whyslow/internal/event"
 )
 
 // graph is what the walk moves on: the threads (the nodes: a thread runs
@@ -146,13 +147,13 @@ func (g *graph) reach(pid, tid uint32) *pathThread {
 
 // loadOutside reads the waits of an outside process in the window, with the
 // reasons the target's would get (target_offcpu), and this for an outside
-// process: a poll that no answer ended (a timeout) is a sleep.
+// process: a poll no task was seen ending timed out (timedOutUnseen).
 func (g *graph) loadOutside(pid uint32) error {
 	s := g.src
 	if !s.HasRows("offcpu_raw") {
 		return nil
 	}
-	rows, err := s.Query(sqlOf("path_outside_waits"),
+	rows, err := s.Query(modules.Where("path_outside_waits", PollRuns("SELECT * FROM w")),
 		sql.Named("p", pid), sql.Named("b", g.win.Begin), sql.Named("e", g.win.End))
 	if err != nil {
 		return fmt.Errorf("reading the waits of process %d: %w", pid, err)
@@ -160,13 +161,17 @@ func (g *graph) loadOutside(pid uint32) error {
 	defer rows.Close()
 	for rows.Next() {
 		var tid uint32
-		var comm string
+		var comm, state, syscall string
 		var iv pathInterval
 		if err := rows.Scan(&tid, &comm, (*scanU64)(&iv.start), (*scanU64)(&iv.end), (*scanU64)(&iv.runq), &iv.reason,
 			(*scanU32)(&iv.wakerPID), (*scanU32)(&iv.wakerTID), &iv.wakerComm, &iv.object, &iv.forWork,
-			&iv.poll, &iv.answered, &iv.wakerOnSocket); err != nil {
+			&iv.wakerOnSocket, &state, &syscall); err != nil {
 			return err
 		}
+		if timedOutUnseen(&iv, state, syscall) {
+			iv.reason = string(event.ReasonSleep)
+		}
+		iv.edge = edgeOf(&iv)
 		th := g.threads[tid]
 		if th == nil {
 			th = &pathThread{pid: pid, tid: tid, comm: comm, outside: true}
@@ -192,14 +197,6 @@ func (g *graph) loadOutside(pid uint32) error {
 	}
 	if err := rows.Err(); err != nil {
 		return err
-	}
-	for _, th := range g.threads {
-		if th.pid == pid && th.outside {
-			outsidePollRuns(th.offs)
-			for i := range th.offs {
-				th.offs[i].edge = edgeOf(&th.offs[i]) // after the poll runs took their answer's waker
-			}
-		}
 	}
 	g.live = nil // the index of lives is rebuilt with the new threads
 	return nil

@@ -15,9 +15,6 @@ type pathInterval struct {
 	wakerComm        string
 	object           string
 	forWork          bool
-	// poll, answered: a poll-family wait, ended by a server's answer or
-	// another process's signal (outside processes only: outsidePollRuns).
-	poll, answered bool
 	// wakerOnSocket: the waker was sending on a socket as it woke the
 	// thread (edgeSocket).
 	wakerOnSocket bool

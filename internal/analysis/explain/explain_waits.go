@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"fmt"
 
+	"github.com/whyslow/whyslow/internal/analysis/critpath"
 	"github.com/whyslow/whyslow/internal/analysis/source"
 )
 
@@ -39,7 +40,8 @@ func (s *Source) TargetWaits(pids []uint32, win source.Window) error {
 			return fmt.Errorf("joining a client's polls: %w", err)
 		}
 		if polls {
-			if err := s.run("target_poll_runs"); err != nil {
+			runs := critpath.PollRuns("SELECT * FROM target_offcpu")
+			if _, err := s.Exec(sqlWhere("target_poll_runs", runs)); err != nil {
 				return fmt.Errorf("joining a client's polls: %w", err)
 			}
 		}

@@ -188,3 +188,65 @@ func TestNetworkWaitEndedByAnInterruptIsNotFollowed(t *testing.T) {
 		}
 	}
 }
+
+// serverSegments are the path's segments of the server's thread.
+func serverSegments(x *Explanation) []critpath.Segment {
+	var out []critpath.Segment
+	for _, s := range x.Path.Segments {
+		if s.TID == server.TID {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// An outside process's polls that timed out before an answer are one wait
+// on the answerer, as a target's are (critpath's poll_runs, one statement
+// for both): the server polled its upstream three times, and the path
+// says it waited on the network all along, none of it asleep.
+func TestOutsidePollsJoinedUntilTheAnswer(t *testing.T) {
+	r := storetest.New(t, "unused", nil)
+	upstream := event.FileRef{Dev: 9, Ino: 600, Kind: event.KindSocketInet}
+	answer := outside(r.Off(server, 600.5, 990, event.ReasonNetwork, "poll", holder, 0.01))
+	answer.WakerSide, answer.WakerFile = event.SideServer, upstream
+	x := crossProcess(t, "outside-timed-out-polls",
+		answered(r, server),
+		outside(r.Off(server, 10, 300, event.ReasonIPC, "poll", storetest.Thread{}, 0)),
+		outside(r.Off(server, 300.5, 600, event.ReasonIPC, "poll", storetest.Thread{}, 0)),
+		answer,
+	)
+	segs := serverSegments(x)
+	var network float64
+	for _, s := range segs {
+		if s.OwnReason == "sleep" || s.Reason == "sleep" || s.Reason == "idle" {
+			t.Errorf("segment %+v: the server's timed-out polls wait on its upstream", s)
+		}
+		if s.Reason == "network" {
+			network += s.DurS
+		}
+	}
+	if network < 0.97 {
+		t.Errorf("server's segments %+v: %.3f s on the network, want the 980 ms it polled", segs, network)
+	}
+}
+
+// An outside process's poll that no task was seen ending timed out: the
+// kernel notes a peer's waker only past a millisecond, and recordings made
+// before the timer was noted say none. It slept (classify.TimedOut), and
+// that stretch stays the client's wait on it.
+func TestOutsidePollNoTaskEndedSlept(t *testing.T) {
+	r := storetest.New(t, "unused", nil)
+	x := crossProcess(t, "outside-poll-timed-out",
+		answered(r, server),
+		outside(r.Off(server, 10, 990, event.ReasonIPC, "poll", storetest.Thread{}, 0)),
+	)
+	var slept float64
+	for _, s := range serverSegments(x) {
+		if s.OwnReason == "sleep" && s.Reason == "network" && s.BlockedByPID == server.PID {
+			slept += s.DurS
+		}
+	}
+	if slept < 0.97 {
+		t.Errorf("server's segments %+v: its timed-out poll is its sleep, charged to the client's wait on it", serverSegments(x))
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"sort"
 
 	"github.com/whyslow/whyslow/internal/analysis/protocol"
-	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/event"
 )
 
@@ -52,7 +51,7 @@ func firstRead(conn []socketCall, bytesOf map[labelKey]firstBytes) []byte {
 	var start []byte
 	n := 0
 	for _, c := range conn {
-		if c.ret > 0 && source.Reads.Has(c.class, c.name) {
+		if c.ret > 0 && event.Reads.Has(c.class, c.name) {
 			start = append(start, bytesOf[labelKey{c.conn, c.ts}].data...)
 			if n++; n == protocol.StartReads || len(start) >= protocol.StartBytes {
 				break
@@ -73,22 +72,21 @@ func serves(conn []socketCall) bool {
 	return false
 }
 
-// opens says whether the call made its connection: accept, accept4, connect.
-func opens(c socketCall) bool {
-	return c.name == "accept" || c.name == "accept4" || c.name == "connect"
-}
+// opens says whether the call made its connection (event.ConnOpeners).
+func opens(c socketCall) bool { return event.OpenedEnd(c.name) != event.SideUnknown }
 
-// serverSide is what one call says of the target's end of its connection:
-// the server's if it accepted it, or (a connection older than the
-// recording) if the first data on it went in; the client's if it connected,
-// or the first data went out. decided is false for a call that says neither.
+// serverSide is what one call says of the target's end of its connection
+// (event.ConnOpeners, the rule the kernel's request trigger keeps too): the
+// server's if it accepted it, or (a connection older than the recording) if
+// the first data on it went in; the client's if it connected, or the first
+// data went out. decided is false for a call that says neither.
 func serverSide(c socketCall) (server, decided bool) {
 	switch {
 	case opens(c):
-		return c.name != "connect", true
-	case c.ret > 0 && source.Reads.Has(c.class, c.name):
+		return event.OpenedEnd(c.name) == event.SideServer, true
+	case c.ret > 0 && event.Reads.Has(c.class, c.name):
 		return true, true
-	case c.ret > 0 && source.Writes.Has(c.class, c.name):
+	case c.ret > 0 && event.Writes.Has(c.class, c.name):
 		return false, true
 	}
 	return false, false
@@ -110,8 +108,8 @@ func cutMessages(conn []socketCall, bytesOf map[labelKey]firstBytes, p *protocol
 		readSince              bool         // a read since the last write
 	)
 	for _, c := range conn {
-		in := c.ret > 0 && source.Reads.Has(c.class, c.name)
-		outb := c.ret > 0 && source.Writes.Has(c.class, c.name)
+		in := c.ret > 0 && event.Reads.Has(c.class, c.name)
+		outb := c.ret > 0 && event.Writes.Has(c.class, c.name)
 		switch {
 		case in:
 			seen = append(seen, c)
@@ -149,7 +147,7 @@ func cutMessages(conn []socketCall, bytesOf map[labelKey]firstBytes, p *protocol
 			for _, r := range answered {
 				r.answer(c, uint64(c.ret)/uint64(len(answered)))
 			}
-		case c.name == "close" || (c.ret == 0 && source.Reads.Has(c.class, c.name)):
+		case c.name == "close" || (c.ret == 0 && event.Reads.Has(c.class, c.name)):
 			waiting, answered = nil, nil
 		}
 	}
@@ -199,8 +197,8 @@ func cutRequests(calls []socketCall) (reqs []*request, clients map[connKey]bool)
 			st = &connState{}
 			conns[c.conn] = st
 		}
-		in := c.ret > 0 && source.Reads.Has(c.class, c.name)
-		outb := c.ret > 0 && source.Writes.Has(c.class, c.name)
+		in := c.ret > 0 && event.Reads.Has(c.class, c.name)
+		outb := c.ret > 0 && event.Writes.Has(c.class, c.name)
 		// an accept or a connect says it whatever came before it
 		if server, decided := serverSide(c); decided && (!st.decided || opens(c)) {
 			st.server, st.decided = server, true
@@ -219,7 +217,7 @@ func cutRequests(calls []socketCall) (reqs []*request, clients map[connKey]bool)
 			st.cur.BytesIn += uint64(c.ret)
 		case outb && st.cur != nil:
 			st.cur.answer(c, uint64(c.ret))
-		case c.name == "close" || (c.ret == 0 && source.Reads.Has(c.class, c.name)):
+		case c.name == "close" || (c.ret == 0 && event.Reads.Has(c.class, c.name)):
 			finish(st)
 		}
 	}

@@ -12,7 +12,6 @@ import (
 
 	_ "github.com/duckdb/duckdb-go/v2" // the "duckdb" database/sql driver
 	"github.com/whyslow/whyslow/internal/analysis/explain"
-	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/event"
 	"github.com/whyslow/whyslow/internal/store"
 	"github.com/whyslow/whyslow/internal/store/storetest"
@@ -67,33 +66,57 @@ func TestRequestsSplitReadsFromWritesAsSQL(t *testing.T) {
 	}
 }
 
-// The kernel's per-connection direction (note_request in bpf/syscall.bpf.h,
-// which takes a request's first bytes at the first read after a write) splits
-// calls as reads and writes do: the same classes, the same net calls, and
-// neither sendfile, splice nor copy_file_range.
-func TestRequestDirectionMatchesBPF(t *testing.T) {
+// The kernel's request trigger (note_request in bpf/syscall.bpf.h, which
+// sends the first bytes of a server's reads) keeps the conversation's rule
+// as serverSide and the framers read it: it asks bpf/conversation.h,
+// generated from internal/event/conversation.go (gensyscalls' tests hold
+// the header to it), and writes no call or class of it again.
+func TestTriggerAsksTheConversationRule(t *testing.T) {
 	src, err := os.ReadFile("../../../bpf/syscall.bpf.h")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range []source.Direction{source.Reads, source.Writes} {
-		m := regexp.MustCompile(`bool ` + d.Class + ` = ([^;]*);`).FindStringSubmatch(string(src))
-		if m == nil {
-			t.Fatalf("no `bool %s = ...;` in note_request: has it moved?", d.Class)
+	m := regexp.MustCompile(`(?s)void note_request\(.*?\n}\n`).Find(src)
+	if m == nil {
+		t.Fatal("no note_request in bpf/syscall.bpf.h: has it moved?")
+	}
+	body := string(m)
+	for _, call := range []string{"conn_opened_end(in->nr)", "reads_conn(in->nr, cls)", "writes_conn(in->nr, cls)"} {
+		if !strings.Contains(body, call) {
+			t.Errorf("note_request does not ask %s", call)
 		}
-		var class string
-		var net []string
-		for _, w := range regexp.MustCompile(`(CLS|NR)_(\w+)`).FindAllStringSubmatch(m[1], -1) {
-			if w[1] == "CLS" {
-				class = strings.ToLower(w[2])
-			} else {
-				net = append(net, w[2])
-			}
-		}
-		slices.Sort(net)
-		want := slices.Sorted(slices.Values(d.Net))
-		if class != d.Class || !slices.Equal(net, want) {
-			t.Errorf("BPF %ss are class %q and %v, Go class %q and %v", d.Class, class, net, d.Class, want)
+	}
+	for _, w := range regexp.MustCompile(`\b(NR_\w+|CLS_READ|CLS_WRITE)\b`).FindAllString(body, -1) {
+		t.Errorf("note_request names %s: the conversation's rule is bpf/conversation.h's", w)
+	}
+}
+
+// serverSide tells a connection's end by the call that opened it, else by
+// its first data (event.ConnOpeners, event.Reads and event.Writes): the
+// rule the kernel's trigger keeps (conn_opened_end, reads_conn, writes_conn).
+func TestServerSide(t *testing.T) {
+	for _, tc := range []struct {
+		name, class    string
+		ret            int64
+		server, decide bool
+	}{
+		{"accept", "net", 5, true, true},
+		{"accept4", "net", 5, true, true},
+		{"connect", "net", 0, false, true},
+		{"connect", "net", -115, false, true}, // EINPROGRESS: still the client
+		{"read", "read", 10, true, true},
+		{"recvfrom", "net", 10, true, true},
+		{"recvmsg", "net", 10, true, true},
+		{"write", "write", 10, false, true},
+		{"sendto", "net", 10, false, true},
+		{"sendmsg", "net", 10, false, true},
+		{"sendfile", "xfer", 10, false, false},
+		{"read", "read", 0, false, false},
+		{"close", "close", 0, false, false},
+	} {
+		server, decided := serverSide(socketCall{name: tc.name, class: tc.class, ret: tc.ret})
+		if server != tc.server || decided != tc.decide {
+			t.Errorf("%s returning %d: server %v decided %v, want %v %v", tc.name, tc.ret, server, decided, tc.server, tc.decide)
 		}
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/whyslow/whyslow/internal/analysis/source"
+	"github.com/whyslow/whyslow/internal/event"
 )
 
 // Upstream is the server a request was passed on to while it was served:
@@ -47,7 +47,7 @@ type connEnds struct {
 func hopsOf(calls []socketCall, clients map[connKey]bool, reqs []*request) map[*request][]hop {
 	byTID := map[uint32][]socketCall{}
 	for _, c := range calls {
-		if clients[c.conn] && c.ret > 0 && (source.Reads.Has(c.class, c.name) || source.Writes.Has(c.class, c.name)) {
+		if clients[c.conn] && c.ret > 0 && (event.Reads.Has(c.class, c.name) || event.Writes.Has(c.class, c.name)) {
 			byTID[c.tid] = append(byTID[c.tid], c)
 		}
 	}

@@ -1,8 +1,6 @@
 package requests
 
-import (
-	"github.com/whyslow/whyslow/internal/analysis/source"
-)
+import "github.com/whyslow/whyslow/internal/event"
 
 // A server may make requests to itself that no client sent. Apache's parent
 // retires an idle worker (or restarts) by waking the workers blocked in
@@ -19,9 +17,9 @@ func silentClients(calls []socketCall, clients map[connKey]bool) map[connKey]boo
 	for _, c := range calls {
 		switch {
 		case !clients[c.conn]:
-		case source.Reads.Has(c.class, c.name):
+		case event.Reads.Has(c.class, c.name):
 			heard[c.conn] = true
-		case c.ret > 0 && source.Writes.Has(c.class, c.name):
+		case c.ret > 0 && event.Writes.Has(c.class, c.name):
 			silent[c.conn] = true
 		}
 	}

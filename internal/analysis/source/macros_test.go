@@ -51,9 +51,9 @@ func TestMacrosSpeakAsGo(t *testing.T) {
 		if err := s.QueryRow("SELECT moves_bytes($1), is_read($2, $1), is_write($2, $1)", name, class).Scan(&moves, &read, &write); err != nil {
 			t.Fatal(err)
 		}
-		if moves != event.SyscallMovesBytes(name) || read != Reads.Has(class, name) || write != Writes.Has(class, name) {
+		if moves != event.SyscallMovesBytes(name) || read != event.Reads.Has(class, name) || write != event.Writes.Has(class, name) {
 			t.Errorf("%s (%s): SQL moves bytes %v, reads %v, writes %v; Go %v, %v, %v", name, class, moves, read, write,
-				event.SyscallMovesBytes(name), Reads.Has(class, name), Writes.Has(class, name))
+				event.SyscallMovesBytes(name), event.Reads.Has(class, name), event.Writes.Has(class, name))
 		}
 	}
 }

@@ -46,10 +46,11 @@ func RegisterMacros(m Modules) {
 }
 
 // Macros are the statements that make the macros of every held connection:
-// the kernel's words (kernelMacros), sql/macros.sql's, then those the
-// analysis packages registered.
+// the kernel's words (kernelMacros), classify's rules over joined facts
+// (reasonMacros), sql/macros.sql's, then those the analysis packages
+// registered.
 func Macros() string {
-	return kernelMacros() + strings.Join(append([]string{common.Macros()}, registered...), ";\n")
+	return kernelMacros() + reasonMacros() + strings.Join(append([]string{common.Macros()}, registered...), ";\n")
 }
 
 // Statement is one named statement of a module.

@@ -20,26 +20,31 @@ SELECT t.pid, t.tid, t.comm, f.ts, f.tid, e.ts FROM target_threads t
 
 -- name: path_outside_waits
 -- The waits of a process outside the target in the window, with the reasons
--- the target's get (target_offcpu), and this for an outside process: a poll
--- that no answer ended (a timeout) is a sleep; its calls were not seen, so
--- no poll of its counts as one of a thread that moved no socket data.
+-- the target's get (target_offcpu) and its timed-out polls joined to the
+-- answer that ends them as the target's are ({{runs}}); its calls were not
+-- seen, so no poll of its counts as one of a thread that moved no socket
+-- data.
 -- Parameters: $p (UINTEGER): its pid; $b, $e (UBIGINT): the window.
+-- Slots: {{runs}}, poll_runs over the CTE w (PollRuns).
 -- Columns: tid, comm, start_ts, ts, runq_ns, reason, waker_pid, waker_tid,
--- waker_comm, object, for_work, poll (BOOLEAN), answered (by a server, or
--- another process's signal: a lock it let go), waker_on_socket (as
--- target_offcpu's).
-WITH o AS (SELECT * FROM offcpu WHERE pid = $p AND ts > $b AND start_ts < $e)
-SELECT o.tid, coalesce(o.comm, ''), o.start_ts, o.ts, o.runq_ns,
-       CASE WHEN is_poll(o.syscall) AND o.waker_side IS NULL AND o.waker_pid = 0 THEN 'sleep'
-            ELSE o.reason END,
-       o.waker_pid, o.waker_tid, coalesce(o.waker_comm, ''),
-       coalesce(f.path, CASE WHEN o.waker_side = 'server' THEN coalesce(wf.local, wf.path) END, ''),
-       for_work(o.syscall, o.waker_side, o.reason, false),
-       coalesce(is_poll(o.syscall), false),
-       coalesce(o.waker_side = 'server' OR o.reason = 'lock' AND o.waker_pid <> 0, false),
-       coalesce(o.waker_ino <> 0, false)
-FROM o LEFT JOIN syscall_raw c ON c.tid = o.tid AND c.ts = o.start_ts AND c.blocked
-  LEFT JOIN file_names f ON f.dev = c.dev AND f.ino = c.ino AND f.gen = c.gen
-  LEFT JOIN file_names wf ON wf.dev = o.waker_dev AND wf.ino = o.waker_ino AND wf.gen = o.waker_gen
-       AND o.waker_side IS NOT NULL
-ORDER BY o.tid, o.start_ts;
+-- waker_comm, object, for_work, waker_on_socket (as target_offcpu's), and
+-- state and syscall, the facts graph.go reads to tell a poll no task was
+-- seen ending (timedOutUnseen).
+WITH o AS (SELECT * FROM offcpu WHERE pid = $p AND ts > $b AND start_ts < $e),
+w AS (
+  SELECT o.tid, coalesce(o.comm, '') AS comm, o.start_ts, o.ts, o.runq_ns, o.state, o.syscall, o.reason,
+         o.waker_pid, o.waker_tid, coalesce(o.waker_comm, '') AS waker_comm,
+         coalesce(f.path, CASE WHEN o.waker_side = 'server' THEN coalesce(wf.local, wf.path) END, '') AS object,
+         for_work(o.syscall, o.waker_side, o.reason, false) AS for_work, o.waker_side,
+         coalesce(o.waker_ino <> 0, false) AS waker_on_socket
+  FROM o LEFT JOIN syscall_raw c ON c.tid = o.tid AND c.ts = o.start_ts AND c.blocked
+    LEFT JOIN file_names f ON f.dev = c.dev AND f.ino = c.ino AND f.gen = c.gen
+    LEFT JOIN file_names wf ON wf.dev = o.waker_dev AND wf.ino = o.waker_ino AND wf.gen = o.waker_gen
+         AND o.waker_side IS NOT NULL),
+g AS (SELECT DISTINCT ON (tid, start_ts) * FROM {{runs}})
+SELECT w.tid, w.comm, w.start_ts, w.ts, w.runq_ns, coalesce(g.reason, w.reason),
+       coalesce(g.waker_pid, w.waker_pid), coalesce(g.waker_tid, w.waker_tid), coalesce(g.waker_comm, w.waker_comm),
+       coalesce(g.object, w.object), w.for_work AND g.tid IS NULL, coalesce(g.waker_on_socket, w.waker_on_socket),
+       w.state, coalesce(w.syscall, '')
+FROM w LEFT JOIN g ON g.tid = w.tid AND g.start_ts = w.start_ts
+ORDER BY w.tid, w.start_ts;

@@ -92,30 +92,15 @@ CREATE OR REPLACE TEMP TABLE target_offcpu (ts UBIGINT, start_ts UBIGINT, off_ns
   waker_side VARCHAR, waker_on_socket BOOLEAN);
 
 -- name: target_poll_runs
--- Updates target_offcpu: a run of polls of one thread, each begun within a
--- millisecond (pollJoinNS) of the last one's end, that ends in a server's
--- answer or another process's signal (a lock it let go) is one wait on that
--- process: the polls that timed out before it take its waker, reason and
--- object, and are not for work. A client polls with a timeout and polls
--- again until the answer comes (curl wakes every 200 ms to 1 s).
--- (critpath's outsidePollRuns is the same rule for an outside process's waits.)
+-- Updates target_offcpu: a client's polls that timed out before its
+-- server's answer (or another process's signal) take the answer's waker,
+-- reason and object, and are not for work.
+-- Slots: {{runs}}, critpath's poll_runs over target_offcpu (critpath.PollRuns):
+-- the rule is written there once, for the target's waits and an outside
+-- process's.
 UPDATE target_offcpu t SET waker_pid = g.waker_pid, waker_tid = g.waker_tid, waker_comm = g.waker_comm,
     reason = g.reason, object = g.object, for_work = false, waker_side = g.waker_side, waker_on_socket = g.waker_on_socket
-  FROM (
-    WITH p AS (
-      SELECT tid, start_ts, ts, waker_side, waker_pid, waker_tid, waker_comm, reason, object, waker_on_socket,
-             is_poll(syscall) AS poll,
-             coalesce(waker_side = 'server' OR reason = 'lock' AND waker_pid <> 0, false) AS answered,
-             lead(start_ts) OVER (PARTITION BY tid ORDER BY start_ts) AS next_start
-      FROM target_offcpu),
-    r AS (
-      SELECT *, sum(CASE WHEN answered OR NOT poll OR next_start IS NULL
-                           OR next_start > ts + 1000000 THEN 1 ELSE 0 END)
-                  OVER (PARTITION BY tid ORDER BY start_ts DESC ROWS UNBOUNDED PRECEDING) AS run
-      FROM p)
-    SELECT a.tid, a.start_ts, h.waker_pid, h.waker_tid, h.waker_comm, h.reason, h.object, h.waker_side, h.waker_on_socket
-    FROM r a JOIN r h ON h.tid = a.tid AND h.run = a.run AND h.answered AND h.poll
-    WHERE a.poll AND NOT a.answered AND a.waker_side IS NULL AND a.start_ts < h.start_ts) g
+  FROM {{runs}} g
   WHERE t.tid = g.tid AND t.start_ts = g.start_ts;
 
 -- name: target_threads
@@ -132,14 +117,12 @@ CREATE OR REPLACE TEMP TABLE target_threads AS
 
 -- name: target_uring
 -- Updates target_offcpu: the submitter of io_uring operations waits in
--- io_uring_enter for their completions; the operations in flight then say
--- what it waited for: the longest one's reason (network, disk-read,
--- disk-write, sync, other) and object.
+-- io_uring_enter for their completions, and classify could tell nothing
+-- else of the wait (other): the longest operation in flight then says what
+-- it waited for (ring_reason, classify's rule: network, disk-read,
+-- disk-write, sync, other) and its object.
 UPDATE target_offcpu t SET reason = r.reason, object = r.object FROM (
-    SELECT t.tid, t.start_ts, arg_max(CASE
-        WHEN u.fkind = 'socket' OR u.class IN ('send', 'recv') THEN 'network'
-        WHEN u.class = 'read' THEN 'disk-read' WHEN u.class = 'write' THEN 'disk-write'
-        WHEN u.class = 'sync' THEN 'sync' ELSE 'other' END, u.dur) AS reason,
+    SELECT t.tid, t.start_ts, arg_max(ring_reason(u.class, u.fkind), u.dur) AS reason,
       arg_max(coalesce(u.peer, u.path), u.dur) AS object
     FROM target_offcpu t JOIN uring_io u ON u.pid = t.pid AND u.ts < t.ts AND u.ts + u.dur > t.start_ts
     WHERE t.syscall = 'io_uring_enter' AND t.reason = 'other'

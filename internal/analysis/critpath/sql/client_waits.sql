@@ -1,0 +1,31 @@
+-- A client's waits on its server (client_waits.go says the rules).
+
+-- name: poll_runs
+-- A run of polls of one thread, each begun within a millisecond of the
+-- last one's end, that ends in a server's answer or another process's
+-- signal (a lock it let go) is one wait on that process: the polls
+-- before it that no socket's conversation ended (a timeout) take its waker,
+-- reason and object. A client polls with a timeout and polls again until the
+-- answer comes (curl wakes every 200 ms to 1 s). The one statement of the
+-- rule, for the target's waits (explain's target_poll_runs) and an outside
+-- process's (path_outside_waits).
+-- Slots: {{waits}}, the waits, a relation with columns tid, start_ts, ts,
+-- syscall, reason, object, waker_pid, waker_tid, waker_comm, waker_side and
+-- waker_on_socket (target_offcpu's).
+-- Columns: tid, start_ts (a poll the run's answer takes), and the answer's
+-- waker_pid, waker_tid, waker_comm, reason, object, waker_side,
+-- waker_on_socket.
+WITH p AS (
+  SELECT tid, start_ts, ts, waker_side, waker_pid, waker_tid, waker_comm, reason, object, waker_on_socket,
+         is_poll(syscall) AS poll,
+         coalesce(waker_side = 'server' OR reason = 'lock' AND waker_pid <> 0, false) AS answered,
+         lead(start_ts) OVER (PARTITION BY tid ORDER BY start_ts) AS next_start
+  FROM {{waits}}),
+r AS (
+  SELECT *, sum(CASE WHEN answered OR NOT poll OR next_start IS NULL
+                       OR next_start > ts + 1000000 THEN 1 ELSE 0 END)
+              OVER (PARTITION BY tid ORDER BY start_ts DESC ROWS UNBOUNDED PRECEDING) AS run
+  FROM p)
+SELECT a.tid, a.start_ts, h.waker_pid, h.waker_tid, h.waker_comm, h.reason, h.object, h.waker_side, h.waker_on_socket
+FROM r a JOIN r h ON h.tid = a.tid AND h.run = a.run AND h.answered AND h.poll
+WHERE a.poll AND NOT a.answered AND a.waker_side IS NULL AND a.start_ts < h.start_ts
