@@ -245,6 +245,7 @@ func Open(opts Options) (*Engine, error) {
 var ErrNotPermitted = errors.New("the kernel refused the capture")
 
 func openEngine(opts Options) (*Engine, error) {
+	defer collectOnceWhileLoading()()
 	go loadKallsyms() // needed at the first off-CPU event; read it meanwhile
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("removing memlock limit: %w", err)
@@ -271,6 +272,27 @@ func openEngine(opts Options) (*Engine, error) {
 	}
 	return nil, errors.Join(errs...)
 }
+
+// collectOnceWhileLoading turns Go's collector off while the programs load
+// and returns what turns it back on. Loading makes ~15 MiB of garbage in
+// a few tens of milliseconds (the object parsed, the kernel's types
+// decoded, BTF marshalled for the kernel) and keeps under 1 MiB: collected
+// as it went, that was three or four cycles, each with its assists and
+// stops, while start-up waited. It is collected once instead, as the
+// programs attach (open). The memory limit collects sooner if loading ever
+// made far more.
+func collectOnceWhileLoading() (restore func()) {
+	limit := debug.SetMemoryLimit(-1)
+	debug.SetMemoryLimit(min(limit, loadingHeapLimit))
+	percent := debug.SetGCPercent(-1)
+	return func() {
+		debug.SetGCPercent(percent)
+		debug.SetMemoryLimit(limit)
+	}
+}
+
+// loadingHeapLimit bounds Go's memory while the collector is off for loading.
+const loadingHeapLimit = 64 << 20
 
 // kernelTypes are the kernel's BTF, decoded while our object parses. One
 // cache serves CO-RE relocations, tp_btf targets and kfuncs: without it the
