@@ -363,35 +363,7 @@ func open(opts Options, flavour string, kernel *kernelTypes) (*Engine, error) {
 	if err := spec.Assign(&mapSpecs); err != nil {
 		return nil, fmt.Errorf("finding maps in the BPF spec: %w", err)
 	}
-	if opts.SystemWide {
-		// Every process is a target: the target set is never read, and its
-		// buckets, allocated at creation, would cost milliseconds.
-		mapSpecs.Targets.MaxEntries = 1
-		mapSpecs.TargetSlots.MaxEntries = 1
-	}
-	if !opts.Hooks() {
-		// Only the syscall hooks use these: without them, their buckets,
-		// allocated at creation, cost 1.5 ms of every start.
-		mapSpecs.Agg.MaxEntries = 1
-		mapSpecs.ConnDir.MaxEntries = 1
-	}
-	if !opts.Requests {
-		// Only requests time arrivals: its LRU's 64k entries, allocated at
-		// creation, cost 2-4 ms of every start.
-		mapSpecs.SkArrival.MaxEntries = 1
-	}
-	if opts.DescribedFiles > 0 {
-		mapSpecs.Seen.MaxEntries = uint32(opts.DescribedFiles)
-	}
-	if opts.stackBuckets > 0 {
-		mapSpecs.Stacks.MaxEntries = opts.stackBuckets
-	}
-	if opts.EventsRingBytes > 0 {
-		mapSpecs.Events.MaxEntries = uint32(opts.EventsRingBytes)
-	}
-	if opts.MetaRingBytes > 0 {
-		mapSpecs.Meta.MaxEntries = uint32(opts.MetaRingBytes)
-	}
+	sizeMaps(&mapSpecs, opts, sysinfo.Host.PIDMax())
 	// The programs wake the reader when a ring is a quarter full.
 	if err := vars.EventsWakeAt.Set(uint64(mapSpecs.Events.MaxEntries / 4)); err != nil {
 		return nil, fmt.Errorf("setting events_wake_at: %w", err)
