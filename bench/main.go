@@ -800,10 +800,13 @@ Profiles: ` + "`bpftool prog show`" + ` with ` + "`kernel.bpf_stats_enabled=1`" 
   keyed by pid or tid at most pid_max (the target set's 256k entries where pid_max is 32768),
   a targeted capture's stacks 16k buckets (a stack whose bucket is taken is sent whole, nothing
   lost): −3 ms. The critical path asked the ` + "`processes`" + ` view for the target's name even when it
-  had walked its threads (~6 ms of planning each run): explaining 43 → 33 ms. Same-run bench
+  had walked its threads (~6 ms of planning each run): explaining 43 → 33 ms. The end's I/O
+  snapshot is not taken once the target has exited (its threads' last readings came with their
+  exits; a walk of every process in /proc, ~2 ms, that found nothing). Same-run bench
   against 1ca9216: 172 / 201 ms against 210 / 246, 189 / 204 against 215 / 240 and 187 / 234
-  against 228 / 264, 180 / 204 against 227 / 249 (wall / CPU; load 1.0-1.5), peak 59.5-61.8
-  MiB against 61.1-64.9. Tried and dropped:
+  against 228 / 264, 180 / 204 against 227 / 249 (wall / CPU; load 1.0-1.5), and with the
+  snapshot change at load 2-2.5, 219 / 239 against 279 / 288 and 223 / 246 against 269 / 298;
+  peak 59.5-62.7 MiB against 61.1-64.9. Tried and dropped:
   DuckDB's create and the gate shell started as the programs begin to load rather than beside
   the parse (the kernel's types ready 8 ms sooner, −9 ms in one set of runs, nothing in the
   next, +4 MiB peak); appenders opened at their table's first row (the ~18 that stay empty open
