@@ -790,6 +790,35 @@ Profiles: ` + "`bpftool prog show`" + ` with ` + "`kernel.bpf_stats_enabled=1`" 
   ` + "`fill_offcpu`" + ` as global functions (~700 of ` + "`sched_switch`" + `'s 11.6k instructions) not done:
   another change to ` + "`sched.bpf.h`" + `'s hot path is in progress. The 100 ms goal is not met;
   c73bde0 itself takes 125 ms on a quiet host.
+  Third round (1ca9216 → this; medians of 25 alternating runs of builds with timing marks, load
+  1.3-3.5): the path walk's callback took ` + "`struct dentry *`" + ` and ` + "`struct mount *`" + `, which put 56 KB
+  of the kernel's types into the BTF of every program that describes a file (820 KB marshalled
+  and parsed again per program at load; now 149 KB, 13 → 3 ms): 198 → 180 ms wall, 233 → 210
+  CPU. Go's collector off while the programs load, one collection at their end (three or four
+  cycles with assists and stops before; the object parsed at 16-20 ms since exec instead of
+  30-44): −12 ms wall, −14 CPU, same peak. Maps sized in one place (capture/mapsizes.go): those
+  keyed by pid or tid at most pid_max (the target set's 256k entries where pid_max is 32768),
+  a targeted capture's stacks 16k buckets (a stack whose bucket is taken is sent whole, nothing
+  lost): −3 ms. The critical path asked the ` + "`processes`" + ` view for the target's name even when it
+  had walked its threads (~6 ms of planning each run): explaining 43 → 33 ms. The end's I/O
+  snapshot is not taken once the target has exited (its threads' last readings came with their
+  exits; a walk of every process in /proc, ~2 ms, that found nothing). Same-run bench
+  against 1ca9216: 172 / 201 ms against 210 / 246, 189 / 204 against 215 / 240 and 187 / 234
+  against 228 / 264, 180 / 204 against 227 / 249 (wall / CPU; load 1.0-1.5), and with the
+  snapshot change at load 2-2.5, 219 / 239 against 279 / 288 and 223 / 246 against 269 / 298;
+  peak 59.5-62.7 MiB against 61.1-64.9. Tried and dropped:
+  DuckDB's create and the gate shell started as the programs begin to load rather than beside
+  the parse (the kernel's types ready 8 ms sooner, −9 ms in one set of runs, nothing in the
+  next, +4 MiB peak); appenders opened at their table's first row (the ~18 that stay empty open
+  in 1.5 ms, off the path, and close in 0.2); ` + "`seen`" + `, ` + "`sock_ends`" + ` and ` + "`offcpu_start`" + ` smaller
+  for ` + "`run`" + ` (each is sized by the machine, not the mode: a smaller one re-describes files or
+  drops waits); one program for ` + "`sched_waking`" + ` and ` + "`sched_wakeup_new`" + ` (tp_btf here, fixed to
+  one tracepoint at load; the raw_tp twins are another object to parse, ~10 ms). Left (CPU,
+  perf): the verifier ~55 ms; DuckDB ~35% of all: its instance 8% (core functions, ICU ~2 ms,
+  JSON ~1 ms, the catalog), planning 9%, and hash tables sized for the CPU's cache whatever
+  their rows (aggregates' resize and joins' memset, ~15 ms); the kernel's BTF index ~15 ms
+  (sorting its names) beside the object's parse ~10; the maps ~12. Peak: ~54 MiB once the
+  recording is finished, +10 MiB of DuckDB's in the explanation, which is the run's peak.
 - **Memory.** ` + "`run -- true`" + ` peaks at ~58 MiB (was ~100, then ~75, then ~65), when the rings are mapped:
   ~34 MiB of the binary's file pages (~23 MiB already at ` + "`main`" + `: package and C++ initialisers,
   the whole pclntab; opening DuckDB, a third of it loading its static extensions, adds most of

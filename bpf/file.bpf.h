@@ -94,9 +94,13 @@ static long hold_step(__u32 i, __u64 *until)
 	return bpf_ktime_get_ns() >= *until;
 }
 
+/* The dentry and mount as plain pointers: the callback's argument types
+ * go into the BTF of every program that describes a file, and struct
+ * dentry and struct mount would bring most of the kernel's types with them
+ * (56 KB each, marshalled and parsed again for each program at load). */
 struct walk_ctx {
-	struct dentry *d;
-	struct mount *mnt;
+	void *d;      /* struct dentry * */
+	void *mnt;    /* struct mount * */
 	__u32 depth;
 	__u32 off;    /* bytes of names written */
 	__u32 flags;

@@ -245,6 +245,7 @@ func Open(opts Options) (*Engine, error) {
 var ErrNotPermitted = errors.New("the kernel refused the capture")
 
 func openEngine(opts Options) (*Engine, error) {
+	defer collectOnceWhileLoading()()
 	go loadKallsyms() // needed at the first off-CPU event; read it meanwhile
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("removing memlock limit: %w", err)
@@ -271,6 +272,27 @@ func openEngine(opts Options) (*Engine, error) {
 	}
 	return nil, errors.Join(errs...)
 }
+
+// collectOnceWhileLoading turns Go's collector off while the programs load
+// and returns what turns it back on. Loading makes ~15 MiB of garbage in
+// a few tens of milliseconds (the object parsed, the kernel's types
+// decoded, BTF marshalled for the kernel) and keeps under 1 MiB: collected
+// as it went, that was three or four cycles, each with its assists and
+// stops, while start-up waited. It is collected once instead, as the
+// programs attach (open). The memory limit collects sooner if loading ever
+// made far more.
+func collectOnceWhileLoading() (restore func()) {
+	limit := debug.SetMemoryLimit(-1)
+	debug.SetMemoryLimit(min(limit, loadingHeapLimit))
+	percent := debug.SetGCPercent(-1)
+	return func() {
+		debug.SetGCPercent(percent)
+		debug.SetMemoryLimit(limit)
+	}
+}
+
+// loadingHeapLimit bounds Go's memory while the collector is off for loading.
+const loadingHeapLimit = 64 << 20
 
 // kernelTypes are the kernel's BTF, decoded while our object parses. One
 // cache serves CO-RE relocations, tp_btf targets and kfuncs: without it the
@@ -341,35 +363,7 @@ func open(opts Options, flavour string, kernel *kernelTypes) (*Engine, error) {
 	if err := spec.Assign(&mapSpecs); err != nil {
 		return nil, fmt.Errorf("finding maps in the BPF spec: %w", err)
 	}
-	if opts.SystemWide {
-		// Every process is a target: the target set is never read, and its
-		// buckets, allocated at creation, would cost milliseconds.
-		mapSpecs.Targets.MaxEntries = 1
-		mapSpecs.TargetSlots.MaxEntries = 1
-	}
-	if !opts.Hooks() {
-		// Only the syscall hooks use these: without them, their buckets,
-		// allocated at creation, cost 1.5 ms of every start.
-		mapSpecs.Agg.MaxEntries = 1
-		mapSpecs.ConnDir.MaxEntries = 1
-	}
-	if !opts.Requests {
-		// Only requests time arrivals: its LRU's 64k entries, allocated at
-		// creation, cost 2-4 ms of every start.
-		mapSpecs.SkArrival.MaxEntries = 1
-	}
-	if opts.DescribedFiles > 0 {
-		mapSpecs.Seen.MaxEntries = uint32(opts.DescribedFiles)
-	}
-	if opts.stackBuckets > 0 {
-		mapSpecs.Stacks.MaxEntries = opts.stackBuckets
-	}
-	if opts.EventsRingBytes > 0 {
-		mapSpecs.Events.MaxEntries = uint32(opts.EventsRingBytes)
-	}
-	if opts.MetaRingBytes > 0 {
-		mapSpecs.Meta.MaxEntries = uint32(opts.MetaRingBytes)
-	}
+	sizeMaps(&mapSpecs, opts, sysinfo.Host.PIDMax())
 	// The programs wake the reader when a ring is a quarter full.
 	if err := vars.EventsWakeAt.Set(uint64(mapSpecs.Events.MaxEntries / 4)); err != nil {
 		return nil, fmt.Errorf("setting events_wake_at: %w", err)

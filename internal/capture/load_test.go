@@ -66,3 +66,24 @@ func heapHeld() uint64 {
 	}
 	return held
 }
+
+// TestLoadingRestoresTheCollector: the collector is off while the programs
+// load (collectOnceWhileLoading); the caller's settings are back after,
+// whether loading succeeded or not.
+func TestLoadingRestoresTheCollector(t *testing.T) {
+	requirePrivileges(t)
+	defer debug.SetGCPercent(debug.SetGCPercent(77))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(300 << 20))
+	for _, o := range []Options{{}, {Flavour: "no-such-flavour"}} {
+		e, err := Open(o)
+		if err == nil {
+			e.Close()
+		}
+		if p := debug.SetGCPercent(77); p != 77 {
+			t.Errorf("Open(%+v) left GC percent %d, want 77", o, p)
+		}
+		if l := debug.SetMemoryLimit(300 << 20); l != 300<<20 {
+			t.Errorf("Open(%+v) left the memory limit at %d, want %d", o, l, 300<<20)
+		}
+	}
+}

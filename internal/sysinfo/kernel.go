@@ -55,3 +55,17 @@ func (fs FS) KernelSymbolsVisible() bool {
 	}
 	return false
 }
+
+// PIDMax reads kernel.pid_max: every process and thread id is below it.
+// 0 when it cannot be read.
+func (fs FS) PIDMax() uint32 {
+	b, err := os.ReadFile(fs.path("/proc/sys/kernel/pid_max"))
+	if err != nil {
+		return 0
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32)
+	if err != nil {
+		return 0
+	}
+	return uint32(n)
+}

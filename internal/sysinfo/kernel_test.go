@@ -31,3 +31,23 @@ func TestKernelSymbolsVisible(t *testing.T) {
 		t.Error("no /proc/kallsyms: want not visible")
 	}
 }
+
+func TestPIDMax(t *testing.T) {
+	for _, c := range []struct {
+		file string
+		want uint32
+	}{
+		{"32768\n", 32768},
+		{"4194304\n", 4194304},
+		{"", 0},
+		{"lots\n", 0},
+	} {
+		fs := processFixture(t, "", map[string]string{"proc/sys/kernel/pid_max": c.file})
+		if got := fs.PIDMax(); got != c.want {
+			t.Errorf("pid_max %q: PIDMax() = %d, want %d", c.file, got, c.want)
+		}
+	}
+	if got := (FS{Root: t.TempDir()}).PIDMax(); got != 0 {
+		t.Errorf("no pid_max: PIDMax() = %d, want 0", got)
+	}
+}

@@ -97,13 +97,15 @@ func Load(s *source.Source, win source.Window) (*Walker, error) {
 	return &Walker{w: &pathWalker{graph: g, begin: win.Begin}}, nil
 }
 
-// Process walks the main thread of pid (named comm, if the recording saw
-// no wait of it) back from the end of the window; its segments' BeginS
-// count from the window's begin.
-func (k *Walker) Process(pid uint32, comm string) Path {
+// Process walks the main thread of pid back from the end of the window;
+// its segments' BeginS count from the window's begin. comm names the
+// process if the recording saw no thread of it: asked only then, since
+// finding a name is a query over every table (~6 ms of a short run's
+// explanation).
+func (k *Walker) Process(pid uint32, comm func() string) Path {
 	w := k.w
 	if w.threads[pid] == nil {
-		w.threads[pid] = &pathThread{pid: pid, tid: pid, comm: comm}
+		w.threads[pid] = &pathThread{pid: pid, tid: pid, comm: comm()}
 	}
 	main := w.threads[pid]
 	if main.born < w.win.Begin {

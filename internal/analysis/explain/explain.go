@@ -333,7 +333,7 @@ func (x *Explanation) criticalPath(s *Source, pid uint32, win source.Window) err
 	if err != nil {
 		return err
 	}
-	x.Path = w.Process(pid, s.CommOf(pid))
+	x.Path = w.Process(pid, func() string { return s.CommOf(pid) })
 	return nil
 }
 
