@@ -202,6 +202,102 @@ static __always_inline void add_to_run(struct task_struct *next, __u32 tgid, __u
 	fill_offcpu(r, next, tgid, tid, s, slot, now);
 }
 
+/* ---- where an uninterruptible wait waits, without unwinding ----
+ *
+ * Unwinding a stack costs ~3 µs on a VM whose every return goes through a
+ * thunk; a write with O_DSYNC waits twice a call (its data's writeback, the
+ * journal's commit), each wait a stack: two thirds of what dd oflag=dsync
+ * paid for whyslow's hooks (BENCHMARKS.md, 1e). Every uninterruptible wait
+ * (not a preemption) reaches this program through schedule(), by frames of
+ * a size fixed for a kernel build: schedule()'s return address, into the
+ * function that waits (io_schedule, jbd2_log_wait_commit,
+ * rwsem_down_write_slowpath: the kernel's wait channel), lies at a fixed
+ * distance above the tracepoint's arguments. That distance is learned from
+ * the first stacks unwound (the unwound return addresses of schedule and
+ * of its caller, found in that order in the raw stack), and a thread's
+ * wait at the same site, in the same call, in reclaim or not, reuses the
+ * stack it took there for SITE_REUSE_NS. Until it is learned (or on a
+ * kernel where it cannot be), every such wait unwinds, as before. */
+#define SITE_WORDS 96
+#define SITE_TRIES 64
+#define SITE_REUSE_NS 10000000ULL
+#define PF_MEMALLOC 0x00000800
+/* Words above ctx of schedule()'s return address; 0 while unknown. */
+__u32 site_words = 0;
+/* Attempts left to learn it: each costs a second unwind. */
+__u32 site_tries = 0;
+
+struct site_scratch {
+	__u64 raw[SITE_WORDS];
+	__u64 ips[4];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct site_scratch);
+} site_scratch SEC(".maps");
+
+/* The address of the tracepoint's arguments, a kernel stack address, as
+ * a number: read back from the stack slot that holds the pointer. */
+static __always_inline __u64 ctx_addr(void *ctx)
+{
+	void *p = ctx;
+	__u64 a = 0;
+	bpf_probe_read_kernel(&a, sizeof(a), &p);
+	return a;
+}
+
+/* The site of the current thread's wait, 0 if unknown. */
+static __always_inline __u64 wait_site(void *ctx)
+{
+	__u32 at = site_words;
+	if (!at || at >= SITE_WORDS)
+		return 0;
+	__u64 site = 0;
+	bpf_probe_read_kernel(&site, sizeof(site), (void *)(ctx_addr(ctx) + at * sizeof(__u64)));
+	return site;
+}
+
+/* Finds schedule()'s return address in sc->raw (the stack above ctx):
+ * after the word holding ips[1] (the return into schedule), the first
+ * holding ips[2] (schedule's, into its caller). A global function: its
+ * loops are verified once. */
+__noinline int find_site(struct site_scratch *sc)
+{
+	if (!sc || !sc->ips[1] || !sc->ips[2])
+		return 0;
+	int into_schedule = 0;
+	for (int i = 0; i < SITE_WORDS; i++) {
+		__u64 w = sc->raw[i];
+		if (!into_schedule) {
+			if (w == sc->ips[1])
+				into_schedule = i + 1;
+		} else if (w == sc->ips[2]) {
+			return i;
+		}
+	}
+	return 0;
+}
+
+/* Learns site_words from the current wait: unwinds four frames and reads
+ * the raw stack above ctx. */
+static __always_inline void learn_site(void *ctx)
+{
+	__u32 zero = 0;
+	struct site_scratch *sc = bpf_map_lookup_elem(&site_scratch, &zero);
+	if (!sc)
+		return;
+	__builtin_memset(sc->ips, 0, sizeof(sc->ips));
+	if (bpf_get_stack(ctx, sc->ips, sizeof(sc->ips), STACK_SKIP) < 3 * (long)sizeof(__u64))
+		return;
+	if (bpf_probe_read_kernel(sc->raw, sizeof(sc->raw), (void *)ctx_addr(ctx)))
+		return;
+	int at = find_site(sc);
+	if (at > 0)
+		site_words = at;
+}
+
 /* The kernel stack of a wait, or -1. Unwinding is most of a context
  * switch's cost (~3 µs), so it is spent where the stack tells the reason:
  * - an interruptible wait (futex, poll, pipe, socket, sleep, flock, wait4)
@@ -210,7 +306,8 @@ static __always_inline void add_to_run(struct task_struct *next, __u32 tgid, __u
  *   call (each buffer, each page): its stack is taken once per 10 ms per
  *   thread, and reused for the waits between (an fsync loop ran 5% slower);
  * - other uninterruptible waits (disk, journal, page and inode locks,
- *   throttling look alike from the syscall) always get theirs.
+ *   throttling look alike from the syscall) get theirs, reused for the
+ *   thread's waits at the same site in the same call (wait_site).
  * all_stacks (--full) takes every one. */
 #define SYNC_STACK_REUSE_NS 10000000ULL
 static __always_inline __s32 wait_stack(void *ctx, __u32 state, long nr, __u64 now)
@@ -219,18 +316,50 @@ static __always_inline __s32 wait_stack(void *ctx, __u32 state, long nr, __u64 n
 		return -1;
 	struct thread_state *ts = NULL;
 	bool sync = syscall_class(nr) == CLS_SYNC && !all_stacks;
+	__u64 site = 0;
+	__u32 memalloc = 0;
+	struct wait_site *w = NULL;
 	if (sync) {
 		ts = thread_state(true);
 		if (ts && ts->stack_nr == nr && now - ts->stack_ts < SYNC_STACK_REUSE_NS)
 			return ts->stack_id;
+	} else if (!all_stacks) {
+		site = wait_site(ctx);
+		if (site) {
+			memalloc = CAST(struct task_struct, bpf_get_current_task_btf())->flags & PF_MEMALLOC;
+			ts = thread_state(true);
+			if (!ts)
+				site = 0;
+		}
+		if (site && ts) {
+			for (int i = 0; i < WAIT_SITES; i++) {
+				struct wait_site *e = &ts->sites[i];
+				if (e->site == site && e->nr == nr && e->memalloc == memalloc &&
+				    now - e->ts < SITE_REUSE_NS)
+					return e->stack_id;
+			}
+			w = &ts->sites[ts->site_next & (WAIT_SITES - 1)];
+		}
 	}
 	__s32 id = stack_id_of(ctx);
 	if (id < 0 && id != -EFAULT /* no stack */)
 		count_lost(LOST_STACK);
-	if (ts && id >= 0) {
+	if (id < 0)
+		return id;
+	if (sync && ts) {
 		ts->stack_nr = nr;
 		ts->stack_ts = now;
 		ts->stack_id = id;
+	} else if (w && ts) {
+		w->site = site;
+		w->ts = now;
+		w->nr = nr;
+		w->stack_id = id;
+		w->memalloc = memalloc;
+		ts->site_next++;
+	} else if (!all_stacks && !sync && !site_words && site_tries < SITE_TRIES) {
+		site_tries++;
+		learn_site(ctx);
 	}
 	return id;
 }
