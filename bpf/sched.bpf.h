@@ -474,6 +474,13 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 				     struct task_struct *next, unsigned int prev_state, bool btf)
 {
 	struct task_struct *pv = CAST(struct task_struct, prev), *nx = CAST(struct task_struct, next);
+	/* Recording a command, a kernel thread (the idle task too) is never a
+	 * target, a peer or another process's sync: a switch from one to
+	 * another notes nothing. Most switches around an I/O-bound target are
+	 * theirs (the loop device's worker, the block softirq, the journal:
+	 * seven of an fsync loop's eleven a commit). */
+	if (!system_wide && (pv->flags & PF_KTHREAD) && (nx->flags & PF_KTHREAD))
+		return 0;
 	__u32 prev_tgid = pv->tgid, prev_tid = pv->pid;
 	__u32 next_tgid = nx->tgid, next_tid = nx->pid;
 
