@@ -213,18 +213,21 @@ static __always_inline void add_to_run(struct task_struct *next, __u32 tgid, __u
  * function that waits (io_schedule, jbd2_log_wait_commit,
  * rwsem_down_write_slowpath: the kernel's wait channel), lies at a fixed
  * distance above the tracepoint's arguments. That distance is learned from
- * the first stacks unwound (the unwound return addresses of schedule and
- * of its caller, found in that order in the raw stack), and a thread's
- * wait at the same site, in the same call, in reclaim or not, reuses the
- * stack it took there for SITE_REUSE_NS. Until it is learned (or on a
- * kernel where it cannot be), every such wait unwinds, as before. */
-#define SITE_WORDS 96
+ * the first stacks unwound: the unwound return addresses into schedule and
+ * into its caller, found in that order in the raw stack, at the same place
+ * in two waits. Then a thread's wait at a site it waited at in the same
+ * syscall, in reclaim or not alike, reuses the stack it took there, for
+ * SITE_REUSE_NS. Until the distance is known (or on a kernel where it
+ * cannot be found), every such wait unwinds, as before. */
+#define SITE_WORDS 128
 #define SITE_TRIES 64
 #define SITE_REUSE_NS 10000000ULL
 #define PF_MEMALLOC 0x00000800
 /* Words above ctx of schedule()'s return address; 0 while unknown. */
 __u32 site_words = 0;
-/* Attempts left to learn it: each costs a second unwind. */
+/* Its first finding, confirmed by the next (learn_site). */
+__u32 site_guess = 0;
+/* Attempts made to learn it, each a second unwind: SITE_TRIES at most. */
 __u32 site_tries = 0;
 
 struct site_scratch {
@@ -293,9 +296,13 @@ static __always_inline void learn_site(void *ctx)
 		return;
 	if (bpf_probe_read_kernel(sc->raw, sizeof(sc->raw), (void *)ctx_addr(ctx)))
 		return;
+	/* Two waits must agree: a stale copy of a return address left in a
+	 * frame below the real one would be found first. */
 	int at = find_site(sc);
-	if (at > 0)
+	if (at > 0 && at == site_guess)
 		site_words = at;
+	else if (at > 0)
+		site_guess = at;
 }
 
 /* The kernel stack of a wait, or -1. Unwinding is most of a context

@@ -309,7 +309,7 @@ type whyslowSeenKey struct {
 
 type whyslowSiteScratch struct {
 	_   structs.HostLayout
-	Raw [96]uint64
+	Raw [128]uint64
 	Ips [4]uint64
 }
 
@@ -571,6 +571,7 @@ const (
 	whyslowVarRequestsHeld            = "requests_held"
 	whyslowVarRunBelowNs              = "run_below_ns"
 	whyslowVarSelfPid                 = "self_pid"
+	whyslowVarSiteGuess               = "site_guess"
 	whyslowVarSiteTries               = "site_tries"
 	whyslowVarSiteWords               = "site_words"
 	whyslowVarSlowNs                  = "slow_ns"
@@ -726,6 +727,7 @@ type whyslowVariableSpecs struct {
 	RequestsHeld           *ebpf.VariableSpec `ebpf:"requests_held"`
 	RunBelowNs             *ebpf.VariableSpec `ebpf:"run_below_ns"`
 	SelfPid                *ebpf.VariableSpec `ebpf:"self_pid"`
+	SiteGuess              *ebpf.VariableSpec `ebpf:"site_guess"`
 	SiteTries              *ebpf.VariableSpec `ebpf:"site_tries"`
 	SiteWords              *ebpf.VariableSpec `ebpf:"site_words"`
 	SlowNs                 *ebpf.VariableSpec `ebpf:"slow_ns"`
@@ -863,6 +865,7 @@ type whyslowVariables struct {
 	RequestsHeld           *ebpf.Variable `ebpf:"requests_held"`
 	RunBelowNs             *ebpf.Variable `ebpf:"run_below_ns"`
 	SelfPid                *ebpf.Variable `ebpf:"self_pid"`
+	SiteGuess              *ebpf.Variable `ebpf:"site_guess"`
 	SiteTries              *ebpf.Variable `ebpf:"site_tries"`
 	SiteWords              *ebpf.Variable `ebpf:"site_words"`
 	SlowNs                 *ebpf.Variable `ebpf:"slow_ns"`

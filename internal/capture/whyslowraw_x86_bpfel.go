@@ -200,7 +200,7 @@ type whyslowRawSeenKey struct {
 
 type whyslowRawSiteScratch struct {
 	_   structs.HostLayout
-	Raw [96]uint64
+	Raw [128]uint64
 	Ips [4]uint64
 }
 
@@ -499,6 +499,7 @@ const (
 	whyslowRawVarRequestsHeld            = "requests_held"
 	whyslowRawVarRunBelowNs              = "run_below_ns"
 	whyslowRawVarSelfPid                 = "self_pid"
+	whyslowRawVarSiteGuess               = "site_guess"
 	whyslowRawVarSiteTries               = "site_tries"
 	whyslowRawVarSiteWords               = "site_words"
 	whyslowRawVarSlowNs                  = "slow_ns"
@@ -654,6 +655,7 @@ type whyslowRawVariableSpecs struct {
 	RequestsHeld           *ebpf.VariableSpec `ebpf:"requests_held"`
 	RunBelowNs             *ebpf.VariableSpec `ebpf:"run_below_ns"`
 	SelfPid                *ebpf.VariableSpec `ebpf:"self_pid"`
+	SiteGuess              *ebpf.VariableSpec `ebpf:"site_guess"`
 	SiteTries              *ebpf.VariableSpec `ebpf:"site_tries"`
 	SiteWords              *ebpf.VariableSpec `ebpf:"site_words"`
 	SlowNs                 *ebpf.VariableSpec `ebpf:"slow_ns"`
@@ -791,6 +793,7 @@ type whyslowRawVariables struct {
 	RequestsHeld           *ebpf.Variable `ebpf:"requests_held"`
 	RunBelowNs             *ebpf.Variable `ebpf:"run_below_ns"`
 	SelfPid                *ebpf.Variable `ebpf:"self_pid"`
+	SiteGuess              *ebpf.Variable `ebpf:"site_guess"`
 	SiteTries              *ebpf.Variable `ebpf:"site_tries"`
 	SiteWords              *ebpf.Variable `ebpf:"site_words"`
 	SlowNs                 *ebpf.Variable `ebpf:"slow_ns"`
