@@ -1,0 +1,57 @@
+package capture
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/whyslow/whyslow/internal/event"
+	"github.com/whyslow/whyslow/internal/slowdisk"
+)
+
+// A write with O_DSYNC waits twice a call, at two sites: its data's
+// writeback, woken by the block layer's completion, and the journal's
+// commit, woken by jbd2. Their stacks are reused by site (sched.bpf.h,
+// wait_site), never one site's for the other's: every wait jbd2 ended
+// shows the journal's stack, and no other wait does.
+func TestDsyncWaitsKeepTheirSites(t *testing.T) {
+	requirePrivileges(t)
+	d, err := slowdisk.Create(slowdisk.Options{Size: 64 << 20, ImageDir: "/dev/shm"})
+	if err != nil {
+		t.Fatalf("making an ext4 over a loop device (make deps installs mkfs.ext4): %v", err)
+	}
+	defer d.Close()
+	out := filepath.Join(d.Dir, "dd.dat")
+	c := runCaptured(t, Options{}, "dd", "if=/dev/zero", "of="+out, "bs=4k", "count=400", "oflag=dsync")
+	write, _ := event.SyscallNr("write")
+	var journal, other, journalOther, otherJournal int
+	for _, o := range eventsOf[*event.OffCPU](c) {
+		if o.PID != c.pid || o.State != 'D' || o.Syscall != write {
+			continue
+		}
+		byJBD2 := strings.HasPrefix(o.WakerComm, "jbd2")
+		atJournal := slices.ContainsFunc(o.Stack, func(f string) bool { return strings.HasPrefix(f, "jbd2_log_wait_commit") })
+		switch {
+		case byJBD2 && atJournal:
+			journal++
+		case byJBD2:
+			journalOther++
+			if journalOther == 1 {
+				t.Logf("a wait jbd2 ended, with another site's stack: %s", strings.Join(o.Stack, " < "))
+			}
+		case atJournal:
+			otherJournal++
+		default:
+			other++
+		}
+	}
+	t.Logf("waits in write: %d at the journal, %d elsewhere", journal, other)
+	if journal < 300 || other < 300 {
+		t.Errorf("want about 400 waits at each site, got %d at the journal and %d elsewhere", journal, other)
+	}
+	if journalOther > 0 || otherJournal > 0 {
+		t.Errorf("stacks of one site given to the other's waits: %d journal waits without the journal's stack, %d other waits with it", journalOther, otherJournal)
+	}
+	c.noLoss(t)
+}
