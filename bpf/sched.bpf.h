@@ -233,6 +233,7 @@ __u32 site_tries = 0;
 struct site_scratch {
 	__u64 raw[SITE_WORDS];
 	__u64 ips[4];
+	__u64 at;        /* the address raw was read from */
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -262,29 +263,51 @@ static __always_inline __u64 wait_site(void *ctx)
 	return site;
 }
 
-/* Finds schedule()'s return address in sc->raw (the stack above ctx):
- * after the word holding ips[1] (the return into schedule), the first
- * holding ips[2] (schedule's, into its caller). A global function: its
- * loops are verified once. */
-__noinline int find_site(struct site_scratch *sc)
+/* One word of the raw stack (bpf_loop's step, verified once): after the
+ * word holding ips[1] (the return into schedule), the first holding ips[2]
+ * (schedule's, into its caller). */
+struct site_scan {
+	int first;
+	int at;
+};
+static long site_step(__u32 i, struct site_scan *c)
 {
-	if (!sc || !sc->ips[1] || !sc->ips[2])
-		return 0;
-	int into_schedule = 0;
-	for (int i = 0; i < SITE_WORDS; i++) {
-		__u64 w = sc->raw[i];
-		if (!into_schedule) {
-			if (w == sc->ips[1])
-				into_schedule = i + 1;
-		} else if (w == sc->ips[2]) {
-			return i;
-		}
+	__u32 zero = 0;
+	struct site_scratch *sc = bpf_map_lookup_elem(&site_scratch, &zero);
+	if (!sc)
+		return 1;
+	__u64 w = sc->raw[i & (SITE_WORDS - 1)];   /* i < SITE_WORDS, a power of two */
+	if (c->first < 0) {
+		if (w == sc->ips[1])
+			c->first = i;
+	} else if (w == sc->ips[2]) {
+		c->at = i;
+		return 1;
 	}
 	return 0;
 }
 
-/* Learns site_words from the current wait: unwinds four frames and reads
- * the raw stack above ctx. */
+/* Reads the raw stack above sc->at and finds schedule()'s return address
+ * in it (site_step). Two waits must agree: a stale copy of a return
+ * address left in a frame below the real one would be found first. A
+ * global function: verified once. */
+__noinline int find_site(struct site_scratch *sc)
+{
+	if (!sc || !sc->ips[1] || !sc->ips[2])
+		return 0;
+	if (bpf_probe_read_kernel(sc->raw, sizeof(sc->raw), (void *)sc->at))
+		return 0;
+	struct site_scan c = { .first = -1, .at = 0 };
+	bpf_loop(SITE_WORDS, site_step, &c, 0);
+	if (c.at > 0 && c.at == site_guess)
+		site_words = c.at;
+	else if (c.at > 0)
+		site_guess = c.at;
+	return 0;
+}
+
+/* Learns site_words from the current wait: unwinds four frames, then
+ * find_site. */
 static __always_inline void learn_site(void *ctx)
 {
 	__u32 zero = 0;
@@ -294,15 +317,55 @@ static __always_inline void learn_site(void *ctx)
 	__builtin_memset(sc->ips, 0, sizeof(sc->ips));
 	if (bpf_get_stack(ctx, sc->ips, sizeof(sc->ips), STACK_SKIP) < 3 * (long)sizeof(__u64))
 		return;
-	if (bpf_probe_read_kernel(sc->raw, sizeof(sc->raw), (void *)ctx_addr(ctx)))
-		return;
-	/* Two waits must agree: a stale copy of a return address left in a
-	 * frame below the real one would be found first. */
-	int at = find_site(sc);
-	if (at > 0 && at == site_guess)
-		site_words = at;
-	else if (at > 0)
-		site_guess = at;
+	sc->at = ctx_addr(ctx);
+	find_site(sc);
+}
+
+/* A wait's site, in a syscall, at a time; and the stack taken there. */
+struct site_query {
+	__u64 site;
+	__u64 now;
+	__s64 nr;
+	__s32 stack_id;
+	__u32 _pad;
+};
+
+/* The stack the current thread took at q's site in its syscall, in
+ * reclaim or not alike, within SITE_REUSE_NS; -1 if none. A global
+ * function: its entries' loop is verified once, not on each path of
+ * sched_switch that reaches a wait. */
+__noinline int site_stack(struct site_query *q)
+{
+	if (!q)
+		return -1;
+	struct thread_state *ts = thread_state(false);
+	if (!ts)
+		return -1;
+	__u32 memalloc = bpf_get_current_task_btf()->flags & PF_MEMALLOC;
+	for (int i = 0; i < WAIT_SITES; i++) {
+		struct wait_site *e = &ts->sites[i];
+		if (e->site == q->site && e->nr == q->nr && e->memalloc == memalloc && q->now - e->ts < SITE_REUSE_NS)
+			return e->stack_id;
+	}
+	return -1;
+}
+
+/* Keeps q's stack for the thread's next waits at its site. */
+__noinline int keep_site(struct site_query *q)
+{
+	if (!q)
+		return 0;
+	struct thread_state *ts = thread_state(true);
+	if (!ts)
+		return 0;
+	struct wait_site *w = &ts->sites[ts->site_next & (WAIT_SITES - 1)];
+	w->site = q->site;
+	w->ts = q->now;
+	w->nr = q->nr;
+	w->stack_id = q->stack_id;
+	w->memalloc = bpf_get_current_task_btf()->flags & PF_MEMALLOC;
+	ts->site_next++;
+	return 0;
 }
 
 /* The kernel stack of a wait, or -1. Unwinding is most of a context
@@ -323,29 +386,19 @@ static __always_inline __s32 wait_stack(void *ctx, __u32 state, long nr, __u64 n
 		return -1;
 	struct thread_state *ts = NULL;
 	bool sync = syscall_class(nr) == CLS_SYNC && !all_stacks;
-	__u64 site = 0;
-	__u32 memalloc = 0;
-	struct wait_site *w = NULL;
+	struct site_query q = {};
 	if (sync) {
 		ts = thread_state(true);
 		if (ts && ts->stack_nr == nr && now - ts->stack_ts < SYNC_STACK_REUSE_NS)
 			return ts->stack_id;
 	} else if (!all_stacks) {
-		site = wait_site(ctx);
-		if (site) {
-			memalloc = CAST(struct task_struct, bpf_get_current_task_btf())->flags & PF_MEMALLOC;
-			ts = thread_state(true);
-			if (!ts)
-				site = 0;
-		}
-		if (site && ts) {
-			for (int i = 0; i < WAIT_SITES; i++) {
-				struct wait_site *e = &ts->sites[i];
-				if (e->site == site && e->nr == nr && e->memalloc == memalloc &&
-				    now - e->ts < SITE_REUSE_NS)
-					return e->stack_id;
-			}
-			w = &ts->sites[ts->site_next & (WAIT_SITES - 1)];
+		q.site = wait_site(ctx);
+		q.now = now;
+		q.nr = nr;
+		if (q.site) {
+			__s32 reused = site_stack(&q);
+			if (reused >= 0)
+				return reused;
 		}
 	}
 	__s32 id = stack_id_of(ctx);
@@ -353,18 +406,14 @@ static __always_inline __s32 wait_stack(void *ctx, __u32 state, long nr, __u64 n
 		count_lost(LOST_STACK);
 	if (id < 0)
 		return id;
-	if (sync && ts) {
+	if (ts) {
 		ts->stack_nr = nr;
 		ts->stack_ts = now;
 		ts->stack_id = id;
-	} else if (w && ts) {
-		w->site = site;
-		w->ts = now;
-		w->nr = nr;
-		w->stack_id = id;
-		w->memalloc = memalloc;
-		ts->site_next++;
-	} else if (!all_stacks && !sync && !site_words && site_tries < SITE_TRIES) {
+	} else if (q.site) {
+		q.stack_id = id;
+		keep_site(&q);
+	} else if (!sync && !all_stacks && !site_words && site_tries < SITE_TRIES) {
 		site_tries++;
 		learn_site(ctx);
 	}

@@ -311,6 +311,7 @@ type whyslowSiteScratch struct {
 	_   structs.HostLayout
 	Raw [128]uint64
 	Ips [4]uint64
+	At  uint64
 }
 
 type whyslowSockBytesEvent struct {

@@ -202,6 +202,7 @@ type whyslowRawSiteScratch struct {
 	_   structs.HostLayout
 	Raw [128]uint64
 	Ips [4]uint64
+	At  uint64
 }
 
 type whyslowRawStackScratch struct {
