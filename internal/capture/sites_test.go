@@ -22,36 +22,53 @@ func TestDsyncWaitsKeepTheirSites(t *testing.T) {
 		t.Fatalf("making an ext4 over a loop device (make deps installs mkfs.ext4): %v", err)
 	}
 	defer d.Close()
-	out := filepath.Join(d.Dir, "dd.dat")
-	c := runCaptured(t, Options{}, "dd", "if=/dev/zero", "of="+out, "bs=4k", "count=400", "oflag=dsync")
-	write, _ := event.SyscallNr("write")
-	var journal, other, journalOther, otherJournal int
-	for _, o := range eventsOf[*event.OffCPU](c) {
-		if o.PID != c.pid || o.State != 'D' || o.Syscall != write {
-			continue
-		}
-		byJBD2 := strings.HasPrefix(o.WakerComm, "jbd2")
-		atJournal := slices.ContainsFunc(o.Stack, func(f string) bool { return strings.HasPrefix(f, "jbd2_log_wait_commit") })
-		switch {
-		case byJBD2 && atJournal:
-			journal++
-		case byJBD2:
-			journalOther++
-			if journalOther == 1 {
-				t.Logf("a wait jbd2 ended, with another site's stack: %s", strings.Join(o.Stack, " < "))
+	// raw_tp's arguments lie on the kernel stack as tp_btf's do.
+	for _, flavour := range []string{"tp_btf", "raw_tp"} {
+		t.Run(flavour, func(t *testing.T) {
+			out := filepath.Join(d.Dir, "dd.dat")
+			// The distance to the site, once learned, says the stacks
+			// are reused (0: every wait unwinds, and the test would pass
+			// without the reuse).
+			var learned uint32
+			watch := func(e *Engine, _ []event.Event) {
+				if v := e.coll.Variables["site_words"]; v != nil {
+					v.Get(&learned)
+				}
 			}
-		case atJournal:
-			otherJournal++
-		default:
-			other++
-		}
+			c := runCapturedWatching(t, Options{Flavour: flavour}, watch, "dd", "if=/dev/zero", "of="+out, "bs=4k", "count=400", "oflag=dsync")
+			if learned == 0 {
+				t.Errorf("the wait site's distance was not learned: every wait unwound its stack")
+			}
+			write, _ := event.SyscallNr("write")
+			var journal, other, journalOther, otherJournal int
+			for _, o := range eventsOf[*event.OffCPU](c) {
+				if o.PID != c.pid || o.State != 'D' || o.Syscall != write {
+					continue
+				}
+				byJBD2 := strings.HasPrefix(o.WakerComm, "jbd2")
+				atJournal := slices.ContainsFunc(o.Stack, func(f string) bool { return strings.HasPrefix(f, "jbd2_log_wait_commit") })
+				switch {
+				case byJBD2 && atJournal:
+					journal++
+				case byJBD2:
+					journalOther++
+					if journalOther == 1 {
+						t.Logf("a wait jbd2 ended, with another site's stack: %s", strings.Join(o.Stack, " < "))
+					}
+				case atJournal:
+					otherJournal++
+				default:
+					other++
+				}
+			}
+			t.Logf("waits in write: %d at the journal, %d elsewhere; the site %d words above the tracepoint's arguments", journal, other, learned)
+			if journal < 300 || other < 300 {
+				t.Errorf("want about 400 waits at each site, got %d at the journal and %d elsewhere", journal, other)
+			}
+			if journalOther > 0 || otherJournal > 0 {
+				t.Errorf("stacks of one site given to the other's waits: %d journal waits without the journal's stack, %d other waits with it", journalOther, otherJournal)
+			}
+			c.noLoss(t)
+		})
 	}
-	t.Logf("waits in write: %d at the journal, %d elsewhere", journal, other)
-	if journal < 300 || other < 300 {
-		t.Errorf("want about 400 waits at each site, got %d at the journal and %d elsewhere", journal, other)
-	}
-	if journalOther > 0 || otherJournal > 0 {
-		t.Errorf("stacks of one site given to the other's waits: %d journal waits without the journal's stack, %d other waits with it", journalOther, otherJournal)
-	}
-	c.noLoss(t)
 }
