@@ -531,11 +531,13 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 {
 	struct task_struct *pv = CAST(struct task_struct, prev), *nx = CAST(struct task_struct, next);
 	/* Recording a command, a kernel thread (the idle task too) is never a
-	 * target, a peer or another process's sync: a switch from one to
-	 * another notes nothing. Most switches around an I/O-bound target are
-	 * theirs (the loop device's worker, the block softirq, the journal:
-	 * seven of an fsync loop's eleven a commit). */
-	if (!system_wide && (pv->flags & PF_KTHREAD) && (nx->flags & PF_KTHREAD))
+	 * peer or another process's sync, and a target only if attached to:
+	 * a switch from one to another that is neither notes nothing. Most
+	 * switches around an I/O-bound target are theirs (the loop device's
+	 * worker, the block softirq, the journal: seven of an fsync loop's
+	 * eleven a commit). */
+	if (!system_wide && (pv->flags & PF_KTHREAD) && (nx->flags & PF_KTHREAD) &&
+	    !maybe_followed(pv->tgid) && !maybe_followed(nx->tgid))
 		return 0;
 	__u32 prev_tgid = pv->tgid, prev_tid = pv->pid;
 	__u32 next_tgid = nx->tgid, next_tid = nx->pid;

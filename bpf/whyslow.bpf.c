@@ -488,6 +488,15 @@ static __always_inline long output_meta(void *data, __u64 size, __u32 source)
 #define KIND_PEER 2     /* KIND_PEER + hops - 1: hops from the target, 1 to PEER_HOPS */
 #define PEER_HOPS 3
 
+/* Whether tgid may be a target or a peer (recording a command): its slot
+ * in target_slots is set. Never a false no. */
+static __always_inline bool maybe_followed(__u32 tgid)
+{
+	__u32 slot = tgid % TARGET_SLOTS;
+	__u8 *maybe = bpf_map_lookup_elem(&target_slots, &slot);
+	return maybe && *maybe;
+}
+
 static __always_inline __u8 task_kind(__u32 tgid)
 {
 	if (tgid == self_pid || tgid == 0)

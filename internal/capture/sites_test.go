@@ -1,8 +1,10 @@
 package capture
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -71,4 +73,49 @@ func TestDsyncWaitsKeepTheirSites(t *testing.T) {
 			c.noLoss(t)
 		})
 	}
+}
+
+// A kernel thread attached to (attach -p, as one asks why jbd2 is busy) is
+// a target like any other: its waits are captured, though most of its
+// switches are to and from other kernel threads, which a command's capture
+// skips (sched.bpf.h, on_switch). jbd2 commits each of dd's O_DSYNC writes
+// and sleeps between them.
+func TestAttachedKernelThreadWaits(t *testing.T) {
+	requirePrivileges(t)
+	d, err := slowdisk.Create(slowdisk.Options{Size: 64 << 20, ImageDir: "/dev/shm"})
+	if err != nil {
+		t.Fatalf("making an ext4 over a loop device (make deps installs mkfs.ext4): %v", err)
+	}
+	defer d.Close()
+	jbd2 := threadNamed(t, "jbd2/"+filepath.Base(d.Device)+"-")
+	c := runCapturedBeside(t, Options{}, []uint32{jbd2}, nil,
+		"dd", "if=/dev/zero", "of="+filepath.Join(d.Dir, "dd.dat"), "bs=4k", "count=400", "oflag=dsync")
+	waits := 0
+	for _, o := range eventsOf[*event.OffCPU](c) {
+		if o.PID == jbd2 {
+			waits++
+		}
+	}
+	t.Logf("jbd2 (pid %d): %d waits", jbd2, waits)
+	if waits < 200 {
+		t.Errorf("jbd2, attached to, has %d waits for dd's 400 commits, want about 400", waits)
+	}
+}
+
+// threadNamed is the pid of the one process whose name begins with prefix.
+func threadNamed(t *testing.T, prefix string) uint32 {
+	t.Helper()
+	dirs, _ := filepath.Glob("/proc/[0-9]*/comm")
+	for _, f := range dirs {
+		b, err := os.ReadFile(f)
+		if err != nil || !strings.HasPrefix(string(b), prefix) {
+			continue
+		}
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+		if err == nil {
+			return uint32(pid)
+		}
+	}
+	t.Fatalf("no process named %s*", prefix)
+	return 0
 }
