@@ -136,12 +136,14 @@ static __always_inline int on_wakeup(struct task_struct *p, bool btf)
 	struct task_struct *t = CAST(struct task_struct, p);
 	__u32 tgid = t->tgid;
 	__u8 kind = task_kind(tgid);
+	/* Neither a target nor a user task whose history is kept (a kernel
+	 * thread, most wakeups around an I/O-bound target): nothing to note. */
+	if (kind == KIND_NONE && (!follow_peers || !t->mm || tgid == self_pid))
+		return 0;
 	bool timer = waking_from_timer();
 	__u64 id = timer ? 0 : bpf_get_current_pid_tgid();
 	__u32 waker_tgid = id >> 32;
 	if (kind == KIND_NONE) {
-		if (!follow_peers || !t->mm || tgid == self_pid)
-			return 0;
 		/* A target's request reaching a process outside: a peer from now. */
 		if (waker_tgid != tgid && is_target(waker_tgid))
 			add_peer(tgid, 1);

@@ -202,6 +202,172 @@ static __always_inline void add_to_run(struct task_struct *next, __u32 tgid, __u
 	fill_offcpu(r, next, tgid, tid, s, slot, now);
 }
 
+/* ---- where an uninterruptible wait waits, without unwinding ----
+ *
+ * Unwinding a stack costs ~3 µs on a VM whose every return goes through a
+ * thunk; a write with O_DSYNC waits twice a call (its data's writeback, the
+ * journal's commit), each wait a stack: two thirds of what dd oflag=dsync
+ * paid for whyslow's hooks (BENCHMARKS.md, 1e). Every uninterruptible wait
+ * (not a preemption) reaches this program through schedule(), by frames of
+ * a size fixed for a kernel build: schedule()'s return address, into the
+ * function that waits (io_schedule, jbd2_log_wait_commit,
+ * rwsem_down_write_slowpath: the kernel's wait channel), lies at a fixed
+ * distance above the tracepoint's arguments. That distance is learned from
+ * the first stacks unwound: the unwound return addresses into schedule and
+ * into its caller, found in that order in the raw stack, at the same place
+ * in two waits. Then a thread's wait at a site it waited at in the same
+ * syscall, in reclaim or not alike, reuses the stack it took there, for
+ * SITE_REUSE_NS. Until the distance is known (or on a kernel where it
+ * cannot be found), every such wait unwinds, as before. */
+#define SITE_WORDS 128
+#define SITE_TRIES 64
+#define SITE_REUSE_NS 10000000ULL
+#define PF_MEMALLOC 0x00000800
+/* Words above ctx of schedule()'s return address; 0 while unknown. */
+__u32 site_words = 0;
+/* Its first finding, confirmed by the next (learn_site). */
+__u32 site_guess = 0;
+/* Attempts made to learn it, each a second unwind: SITE_TRIES at most. */
+__u32 site_tries = 0;
+
+struct site_scratch {
+	__u64 raw[SITE_WORDS];
+	__u64 ips[4];
+	__u64 at;        /* the address raw was read from */
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct site_scratch);
+} site_scratch SEC(".maps");
+
+/* The address of the tracepoint's arguments, a kernel stack address, as
+ * a number: read back from the stack slot that holds the pointer. */
+static __always_inline __u64 ctx_addr(void *ctx)
+{
+	void *p = ctx;
+	__u64 a = 0;
+	bpf_probe_read_kernel(&a, sizeof(a), &p);
+	return a;
+}
+
+/* The site of the current thread's wait, 0 if unknown. */
+static __always_inline __u64 wait_site(void *ctx)
+{
+	__u32 at = site_words;
+	if (!at || at >= SITE_WORDS)
+		return 0;
+	__u64 site = 0;
+	bpf_probe_read_kernel(&site, sizeof(site), (void *)(ctx_addr(ctx) + at * sizeof(__u64)));
+	return site;
+}
+
+/* One word of the raw stack (bpf_loop's step, verified once): after the
+ * word holding ips[1] (the return into schedule), the first holding ips[2]
+ * (schedule's, into its caller). */
+struct site_scan {
+	int first;
+	int at;
+};
+static long site_step(__u32 i, struct site_scan *c)
+{
+	__u32 zero = 0;
+	struct site_scratch *sc = bpf_map_lookup_elem(&site_scratch, &zero);
+	if (!sc)
+		return 1;
+	__u64 w = sc->raw[i & (SITE_WORDS - 1)];   /* i < SITE_WORDS, a power of two */
+	if (c->first < 0) {
+		if (w == sc->ips[1])
+			c->first = i;
+	} else if (w == sc->ips[2]) {
+		c->at = i;
+		return 1;
+	}
+	return 0;
+}
+
+/* Reads the raw stack above sc->at and finds schedule()'s return address
+ * in it (site_step). Two waits must agree: a stale copy of a return
+ * address left in a frame below the real one would be found first. A
+ * global function: verified once. */
+__noinline int find_site(struct site_scratch *sc)
+{
+	if (!sc || !sc->ips[1] || !sc->ips[2])
+		return 0;
+	if (bpf_probe_read_kernel(sc->raw, sizeof(sc->raw), (void *)sc->at))
+		return 0;
+	struct site_scan c = { .first = -1, .at = 0 };
+	bpf_loop(SITE_WORDS, site_step, &c, 0);
+	if (c.at > 0 && c.at == site_guess)
+		site_words = c.at;
+	else if (c.at > 0)
+		site_guess = c.at;
+	return 0;
+}
+
+/* Learns site_words from the current wait: unwinds four frames, then
+ * find_site. */
+static __always_inline void learn_site(void *ctx)
+{
+	__u32 zero = 0;
+	struct site_scratch *sc = bpf_map_lookup_elem(&site_scratch, &zero);
+	if (!sc)
+		return;
+	__builtin_memset(sc->ips, 0, sizeof(sc->ips));
+	if (bpf_get_stack(ctx, sc->ips, sizeof(sc->ips), STACK_SKIP) < 3 * (long)sizeof(__u64))
+		return;
+	sc->at = ctx_addr(ctx);
+	find_site(sc);
+}
+
+/* A wait's site, in a syscall, at a time; and the stack taken there. */
+struct site_query {
+	__u64 site;
+	__u64 now;
+	__s64 nr;
+	__s32 stack_id;
+	__u32 _pad;
+};
+
+/* The stack the current thread took at q's site in its syscall, in
+ * reclaim or not alike, within SITE_REUSE_NS; -1 if none. A global
+ * function: its entries' loop is verified once, not on each path of
+ * sched_switch that reaches a wait. */
+__noinline int site_stack(struct site_query *q)
+{
+	if (!q)
+		return -1;
+	struct thread_state *ts = thread_state(false);
+	if (!ts)
+		return -1;
+	__u32 memalloc = bpf_get_current_task_btf()->flags & PF_MEMALLOC;
+	for (int i = 0; i < WAIT_SITES; i++) {
+		struct wait_site *e = &ts->sites[i];
+		if (e->site == q->site && e->nr == q->nr && e->memalloc == memalloc && q->now - e->ts < SITE_REUSE_NS)
+			return e->stack_id;
+	}
+	return -1;
+}
+
+/* Keeps q's stack for the thread's next waits at its site. */
+__noinline int keep_site(struct site_query *q)
+{
+	if (!q)
+		return 0;
+	struct thread_state *ts = thread_state(true);
+	if (!ts)
+		return 0;
+	struct wait_site *w = &ts->sites[ts->site_next & (WAIT_SITES - 1)];
+	w->site = q->site;
+	w->ts = q->now;
+	w->nr = q->nr;
+	w->stack_id = q->stack_id;
+	w->memalloc = bpf_get_current_task_btf()->flags & PF_MEMALLOC;
+	ts->site_next++;
+	return 0;
+}
+
 /* The kernel stack of a wait, or -1. Unwinding is most of a context
  * switch's cost (~3 µs), so it is spent where the stack tells the reason:
  * - an interruptible wait (futex, poll, pipe, socket, sleep, flock, wait4)
@@ -210,7 +376,8 @@ static __always_inline void add_to_run(struct task_struct *next, __u32 tgid, __u
  *   call (each buffer, each page): its stack is taken once per 10 ms per
  *   thread, and reused for the waits between (an fsync loop ran 5% slower);
  * - other uninterruptible waits (disk, journal, page and inode locks,
- *   throttling look alike from the syscall) always get theirs.
+ *   throttling look alike from the syscall) get theirs, reused for the
+ *   thread's waits at the same site in the same call (wait_site).
  * all_stacks (--full) takes every one. */
 #define SYNC_STACK_REUSE_NS 10000000ULL
 static __always_inline __s32 wait_stack(void *ctx, __u32 state, long nr, __u64 now)
@@ -219,18 +386,36 @@ static __always_inline __s32 wait_stack(void *ctx, __u32 state, long nr, __u64 n
 		return -1;
 	struct thread_state *ts = NULL;
 	bool sync = syscall_class(nr) == CLS_SYNC && !all_stacks;
+	struct site_query q = {};
 	if (sync) {
 		ts = thread_state(true);
 		if (ts && ts->stack_nr == nr && now - ts->stack_ts < SYNC_STACK_REUSE_NS)
 			return ts->stack_id;
+	} else if (!all_stacks) {
+		q.site = wait_site(ctx);
+		q.now = now;
+		q.nr = nr;
+		if (q.site) {
+			__s32 reused = site_stack(&q);
+			if (reused >= 0)
+				return reused;
+		}
 	}
 	__s32 id = stack_id_of(ctx);
 	if (id < 0 && id != -EFAULT /* no stack */)
 		count_lost(LOST_STACK);
-	if (ts && id >= 0) {
+	if (id < 0)
+		return id;
+	if (ts) {
 		ts->stack_nr = nr;
 		ts->stack_ts = now;
 		ts->stack_id = id;
+	} else if (q.site) {
+		q.stack_id = id;
+		keep_site(&q);
+	} else if (!sync && !all_stacks && !site_words && site_tries < SITE_TRIES) {
+		site_tries++;
+		learn_site(ctx);
 	}
 	return id;
 }
@@ -345,6 +530,15 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 				     struct task_struct *next, unsigned int prev_state, bool btf)
 {
 	struct task_struct *pv = CAST(struct task_struct, prev), *nx = CAST(struct task_struct, next);
+	/* Recording a command, a kernel thread (the idle task too) is never a
+	 * peer or another process's sync, and a target only if attached to:
+	 * a switch from one to another that is neither notes nothing. Most
+	 * switches around an I/O-bound target are theirs (the loop device's
+	 * worker, the block softirq, the journal: seven of an fsync loop's
+	 * eleven a commit). */
+	if (!system_wide && (pv->flags & PF_KTHREAD) && (nx->flags & PF_KTHREAD) &&
+	    !maybe_followed(pv->tgid) && !maybe_followed(nx->tgid))
+		return 0;
 	__u32 prev_tgid = pv->tgid, prev_tid = pv->pid;
 	__u32 next_tgid = nx->tgid, next_tid = nx->pid;
 

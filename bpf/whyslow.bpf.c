@@ -159,6 +159,19 @@ struct inflight {
 	struct file_ref f2;
 };
 
+/* A stack taken at an uninterruptible wait, by where the thread waited
+ * (sched.bpf.h, wait_site): a wait at the same site in the same call
+ * reuses it for a while instead of unwinding the stack again. */
+#define WAIT_SITES 4
+struct wait_site {
+	__u64 site;         /* the return address into the function that waits */
+	__u64 ts;           /* when its stack was taken */
+	__s32 nr;           /* the syscall, -1 none */
+	__s32 stack_id;
+	__u32 memalloc;     /* in reclaim (PF_MEMALLOC): its waits are memory's */
+	__u32 _pad;
+};
+
 /* Per-thread state in task local storage: the syscall in flight, the
  * thread's last file (struct file and inode pointers with the identity they
  * had), so repeated calls on one fd are not identified again, and the last
@@ -172,6 +185,9 @@ struct thread_state {
 	__s32 stack_id;     /* the last sync wait's stack, */
 	__u64 stack_ts;     /* when it was taken, */
 	__s64 stack_nr;     /* and in which syscall (see wait_stack) */
+	struct wait_site sites[WAIT_SITES]; /* the last stacks of other uninterruptible waits, by site */
+	__u32 site_next;    /* the entry of sites the next one takes */
+	__u32 _pad2;
 	__u64 last_file;
 	__u64 last_inode;
 	struct file_ref last_ref;
@@ -471,6 +487,15 @@ static __always_inline long output_meta(void *data, __u64 size, __u32 source)
 #define KIND_TARGET 1
 #define KIND_PEER 2     /* KIND_PEER + hops - 1: hops from the target, 1 to PEER_HOPS */
 #define PEER_HOPS 3
+
+/* Whether tgid may be a target or a peer (recording a command): its slot
+ * in target_slots is set. Never a false no. */
+static __always_inline bool maybe_followed(__u32 tgid)
+{
+	__u32 slot = tgid % TARGET_SLOTS;
+	__u8 *maybe = bpf_map_lookup_elem(&target_slots, &slot);
+	return maybe && *maybe;
+}
 
 static __always_inline __u8 task_kind(__u32 tgid)
 {

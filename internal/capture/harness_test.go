@@ -29,6 +29,13 @@ func runCaptured(t *testing.T, opts Options, argv ...string) *captured {
 // from the engine's goroutine, as it comes.
 func runCapturedWatching(t *testing.T, opts Options, watch func(*Engine, []event.Event), argv ...string) *captured {
 	t.Helper()
+	return runCapturedBeside(t, opts, nil, watch, argv...)
+}
+
+// runCapturedBeside is runCapturedWatching with the processes others
+// (attached to, as attach does) captured too.
+func runCapturedBeside(t *testing.T, opts Options, others []uint32, watch func(*Engine, []event.Event), argv ...string) *captured {
+	t.Helper()
 	requirePrivileges(t)
 	eng, err := Open(opts)
 	if err != nil {
@@ -40,8 +47,10 @@ func runCapturedWatching(t *testing.T, opts Options, watch func(*Engine, []event
 		t.Fatalf("starting %v: %v", argv, err)
 	}
 	c := &captured{pid: uint32(g.PID()), files: map[event.FileRef]*event.File{}}
-	if err := eng.AddTarget(c.pid); err != nil {
-		t.Fatal(err)
+	for _, pid := range append([]uint32{c.pid}, others...) {
+		if err := eng.AddTarget(pid); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var mu sync.Mutex

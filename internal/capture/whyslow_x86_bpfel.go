@@ -307,6 +307,13 @@ type whyslowSeenKey struct {
 	Ino uint64
 }
 
+type whyslowSiteScratch struct {
+	_   structs.HostLayout
+	Raw [128]uint64
+	Ips [4]uint64
+	At  uint64
+}
+
 type whyslowSockBytesEvent struct {
 	_        structs.HostLayout
 	H        whyslowHdr
@@ -373,13 +380,24 @@ type whyslowThreadState struct {
 		F       whyslowFileRef
 		F2      whyslowFileRef
 	}
-	Active    uint8
-	Resolved  uint8
-	Target    uint8
-	Pad       uint8
-	StackId   int32
-	StackTs   uint64
-	StackNr   int64
+	Active   uint8
+	Resolved uint8
+	Target   uint8
+	Pad      uint8
+	StackId  int32
+	StackTs  uint64
+	StackNr  int64
+	Sites    [4]struct {
+		_        structs.HostLayout
+		Site     uint64
+		Ts       uint64
+		Nr       int32
+		StackId  int32
+		Memalloc uint32
+		Pad      uint32
+	}
+	SiteNext  uint32
+	Pad2      uint32
 	LastFile  uint64
 	LastInode uint64
 	LastRef   whyslowFileRef
@@ -505,6 +523,7 @@ const (
 	whyslowMapSampleScratch           = "sample_scratch"
 	whyslowMapSampledJiffy            = "sampled_jiffy"
 	whyslowMapSeen                    = "seen"
+	whyslowMapSiteScratch             = "site_scratch"
 	whyslowMapSkArrival               = "sk_arrival"
 	whyslowMapSockEnds                = "sock_ends"
 	whyslowMapStackScratch            = "stack_scratch"
@@ -553,6 +572,9 @@ const (
 	whyslowVarRequestsHeld            = "requests_held"
 	whyslowVarRunBelowNs              = "run_below_ns"
 	whyslowVarSelfPid                 = "self_pid"
+	whyslowVarSiteGuess               = "site_guess"
+	whyslowVarSiteTries               = "site_tries"
+	whyslowVarSiteWords               = "site_words"
 	whyslowVarSlowNs                  = "slow_ns"
 	whyslowVarSyscallHooks            = "syscall_hooks"
 	whyslowVarSystemWide              = "system_wide"
@@ -674,6 +696,7 @@ type whyslowMapSpecs struct {
 	SampleScratch  *ebpf.MapSpec `ebpf:"sample_scratch"`
 	SampledJiffy   *ebpf.MapSpec `ebpf:"sampled_jiffy"`
 	Seen           *ebpf.MapSpec `ebpf:"seen"`
+	SiteScratch    *ebpf.MapSpec `ebpf:"site_scratch"`
 	SkArrival      *ebpf.MapSpec `ebpf:"sk_arrival"`
 	SockEnds       *ebpf.MapSpec `ebpf:"sock_ends"`
 	StackScratch   *ebpf.MapSpec `ebpf:"stack_scratch"`
@@ -705,6 +728,9 @@ type whyslowVariableSpecs struct {
 	RequestsHeld           *ebpf.VariableSpec `ebpf:"requests_held"`
 	RunBelowNs             *ebpf.VariableSpec `ebpf:"run_below_ns"`
 	SelfPid                *ebpf.VariableSpec `ebpf:"self_pid"`
+	SiteGuess              *ebpf.VariableSpec `ebpf:"site_guess"`
+	SiteTries              *ebpf.VariableSpec `ebpf:"site_tries"`
+	SiteWords              *ebpf.VariableSpec `ebpf:"site_words"`
 	SlowNs                 *ebpf.VariableSpec `ebpf:"slow_ns"`
 	SyscallHooks           *ebpf.VariableSpec `ebpf:"syscall_hooks"`
 	SystemWide             *ebpf.VariableSpec `ebpf:"system_wide"`
@@ -775,6 +801,7 @@ type whyslowMaps struct {
 	SampleScratch  *ebpf.Map `ebpf:"sample_scratch"`
 	SampledJiffy   *ebpf.Map `ebpf:"sampled_jiffy"`
 	Seen           *ebpf.Map `ebpf:"seen"`
+	SiteScratch    *ebpf.Map `ebpf:"site_scratch"`
 	SkArrival      *ebpf.Map `ebpf:"sk_arrival"`
 	SockEnds       *ebpf.Map `ebpf:"sock_ends"`
 	StackScratch   *ebpf.Map `ebpf:"stack_scratch"`
@@ -806,6 +833,7 @@ func (m *whyslowMaps) Close() error {
 		m.SampleScratch,
 		m.SampledJiffy,
 		m.Seen,
+		m.SiteScratch,
 		m.SkArrival,
 		m.SockEnds,
 		m.StackScratch,
@@ -838,6 +866,9 @@ type whyslowVariables struct {
 	RequestsHeld           *ebpf.Variable `ebpf:"requests_held"`
 	RunBelowNs             *ebpf.Variable `ebpf:"run_below_ns"`
 	SelfPid                *ebpf.Variable `ebpf:"self_pid"`
+	SiteGuess              *ebpf.Variable `ebpf:"site_guess"`
+	SiteTries              *ebpf.Variable `ebpf:"site_tries"`
+	SiteWords              *ebpf.Variable `ebpf:"site_words"`
 	SlowNs                 *ebpf.Variable `ebpf:"slow_ns"`
 	SyscallHooks           *ebpf.Variable `ebpf:"syscall_hooks"`
 	SystemWide             *ebpf.Variable `ebpf:"system_wide"`

@@ -198,6 +198,13 @@ type whyslowRawSeenKey struct {
 	Ino uint64
 }
 
+type whyslowRawSiteScratch struct {
+	_   structs.HostLayout
+	Raw [128]uint64
+	Ips [4]uint64
+	At  uint64
+}
+
 type whyslowRawStackScratch struct {
 	_  structs.HostLayout
 	Ev struct {
@@ -252,13 +259,24 @@ type whyslowRawThreadState struct {
 			Pad  uint32
 		}
 	}
-	Active    uint8
-	Resolved  uint8
-	Target    uint8
-	Pad       uint8
-	StackId   int32
-	StackTs   uint64
-	StackNr   int64
+	Active   uint8
+	Resolved uint8
+	Target   uint8
+	Pad      uint8
+	StackId  int32
+	StackTs  uint64
+	StackNr  int64
+	Sites    [4]struct {
+		_        structs.HostLayout
+		Site     uint64
+		Ts       uint64
+		Nr       int32
+		StackId  int32
+		Memalloc uint32
+		Pad      uint32
+	}
+	SiteNext  uint32
+	Pad2      uint32
 	LastFile  uint64
 	LastInode uint64
 	LastRef   struct {
@@ -433,6 +451,7 @@ const (
 	whyslowRawMapSampleScratch           = "sample_scratch"
 	whyslowRawMapSampledJiffy            = "sampled_jiffy"
 	whyslowRawMapSeen                    = "seen"
+	whyslowRawMapSiteScratch             = "site_scratch"
 	whyslowRawMapSkArrival               = "sk_arrival"
 	whyslowRawMapSockEnds                = "sock_ends"
 	whyslowRawMapStackScratch            = "stack_scratch"
@@ -481,6 +500,9 @@ const (
 	whyslowRawVarRequestsHeld            = "requests_held"
 	whyslowRawVarRunBelowNs              = "run_below_ns"
 	whyslowRawVarSelfPid                 = "self_pid"
+	whyslowRawVarSiteGuess               = "site_guess"
+	whyslowRawVarSiteTries               = "site_tries"
+	whyslowRawVarSiteWords               = "site_words"
 	whyslowRawVarSlowNs                  = "slow_ns"
 	whyslowRawVarSyscallHooks            = "syscall_hooks"
 	whyslowRawVarSystemWide              = "system_wide"
@@ -602,6 +624,7 @@ type whyslowRawMapSpecs struct {
 	SampleScratch  *ebpf.MapSpec `ebpf:"sample_scratch"`
 	SampledJiffy   *ebpf.MapSpec `ebpf:"sampled_jiffy"`
 	Seen           *ebpf.MapSpec `ebpf:"seen"`
+	SiteScratch    *ebpf.MapSpec `ebpf:"site_scratch"`
 	SkArrival      *ebpf.MapSpec `ebpf:"sk_arrival"`
 	SockEnds       *ebpf.MapSpec `ebpf:"sock_ends"`
 	StackScratch   *ebpf.MapSpec `ebpf:"stack_scratch"`
@@ -633,6 +656,9 @@ type whyslowRawVariableSpecs struct {
 	RequestsHeld           *ebpf.VariableSpec `ebpf:"requests_held"`
 	RunBelowNs             *ebpf.VariableSpec `ebpf:"run_below_ns"`
 	SelfPid                *ebpf.VariableSpec `ebpf:"self_pid"`
+	SiteGuess              *ebpf.VariableSpec `ebpf:"site_guess"`
+	SiteTries              *ebpf.VariableSpec `ebpf:"site_tries"`
+	SiteWords              *ebpf.VariableSpec `ebpf:"site_words"`
 	SlowNs                 *ebpf.VariableSpec `ebpf:"slow_ns"`
 	SyscallHooks           *ebpf.VariableSpec `ebpf:"syscall_hooks"`
 	SystemWide             *ebpf.VariableSpec `ebpf:"system_wide"`
@@ -703,6 +729,7 @@ type whyslowRawMaps struct {
 	SampleScratch  *ebpf.Map `ebpf:"sample_scratch"`
 	SampledJiffy   *ebpf.Map `ebpf:"sampled_jiffy"`
 	Seen           *ebpf.Map `ebpf:"seen"`
+	SiteScratch    *ebpf.Map `ebpf:"site_scratch"`
 	SkArrival      *ebpf.Map `ebpf:"sk_arrival"`
 	SockEnds       *ebpf.Map `ebpf:"sock_ends"`
 	StackScratch   *ebpf.Map `ebpf:"stack_scratch"`
@@ -734,6 +761,7 @@ func (m *whyslowRawMaps) Close() error {
 		m.SampleScratch,
 		m.SampledJiffy,
 		m.Seen,
+		m.SiteScratch,
 		m.SkArrival,
 		m.SockEnds,
 		m.StackScratch,
@@ -766,6 +794,9 @@ type whyslowRawVariables struct {
 	RequestsHeld           *ebpf.Variable `ebpf:"requests_held"`
 	RunBelowNs             *ebpf.Variable `ebpf:"run_below_ns"`
 	SelfPid                *ebpf.Variable `ebpf:"self_pid"`
+	SiteGuess              *ebpf.Variable `ebpf:"site_guess"`
+	SiteTries              *ebpf.Variable `ebpf:"site_tries"`
+	SiteWords              *ebpf.Variable `ebpf:"site_words"`
 	SlowNs                 *ebpf.Variable `ebpf:"slow_ns"`
 	SyscallHooks           *ebpf.Variable `ebpf:"syscall_hooks"`
 	SystemWide             *ebpf.Variable `ebpf:"system_wide"`
