@@ -9,21 +9,28 @@ import (
 	"github.com/whyslow/whyslow/internal/event"
 )
 
-// TestKernelMacros: the SQL macros say what internal/event says.
-func TestKernelMacros(t *testing.T) {
+// macroConn is a connection to an empty DuckDB with the macros made.
+func macroConn(t *testing.T, macros string) *sql.Conn {
+	t.Helper()
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
 	conn, err := db.Conn(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(t.Context(), kernelMacros()); err != nil {
+	t.Cleanup(func() { conn.Close() })
+	if _, err := conn.ExecContext(t.Context(), macros); err != nil {
 		t.Fatal(err)
 	}
+	return conn
+}
+
+// TestKernelMacros: the SQL macros say what internal/event says.
+func TestKernelMacros(t *testing.T) {
+	conn := macroConn(t, kernelMacros())
 	var page int
 	if err := conn.QueryRowContext(t.Context(), "SELECT page_size()").Scan(&page); err != nil || page != event.PageSize {
 		t.Errorf("page_size() = %d (%v), want %d", page, err, event.PageSize)

@@ -1,7 +1,6 @@
 package source
 
 import (
-	"database/sql"
 	"testing"
 
 	"github.com/whyslow/whyslow/internal/classify"
@@ -12,19 +11,7 @@ import (
 // a wait in io_uring_enter for every class of operation and kind of file,
 // and a file of no kind the recording names is one of unknown kind.
 func TestRingReasonIsClassifys(t *testing.T) {
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	conn, err := db.Conn(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(t.Context(), reasonMacros()); err != nil {
-		t.Fatal(err)
-	}
+	conn := macroConn(t, reasonMacros())
 	enter, _ := event.SyscallNr("io_uring_enter")
 	seen := map[event.Reason]bool{}
 	for _, c := range event.UringClasses() {
