@@ -46,6 +46,8 @@ struct recent_wait {
 	__u64 by_end;
 	__s32 by_syscall;
 	__u32 by_state;
+	__s32 by_waker_nr; /* how the waker's wait ended (WAKER_TIMER: its timeout) */
+	__u32 _pad;
 };
 struct recent {
 	struct recent_wait w[RECENT_WAITS];
@@ -83,9 +85,12 @@ __noinline int note_recent(__u32 state, __u64 now)
 	struct pt_regs *regs = CAST(struct pt_regs, bpf_task_pt_regs(cur));
 	long nr = regs->orig_ax;
 	/* One call waits many times (an fsync a dozen): its waits, a moment
-	 * apart, are kept as one, so that the history reaches further back. */
+	 * apart, are kept as one, so that the history reaches further back.
+	 * A wait its timer ended is not joined: its call returned (a poll timed
+	 * out, a sleep ended), and the next one, though the same syscall, is
+	 * another wait (PostgreSQL's pg_sleep, then a wait for the client). */
 	struct recent_wait *last = &r->w[(r->next - 1) & (RECENT_WAITS - 1)];
-	if (last->syscall == nr && last->end && now - last->end < RECENT_JOIN_NS) {
+	if (last->syscall == nr && last->end && now - last->end < RECENT_JOIN_NS && last->waker_nr != WAKER_TIMER) {
 		last->end = 0;
 		return 0;
 	}
@@ -106,11 +111,22 @@ __noinline int note_recent(__u32 state, __u64 now)
 /* When capture began (CLOCK_MONOTONIC), set by user space before load. */
 const volatile __u64 capture_start_ns = 0;
 
-/* Task next (tp_btf: trusted), a user task, is switched in at now: its last
- * noted wait ends. A task with no history is in a wait begun before capture
- * (a lock holder asleep since before whyslow started): noted as waiting since
- * capture began, in the syscall its registers still hold. One that was
- * preempted in user mode is in no syscall, and no wait. */
+/* The state task t sleeps in, as a letter; '?' once it is running again
+ * (at its switch-in; while it is being woken it still has its sleep's). */
+static __always_inline __u32 waiting_state(struct task_struct *t)
+{
+	if (!bpf_core_field_exists(t->__state))
+		return '?';
+	unsigned int st = CAST(struct task_struct, t)->__state;
+	return st ? state_char(false, st) : '?';
+}
+
+/* Task t (tp_btf: trusted), a user task, is switched in or woken at now: its
+ * last noted wait, if still open. A task with no history is in a wait begun
+ * before capture (a lock holder asleep since before whyslow started): noted
+ * as waiting since capture began, in the syscall its registers still hold,
+ * in the state it sleeps in when its wakeup is seen. One that was preempted
+ * in user mode is in no syscall, and no wait. */
 static __always_inline struct recent_wait *open_recent(struct task_struct *t, __u64 now)
 {
 	struct recent *r = bpf_task_storage_get(&recent, t, 0, 0);
@@ -127,7 +143,7 @@ static __always_inline struct recent_wait *open_recent(struct task_struct *t, __
 		return NULL;
 	r->w[0].start = capture_start_ns;
 	r->w[0].syscall = nr;
-	r->w[0].state = '?';
+	r->w[0].state = waiting_state(t);
 	r->w[0].fd = first_fd(nr, regs);
 	r->w[0].waker_nr = -1;
 	r->next = 1;
@@ -290,6 +306,7 @@ static __always_inline void wake_recent(struct task_struct *p, __u64 id, long nr
 			w->by_end = m->end;
 			w->by_syscall = m->syscall;
 			w->by_state = m->state;
+			w->by_waker_nr = m->waker_nr;
 		}
 	}
 }
@@ -345,7 +362,7 @@ static __always_inline void send_waker_wait(struct recent_wait *w)
 	e->syscall = w->by_syscall;
 	e->fd = -1;
 	e->outside = 1;
-	e->waker_sock.nr = -1;
+	e->waker_sock.nr = w->by_waker_nr;
 	submit_event(e);
 }
 

@@ -14,21 +14,6 @@
  * a lookup, never a missed wait. */
 __u64 other_syncs_open = 0;
 
-static __always_inline __u32 state_char(bool preempt, unsigned int state)
-{
-	if (preempt || state == 0)
-		return 'R';
-	if (state & 2)
-		return 'D';
-	if (state & 1)
-		return 'S';
-	if (state & 4)
-		return 'T';
-	if (state & 8)
-		return 't';
-	return '?';
-}
-
 /* The syscall the current thread is switched out in, read from its saved
  * registers (default level: no entry hook). Unlinks are left out: their name
  * is only worth reading at entry. A global function: the verifier checks it

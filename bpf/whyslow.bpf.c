@@ -626,6 +626,22 @@ __noinline int own_stack_of(struct stack_scratch *sc, long n)
 	return own_stack(sc);
 }
 
+/* A task's state as ps writes it: R (running or preempted), D, S, T, t. */
+static __always_inline __u32 state_char(bool preempt, unsigned int state)
+{
+	if (preempt || state == 0)
+		return 'R';
+	if (state & 2)
+		return 'D';
+	if (state & 1)
+		return 'S';
+	if (state & 4)
+		return 'T';
+	if (state & 8)
+		return 't';
+	return '?';
+}
+
 /* The id of the current kernel stack: a bucket of the stacks map, or an id
  * of its own when the bucket is another stack's. -1 when there is none. */
 static __always_inline __s32 stack_id_of(void *ctx)

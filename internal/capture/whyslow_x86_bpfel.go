@@ -273,6 +273,8 @@ type whyslowRecent struct {
 		ByEnd     uint64
 		BySyscall int32
 		ByState   uint32
+		ByWakerNr int32
+		Pad       uint32
 	}
 	Next uint32
 	Pad  uint32

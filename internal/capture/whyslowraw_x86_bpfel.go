@@ -139,6 +139,8 @@ type whyslowRawRecent struct {
 		ByEnd     uint64
 		BySyscall int32
 		ByState   uint32
+		ByWakerNr int32
+		Pad       uint32
 	}
 	Next uint32
 	Pad  uint32

@@ -258,9 +258,12 @@ func Reason(in Input) event.Reason {
 // TimedOut says whether a wait slept: its own timeout ended it, nobody it
 // waited on (pg_sleep and MariaDB's SLEEP() wait on a latch or a condition
 // with a timeout). A run of polls that an answer ends at last is one wait
-// on the answerer all the same (critpath's poll_runs).
+// on the answerer all the same (critpath's poll_runs). A wait whose state
+// was not seen ('?': a peer's, begun before capture) counts as asleep: these
+// calls wait in no other state, and the timer wakes only a sleeping task.
 func TimedOut(in Input) bool {
-	return in.WakerSyscall == event.WakerTimer && in.State == 'S' && (pollSyscalls[in.Syscall] || timedWaits[in.Syscall])
+	return in.WakerSyscall == event.WakerTimer && (in.State == 'S' || in.State == '?') &&
+		(pollSyscalls[in.Syscall] || timedWaits[in.Syscall])
 }
 
 // ringReason is what a wait for an io_uring operation waited on: the

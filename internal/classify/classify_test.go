@@ -99,6 +99,7 @@ func TestTimedOut(t *testing.T) {
 		{"a poll the timer ended", Input{State: 'S', Syscall: poll, WakerSyscall: event.WakerTimer}, true},
 		{"an epoll_wait the timer ended, process with sockets", Input{State: 'S', Syscall: epoll, WakerSyscall: event.WakerTimer, PollOnSockets: true}, true},
 		{"a futex with a timeout", Input{State: 'S', Syscall: futex, WakerSyscall: event.WakerTimer}, true},
+		{"a peer's poll begun before capture, its state not seen", Input{State: '?', Syscall: epoll, WakerSyscall: event.WakerTimer}, true},
 		{"a poll preempted at the timer's tick", Input{State: 'R', Syscall: poll, WakerSyscall: event.WakerTimer}, false},
 		{"a poll another task ended", Input{State: 'S', Syscall: poll, WakerSyscall: -1}, false},
 		{"a read has no timeout", Input{State: 'S', Syscall: read, WakerSyscall: event.WakerTimer}, false},

@@ -29,8 +29,11 @@ SELECT t.pid, t.tid, t.comm, f.ts, f.tid, e.ts FROM target_threads t
 -- Columns: tid, comm, start_ts, ts, runq_ns, reason, waker_pid, waker_tid,
 -- waker_comm, object, for_work, waker_on_socket (as target_offcpu's), and
 -- state and syscall, the facts graph.go reads to tell a poll no task was
--- seen ending (timedOutUnseen).
-WITH o AS (SELECT * FROM offcpu WHERE pid = $p AND ts > $b AND start_ts < $e),
+-- seen ending (timedOutUnseen). A wait sent twice (by its own process's
+-- history and, as the longest wait of a waker, by the history of a task it
+-- woke: peers.bpf.h) is one, the copy that knows more of its end kept.
+WITH o AS (SELECT DISTINCT ON (tid, start_ts, ts) * FROM offcpu WHERE pid = $p AND ts > $b AND start_ts < $e
+  ORDER BY tid, start_ts, ts, waker_pid <> 0 DESC, waker_side IS NOT NULL DESC, reason = 'sleep' DESC),
 w AS (
   SELECT o.tid, coalesce(o.comm, '') AS comm, o.start_ts, o.ts, o.runq_ns, o.state, o.syscall, o.reason,
          o.waker_pid, o.waker_tid, coalesce(o.waker_comm, '') AS waker_comm,
