@@ -58,11 +58,20 @@ func bystanders(w io.Writer) {
 		{name: "bpftrace: off-CPU time summed by comm, no stack", beside: []string{"bpftrace", "-e", bpftraceOffCPU(false)}},
 		{name: "bpftrace: off-CPU time by comm and kernel stack (offcputime's shape)", beside: []string{"bpftrace", "-e", bpftraceOffCPU(true)}},
 	}
+	hooked := slices.Clone(rows[2:4])
+	if *baseline != "" {
+		// The same two rows of an earlier build, in the same rounds: the
+		// host's speed moves more between runs than a change does.
+		rows = append(rows,
+			&besideRow{name: "`watch` of the baseline (" + *baseline + ")", beside: []string{*baseline, "watch", "--dir", filepath.Join(dir, "inc-baseline"), "--stall", "0"}},
+			&besideRow{name: "beside `run` of the baseline", beside: []string{*baseline, "run", "--linger=0", "--", "sleep", "60"}})
+		hooked = append(hooked, rows[len(rows)-2:]...)
+	}
 	besideRounds(w, rows, rounds, "beside the ping-pong", "ops/s", func(r *besideRow) (float64, error) {
 		return pipeOps(r.beside, append(slices.Clone(r.wrap), load...))
 	})
 	fmt.Fprint(w, "\nEach whyslow hook's cost a run, with `kernel.bpf_stats_enabled` set for one more round beside each (restored after; the statistics add ~20 ns a run of their own, the floor's empty program reads about 40–60 ns here):\n\n| beside the ping-pong | hook | runs | ns a run |\n|---|---|---:|---:|\n")
-	for _, r := range rows[2:4] {
+	for _, r := range hooked {
 		stats, err := hookStats(r.beside, load)
 		if err != nil {
 			fmt.Fprintf(w, "| %s | failed: %s | | |\n", r.name, oneLine(err.Error()))

@@ -28,7 +28,7 @@ var (
 	runtimeS = flag.Int("runtime", 3, "seconds per fio run")
 	bigS     = flag.Int("big", 30, "seconds of fio for the 10M-event recording")
 	sections = flag.String("sections", "overhead,realistic,loss,analysis,startup,peers,requests,watch,pipeline,bystanders,busy-server", "which sections to run, by name (a subset writes a partial file); explain-build runs only the parallel build's part of analysis")
-	baseline = flag.String("baseline", "", "peers, requests, overhead (record --full), startup, busy-server, realistic: an earlier whyslow binary to compare with, measured in the same rounds")
+	baseline = flag.String("baseline", "", "peers, requests, overhead (record --full), startup, bystanders, busy-server, realistic: an earlier whyslow binary to compare with, measured in the same rounds")
 	pingSrv  = flag.String("pingpong-server", "", "internal: serve the ping-pong on this Unix socket path or TCP address")
 	pingCli  = flag.String("pingpong-client", "", "internal: the ping-pong client, of this Unix socket path or TCP address")
 	rounds   = flag.Int("rounds", 100000, "internal: the ping-pong client's round trips")

@@ -31,6 +31,7 @@ const volatile bool follow_peers = false;
 struct recent_wait {
 	__u64 start;
 	__u64 end;       /* 0: still waiting, or its end was not seen */
+	__u64 last_out;  /* when it last went off CPU in it: a joined wait's latest piece */
 	__s32 syscall;
 	__u32 state;
 	__s32 fd;        /* the call's fd, -1 if none */
@@ -92,12 +93,14 @@ __noinline int note_recent(__u32 state, __u64 now)
 	struct recent_wait *last = &r->w[(r->next - 1) & (RECENT_WAITS - 1)];
 	if (last->syscall == nr && last->end && now - last->end < RECENT_JOIN_NS && last->waker_nr != WAKER_TIMER) {
 		last->end = 0;
+		last->last_out = now;
 		return 0;
 	}
 	__u32 i = r->next & (RECENT_WAITS - 1);
 	struct recent_wait *w = &r->w[i];
 	w->start = now;
 	w->end = 0;
+	w->last_out = now;
 	w->state = state;
 	w->syscall = nr;
 	w->fd = first_fd(w->syscall, regs);
@@ -142,6 +145,7 @@ static __always_inline struct recent_wait *open_recent(struct task_struct *t, __
 	if (!r)
 		return NULL;
 	r->w[0].start = capture_start_ns;
+	r->w[0].last_out = capture_start_ns;
 	r->w[0].syscall = nr;
 	r->w[0].state = waiting_state(t);
 	r->w[0].fd = first_fd(nr, regs);
@@ -267,16 +271,29 @@ __noinline int waker_socket(struct waker_sock *ws)
 	return 0;
 }
 
-/* The current task wakes user task p (tp_btf: p trusted), neither a target
- * nor a peer: its open wait notes who ended it, and how. */
-static __always_inline void wake_recent(struct task_struct *p, __u64 id, long nr)
+static __always_inline bool waking_from_timer(void);
+
+/* The current task, or the timer, wakes user task p of process tgid (tp_btf:
+ * p trusted), neither a target nor a peer: its open wait notes who ended
+ * it, and how. */
+static __always_inline void wake_recent(struct task_struct *p, __u32 tgid)
 {
 	__u64 now = bpf_ktime_get_ns();
 	struct recent_wait *w = open_recent(p, now);
 	/* A wait of under a millisecond is no link of a chain worth its cost
-	 * here (a ping-pong's thousands a second): its waker is not noted. */
-	if (!w || now - w->start < RECENT_JOIN_NS)
+	 * here (a ping-pong's thousands a second): its waker is not noted. The
+	 * piece that ends, not the joined wait: a ping-pong's reads, a moment
+	 * apart, are joined into one wait as old as the ping-pong, and noting
+	 * each of its wakers (their comm, socket and history) cost every
+	 * bystander's wakeup ~250 ns (BENCHMARKS.md, bystanders). */
+	if (!w || now - w->last_out < RECENT_JOIN_NS)
 		return;
+	bool timer = waking_from_timer();
+	__u64 id = timer ? 0 : bpf_get_current_pid_tgid();
+	struct task_struct *cur = bpf_get_current_task_btf();
+	long nr = timer ? WAKER_TIMER : -1;   /* -1: a thread of its own process, or no user task */
+	if (id && (__u32)(id >> 32) != tgid && cur->mm)
+		nr = CAST(struct pt_regs, bpf_task_pt_regs(cur))->orig_ax;
 	w->waker_pid = id >> 32;
 	w->waker_tid = (__u32)id;
 	w->waker_nr = nr;

@@ -140,24 +140,21 @@ static __always_inline int on_wakeup(struct task_struct *p, bool btf)
 	 * thread, most wakeups around an I/O-bound target): nothing to note. */
 	if (kind == KIND_NONE && (!follow_peers || !t->mm || tgid == self_pid))
 		return 0;
+	if (kind == KIND_NONE) {
+		/* Most wakeups of a busy machine: asked first whether the wait
+		 * is worth noting at all, then who ended it. */
+		__u32 waker_tgid = bpf_get_current_pid_tgid() >> 32;
+		/* A target's request reaching a process outside: a peer from now
+		 * (not the timer's wakeup in a target's interrupt). */
+		if (waker_tgid != tgid && is_target(waker_tgid) && !waking_from_timer())
+			add_peer(tgid, 1);
+		else if (btf && (waker_tgid != self_pid || waking_from_timer()))
+			wake_recent(p, tgid);   /* its history (peers.bpf.h) */
+		return 0;
+	}
 	bool timer = waking_from_timer();
 	__u64 id = timer ? 0 : bpf_get_current_pid_tgid();
 	__u32 waker_tgid = id >> 32;
-	if (kind == KIND_NONE) {
-		/* A target's request reaching a process outside: a peer from now. */
-		if (waker_tgid != tgid && is_target(waker_tgid))
-			add_peer(tgid, 1);
-		else if (btf && waker_tgid != self_pid) {
-			/* Another process's wait, ended: by whom and how, for its
-			 * history (peers.bpf.h). */
-			struct task_struct *cur = bpf_get_current_task_btf();
-			long nr = timer ? WAKER_TIMER : -1;
-			if (id && waker_tgid != tgid && cur->mm)
-				nr = CAST(struct pt_regs, bpf_task_pt_regs(cur))->orig_ax;
-			wake_recent(p, id, nr);
-		}
-		return 0;
-	}
 	__u32 tid = t->pid;
 	/* Written in place in the thread's slot (sched.bpf.h): a hash update
 	 * takes the bucket's lock and swaps elements through the free list, at

@@ -261,6 +261,7 @@ type whyslowRecent struct {
 		_         structs.HostLayout
 		Start     uint64
 		End       uint64
+		LastOut   uint64
 		Syscall   int32
 		State     uint32
 		Fd        int32
