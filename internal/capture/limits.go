@@ -18,13 +18,48 @@ import (
 //     uninterruptibly (disk reads among them), read at the first such wait:
 //     its refaults are file pages read again after its reclaim evicted them;
 //   - at that wait too, the I/O limits of the process's own cgroup.
+//
+// A process found in no limited cgroup at an uninterruptible wait is asked
+// again at one a second later, not at each: a process moving itself into
+// a cgroup waits uninterruptibly in the move (the kernel's RCU grace period,
+// ~20 ms), and read at that wait it was still outside.
 type limits struct {
 	mu       sync.Mutex
 	quotaPID map[uint32]bool
 	quotas   map[string]noted[sysinfo.CPUQuota] // by cgroup path: its first reading
-	memPID   map[uint32]bool
+	memPID   asked
+	ioPID    asked
 	memories map[string]noted[sysinfo.MemoryLimit]
 }
+
+// asked says of each process whether its limit of one kind was found, and
+// when one found unlimited is to be asked again.
+type asked struct {
+	found map[uint32]bool
+	again map[uint32]uint64
+}
+
+// due says whether pid's limit is to be read at a wait at time t.
+func (a *asked) due(pid uint32, t uint64) bool {
+	return !a.found[pid] && t >= a.again[pid]
+}
+
+// answered notes what reading pid's limit at time t found.
+func (a *asked) answered(pid uint32, t uint64, found bool) {
+	if a.found == nil {
+		a.found, a.again = map[uint32]bool{}, map[uint32]uint64{}
+	}
+	if found {
+		a.found[pid] = true
+		delete(a.again, pid)
+	} else {
+		a.again[pid] = t + unlimitedAgainNS
+	}
+}
+
+// unlimitedAgainNS is how long a process found in no limited cgroup is not
+// asked again.
+const unlimitedAgainNS = uint64(1e9)
 
 // noted is a cgroup's first reading and the header of the wait that made
 // it due: a reading again stands for the same process.
@@ -44,8 +79,9 @@ func ioLimitEvents(h event.Header, pid uint32) []event.Event {
 }
 
 // seen returns the readings a wait makes due: its process's CPU quota at
-// its first throttled wait, its memory limit at its first uninterruptible
-// one (nil each when read already, unlimited, or unreadable).
+// its first throttled wait, its memory and I/O limits at its first
+// uninterruptible one that finds them (nil each when read already,
+// unlimited, or unreadable; asked again a second later when not found).
 func (l *limits) seen(o *event.OffCPU) []event.Event {
 	if !o.Quota && o.State != 'D' {
 		return nil
@@ -54,7 +90,7 @@ func (l *limits) seen(o *event.OffCPU) []event.Event {
 	defer l.mu.Unlock()
 	if l.quotaPID == nil {
 		l.quotaPID, l.quotas = map[uint32]bool{}, map[string]noted[sysinfo.CPUQuota]{}
-		l.memPID, l.memories = map[uint32]bool{}, map[string]noted[sysinfo.MemoryLimit]{}
+		l.memories = map[string]noted[sysinfo.MemoryLimit]{}
 	}
 	h := event.Header{Time: o.Time, PID: o.PID, TID: o.TID, Comm: o.Comm}
 	var out []event.Event
@@ -67,15 +103,24 @@ func (l *limits) seen(o *event.OffCPU) []event.Event {
 			out = append(out, quotaEvent(h, event.QuotaFirst, c))
 		}
 	}
-	if o.State == 'D' && !l.memPID[o.PID] {
-		l.memPID[o.PID] = true
-		out = append(out, ioLimitEvents(h, o.PID)...)
-		if m, ok := sysinfo.Host.MemoryLimit(o.PID); ok && (m.LimitBytes > 0 || m.HighBytes > 0) {
+	if o.State != 'D' {
+		return out
+	}
+	if l.ioPID.due(o.PID, o.Time) {
+		io := ioLimitEvents(h, o.PID)
+		out = append(out, io...)
+		l.ioPID.answered(o.PID, o.Time, len(io) > 0)
+	}
+	if l.memPID.due(o.PID, o.Time) {
+		m, ok := sysinfo.Host.MemoryLimit(o.PID)
+		limited := ok && (m.LimitBytes > 0 || m.HighBytes > 0)
+		if limited {
 			if _, known := l.memories[m.Cgroup]; !known {
 				l.memories[m.Cgroup] = noted[sysinfo.MemoryLimit]{h, m}
 			}
 			out = append(out, memoryEvent(h, event.QuotaFirst, m))
 		}
+		l.memPID.answered(o.PID, o.Time, limited)
 	}
 	return out
 }
