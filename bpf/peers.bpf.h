@@ -271,8 +271,6 @@ __noinline int waker_socket(struct waker_sock *ws)
 	return 0;
 }
 
-static __always_inline bool waking_from_timer(void);
-
 /* The current task, or the timer, wakes user task p of process tgid (tp_btf:
  * p trusted), neither a target nor a peer: its open wait notes who ended
  * it, and how. */

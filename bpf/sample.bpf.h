@@ -26,33 +26,6 @@ struct {
 	__type(value, __u64);
 } sampled_jiffy SEC(".maps");
 
-/* 1 while this CPU runs its local timer interrupt. A wakeup inside it is
- * the timer's (a sleep's end, an itimer's signal: PostgreSQL's
- * deadlock_timeout), not the task the interrupt happened to stop: on a busy
- * machine that task is any other process, and the critical path followed
- * it. Such a wakeup is told as an idle CPU's is, by no process (pid 0). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} in_timer_irq SEC(".maps");
-
-static __always_inline void timer_irq(__u32 on)
-{
-	__u32 zero = 0;
-	__u32 *v = bpf_map_lookup_elem(&in_timer_irq, &zero);
-	if (v)
-		*v = on;
-}
-
-static __always_inline bool waking_from_timer(void)
-{
-	__u32 zero = 0;
-	__u32 *v = bpf_map_lookup_elem(&in_timer_irq, &zero);
-	return v && *v;
-}
-
 static __always_inline int on_timer_exit(void)
 {
 	timer_irq(0);

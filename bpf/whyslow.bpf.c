@@ -642,6 +642,33 @@ static __always_inline __u32 state_char(bool preempt, unsigned int state)
 	return '?';
 }
 
+/* 1 while this CPU runs its local timer interrupt. A wakeup inside it is
+ * the timer's (a sleep's end, an itimer's signal: PostgreSQL's
+ * deadlock_timeout), not the task the interrupt happened to stop: on a busy
+ * machine that task is any other process, and the critical path followed
+ * it. Such a wakeup is told as an idle CPU's is, by no process (pid 0). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} in_timer_irq SEC(".maps");
+
+static __always_inline void timer_irq(__u32 on)
+{
+	__u32 zero = 0;
+	__u32 *v = bpf_map_lookup_elem(&in_timer_irq, &zero);
+	if (v)
+		*v = on;
+}
+
+static __always_inline bool waking_from_timer(void)
+{
+	__u32 zero = 0;
+	__u32 *v = bpf_map_lookup_elem(&in_timer_irq, &zero);
+	return v && *v;
+}
+
 /* The id of the current kernel stack: a bucket of the stacks map, or an id
  * of its own when the bucket is another stack's. -1 when there is none. */
 static __always_inline __s32 stack_id_of(void *ctx)
