@@ -298,6 +298,14 @@ func TestRequestsNginxFPM(t *testing.T) {
 			if !blamed {
 				t.Errorf("the stalled request blames neither sync nor dd: %s %+v", top.Verdict.Summary, top.Blame)
 			}
+			if t.Failed() {
+				// What the verdict was made from, for a failure seen only in
+				// a whole suite's run (cpu, once, for a stalled request).
+				waits, _ := exec.Command(filepath.Join(bin, "whyslow"), "sql", rec,
+					"SELECT ts, off_ns, pid, tid, comm, state, reason, syscall, waker_comm, waits FROM offcpu WHERE comm LIKE 'php-fpm%' AND off_ns > 50000000 ORDER BY ts").CombinedOutput()
+				lost, _ := exec.Command(filepath.Join(bin, "whyslow"), "sql", rec, "SELECT * FROM lost").CombinedOutput()
+				t.Logf("PHP-FPM's long waits:\n%s\nlost:\n%s", waits, lost)
+			}
 		})
 	}
 	// Recorded from PHP-FPM's side, a request is FastCGI records from
