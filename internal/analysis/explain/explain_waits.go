@@ -23,14 +23,15 @@ func (s *Source) TargetWaits(pids []uint32, win source.Window) error {
 			return fmt.Errorf("collecting the target's waits: %w", err)
 		}
 	} else {
-		calls, movers := sqlOf("target_offcpu_calls"), sqlOf("target_offcpu_call_movers")
+		calls, movers, servers := sqlOf("target_offcpu_calls"), sqlOf("target_offcpu_call_movers"), sqlOf("target_offcpu_call_servers")
 		if !s.HasRows("syscall_raw") {
 			calls = "SELECT NULL::UINTEGER AS tid, NULL::UBIGINT AS ts, NULL::UBIGINT AS end_ts, NULL::VARCHAR AS object WHERE false"
 			if !s.HasRows("syscall_totals_raw") {
 				movers = "SELECT NULL::UINTEGER AS tid WHERE false"
+				servers = "SELECT NULL::UINTEGER AS pid WHERE false"
 			}
 		}
-		if _, err := s.Exec(sqlWhere("target_offcpu", calls, movers), sql.Named("b", win.Begin), sql.Named("e", win.End)); err != nil {
+		if _, err := s.Exec(sqlWhere("target_offcpu", calls, movers, servers), sql.Named("b", win.Begin), sql.Named("e", win.End)); err != nil {
 			return fmt.Errorf("collecting the target's waits: %w", err)
 		}
 		// Only polls join into runs: without one (most short commands'

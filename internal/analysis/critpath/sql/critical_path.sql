@@ -38,7 +38,7 @@ w AS (
   SELECT o.tid, coalesce(o.comm, '') AS comm, o.start_ts, o.ts, o.runq_ns, o.state, o.syscall, o.reason,
          o.waker_pid, o.waker_tid, coalesce(o.waker_comm, '') AS waker_comm,
          coalesce(f.path, CASE WHEN o.waker_side = 'server' THEN coalesce(wf.local, wf.path) END, '') AS object,
-         for_work(o.syscall, o.waker_side, o.reason, false) AS for_work, o.waker_side,
+         for_work(o.syscall, o.waker_side, o.reason, false, true) AS for_work, o.waker_side,
          coalesce(o.waker_ino <> 0, false) AS waker_on_socket
   FROM o LEFT JOIN syscall_raw c ON c.tid = o.tid AND c.ts = o.start_ts AND c.blocked
     LEFT JOIN file_names f ON f.dev = c.dev AND f.ino = c.ino AND f.gen = c.gen

@@ -27,7 +27,9 @@ INSERT INTO target_pids SELECT unnest($1::UINTEGER[]);
 --   object VARCHAR: the file or peer of the syscall in progress (a blocked
 --     syscall, streamed at every level), else of the server whose answer
 --     ended it; io_uring's pending operations' (target_uring);
---   for_work BOOLEAN: waiting for work that had not come (for_work): a poll
+--   for_work BOOLEAN: waiting for work that had not come (for_work), only
+--     in a process that serves (serving: it waited in accept or was woken
+--     by a client's request, or a call of it accepted or listened). A poll
 --     counts when its thread moved no socket data. A thread moved socket
 --     data if a call of its was seen doing so: a blocked call, a counted one
 --     (--syscalls), or one the CPU sampler found it in (the default level
@@ -41,10 +43,12 @@ INSERT INTO target_pids SELECT unnest($1::UINTEGER[]);
 --     socket, not a device's interrupt that ran on the waker's CPU.
 -- A target that never went off CPU gets target_offcpu_empty instead: this
 -- shape without the query (16 ms to plan). A test keeps the two the same.
--- Slots: {{calls}}, the target's blocked calls (target_offcpu_calls), and
+-- Slots: {{calls}}, the target's blocked calls (target_offcpu_calls),
 -- {{call_movers}}, its threads seen moving socket data in a call
--- (target_offcpu_call_movers): each an empty relation in its shape when
--- no call was streamed (a quarter of the statement's planning).
+-- (target_offcpu_call_movers), and {{call_servers}}, its processes seen
+-- accepting or listening in a call (target_offcpu_call_servers): each an
+-- empty relation in its shape when no call was streamed (a quarter of the
+-- statement's planning).
 CREATE OR REPLACE TEMP TABLE target_offcpu AS
   WITH o AS (SELECT * FROM offcpu WHERE is_target(pid) AND ts > $b AND start_ts < $e),
   calls AS ({{calls}}),
@@ -56,12 +60,17 @@ CREATE OR REPLACE TEMP TABLE target_offcpu AS
     SELECT tid FROM ({{call_movers}})
     UNION
     SELECT DISTINCT tid FROM samples WHERE is_target(pid) AND (fkind IN (SELECT kind FROM inet) AND syscall_nr IN (SELECT nr FROM moving)
-      OR fkind IN (SELECT kind FROM unix) AND syscall_nr IN (SELECT nr FROM receiving)))
+      OR fkind IN (SELECT kind FROM unix) AND syscall_nr IN (SELECT nr FROM receiving))),
+  serving AS (
+    SELECT DISTINCT pid FROM o WHERE syscall IN ('accept', 'accept4') OR waker_side = 'client'
+    UNION
+    SELECT DISTINCT pid FROM ({{call_servers}}))
   SELECT o.ts, o.start_ts, o.off_ns, o.runq_ns, o.pid, o.tid, o.comm, o.state, o.reason, o.stack_id,
          o.syscall, o.waker_pid, o.waker_tid, o.waker_comm,
          coalesce(CASE WHEN c.end_ts >= o.ts - o.runq_ns THEN c.object END,
                   CASE WHEN o.waker_side = 'server' THEN coalesce(wf.local, wf.path) END) AS object,
-         for_work(o.syscall, o.waker_side, o.reason, o.tid NOT IN (SELECT tid FROM socket_movers)) AS for_work, o.waker_side,
+         for_work(o.syscall, o.waker_side, o.reason, o.tid NOT IN (SELECT tid FROM socket_movers),
+                  o.pid IN (SELECT pid FROM serving)) AS for_work, o.waker_side,
          coalesce(o.waker_ino <> 0, false) AS waker_on_socket
   FROM o ASOF LEFT JOIN calls c ON c.tid = o.tid AND c.ts <= o.start_ts
     LEFT JOIN file_names wf ON wf.dev = o.waker_dev AND wf.ino = o.waker_ino AND wf.gen = o.waker_gen
@@ -83,6 +92,15 @@ SELECT DISTINCT tid FROM syscall_raw WHERE is_target(pid) AND (fkind IN (SELECT 
 UNION
 SELECT DISTINCT tid FROM syscall_totals WHERE is_target(pid) AND (fkind = 'socket' AND name IN (SELECT name FROM moving)
   OR fkind = 'unix' AND name IN (SELECT name FROM receiving))
+
+-- name: target_offcpu_call_servers
+-- target_offcpu's {{call_servers}}: the target's processes seen listening
+-- or accepting in a streamed or counted call (a server's accept that did not
+-- wait: nginx accepts after its poll). Columns: pid.
+SELECT DISTINCT pid FROM syscall_raw WHERE is_target(pid)
+  AND nr IN (SELECT nr FROM syscall_names WHERE name IN ('accept', 'accept4', 'listen'))
+UNION
+SELECT DISTINCT pid FROM syscall_totals WHERE is_target(pid) AND name IN ('accept', 'accept4', 'listen')
 
 -- name: target_offcpu_empty
 -- Makes target_offcpu with no row, for a target that never went off CPU.

@@ -32,21 +32,30 @@ CREATE OR REPLACE TEMP MACRO traffic(fkind) AS CASE WHEN fkind IN ('file', 'bloc
   WHEN fkind = 'socket' THEN 'net' WHEN fkind IN ('pipe', 'unix') THEN 'ipc' ELSE 'other' END;
 
 -- name: for_work
--- for_work(syscall, waker_side, reason, unmoved): the wait was for work that
--- had not come, no slowness of the waiter's own:
+-- for_work(syscall, waker_side, reason, unmoved, serves): the wait was for
+-- work that had not come, no slowness of the waiter's own. Only a program
+-- that serves waits for work: a batch program's every wait is its own.
 --   - a poll woken by a server's answer (waker_side 'server') never is: a
 --     client waiting on its server, whatever else it polled;
 --   - a poll woken by a client's request ('client') is: a server waiting;
---   - otherwise: accept; a poll of a thread that moved no socket data
---     (unmoved: the target's threads, socket_movers in target_offcpu; false
---     for an outside process, whose calls were not seen); a server's master
---     waiting for a signal (nginx in sigsuspend), unless another process's
---     kill ended it as a lock (PostgreSQL's latches).
-CREATE OR REPLACE TEMP MACRO for_work(syscall, waker_side, reason, unmoved) AS
+--   - accept is: a listener waiting for its next connection;
+--   - otherwise only in a process that serves (serves: it accepted or was
+--     woken by a client's request, serving_pids in explain's target.sql;
+--     true for an outside process the path hopped into, a server or a lock
+--     holder): a poll of a thread that moved no socket data (unmoved: the
+--     target's threads, socket_movers in target_offcpu; false for an
+--     outside process, whose calls were not seen), timed out or woken by a
+--     network card; a server's master waiting for a signal (nginx in
+--     sigsuspend), unless another process's kill ended it as a lock
+--     (PostgreSQL's latches).
+-- A batch program's poll that timed out is its own sleep (classify), one
+-- ended by an answer over a socket with no side (UDP) is the network.
+CREATE OR REPLACE TEMP MACRO for_work(syscall, waker_side, reason, unmoved, serves) AS
   coalesce(CASE WHEN waker_side = 'server' THEN false
                 WHEN waker_side = 'client' AND is_poll(syscall) THEN true
-                ELSE syscall IN ('accept', 'accept4') OR (is_poll(syscall) AND unmoved)
-                  OR is_signal_wait(syscall) AND reason <> 'lock' END, false);
+                WHEN syscall IN ('accept', 'accept4') THEN true
+                ELSE serves AND ((is_poll(syscall) AND unmoved)
+                  OR is_signal_wait(syscall) AND reason <> 'lock') END, false);
 
 -- name: dirtier
 -- dirtier(): per file (dev, ino, gen), the process that dirtied most of its
