@@ -5,6 +5,8 @@ need_apt=""
 have() { command -v "$1" >/dev/null 2>&1; }
 have fio        || need_apt="$need_apt fio"
 have curl       || need_apt="$need_apt curl"
+# a client waiting on a slow resolver over UDP (issue 49)
+have dig        || need_apt="$need_apt bind9-dnsutils"
 # a real database for the tests of waits across processes (a row lock, a commit's fsync)
 ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || need_apt="$need_apt postgresql"
 # the database and cache servers whose protocols requests are framed by

@@ -31,6 +31,12 @@ func Explanation(w io.Writer, x *explain.Explanation) {
 		}
 	}
 
+	if note := coverageNote(x); note != "" {
+		for _, line := range wrap(note, 76) {
+			fmt.Fprintf(w, "  %s\n", line)
+		}
+	}
+
 	if x.Verdict.Basis == "threads" {
 		Heading(w, "Where the time went (all threads: the first one mostly waited for work)")
 	} else {

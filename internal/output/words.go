@@ -398,3 +398,34 @@ func requestVerdictSentence(v requests.Verdict) string {
 	}
 	return s
 }
+
+// coverageNote: "not accounted for: 320.0 ms of the path (21%) is time
+// thread app (tid 7) was neither seen waiting nor measured on a CPU; the
+// verdict may be incomplete". Empty when the answer covers the wall time.
+func coverageNote(x *explain.Explanation) string {
+	c := x.Coverage
+	if c.Covered() || c.WallS <= 0 {
+		return ""
+	}
+	if c.UnaccountedS <= 0.01*c.WallS {
+		return fmt.Sprintf("not accounted for: the critical path covers %s of the %s asked about; the verdict may be incomplete",
+			format.Seconds(c.PathS), format.Seconds(c.WallS))
+	}
+	var who []string
+	for i, th := range c.Threads {
+		if i == 2 {
+			who = append(who, fmt.Sprintf("%d more", len(c.Threads)-2))
+			break
+		}
+		who = append(who, fmt.Sprintf("%s (tid %d)", format.Safe(th.Comm), th.TID))
+	}
+	return fmt.Sprintf("not accounted for: %s of the path (%s) is time that %s %s neither seen waiting nor measured on a CPU; the verdict may be incomplete",
+		format.Seconds(c.UnaccountedS), format.Pct(c.UnaccountedS/c.WallS), strings.Join(who, ", "), pluralWas(len(c.Threads)))
+}
+
+func pluralWas(n int) string {
+	if n == 1 {
+		return "was"
+	}
+	return "were"
+}

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,7 +26,19 @@ type explanation struct {
 		OffCPUS    map[string]float64 `json:"off_cpu_s"`
 		KernelCPUS map[string]float64 `json:"kernel_cpu_s"`
 	} `json:"time"`
-	WallS   float64 `json:"wall_s"`
+	WallS    float64 `json:"wall_s"`
+	Coverage struct {
+		WallS        float64 `json:"wall_s"`
+		PathS        float64 `json:"path_s"`
+		UnaccountedS float64 `json:"unaccounted_s"`
+		Threads      []struct {
+			TID          uint32  `json:"tid"`
+			Comm         string  `json:"comm"`
+			PathCPUS     float64 `json:"path_cpu_s"`
+			OnCPUS       float64 `json:"on_cpu_s"`
+			UnaccountedS float64 `json:"unaccounted_s"`
+		} `json:"threads"`
+	} `json:"coverage"`
 	Verdict struct {
 		Reason  string  `json:"reason"`
 		Share   float64 `json:"share"`
@@ -116,7 +129,22 @@ func readExplanation(t *testing.T, path, log string) *explanation {
 	if x.Schema != "whyslow.run/v1" {
 		t.Fatalf("schema %q", x.Schema)
 	}
+	checkCoverage(t, &x, log)
 	return &x
+}
+
+// checkCoverage holds every explanation to the invariant (issue 49): the
+// critical path adds up to the wall time within 1%, and no more than 1% of
+// it is CPU its threads were not measured using (a wait the recording
+// lost).
+func checkCoverage(t *testing.T, x *explanation, log string) {
+	t.Helper()
+	c := x.Coverage
+	tol := 0.01 * x.WallS
+	if math.Abs(c.WallS-x.WallS) > 1e-9 || math.Abs(c.PathS-x.WallS) > tol || c.UnaccountedS > tol {
+		t.Errorf("the answer does not cover the wall time %.3f s: path %.3f s, unaccounted %.3f s %+v\n%s",
+			x.WallS, c.PathS, c.UnaccountedS, c.Threads, log)
+	}
 }
 
 func isDiskWrite(reason string) bool { return reason == "disk-write" || reason == "dirty-throttle" }

@@ -29,9 +29,11 @@ type Explanation struct {
 	AfterExit  AfterExit     `json:"after_exit"`
 	Blame      []Blame       `json:"blame"`
 	// BlameOmitted counts processes left out of Blame for a share under MinBlameShare.
-	BlameOmitted int               `json:"blame_omitted"`
-	LostEvents   uint64            `json:"lost_events"`
-	Lost         map[string]uint64 `json:"lost_by_source,omitempty"`
+	BlameOmitted int `json:"blame_omitted"`
+	// Coverage checks the answer against the wall time (coverage.go).
+	Coverage   Coverage          `json:"coverage"`
+	LostEvents uint64            `json:"lost_events"`
+	Lost       map[string]uint64 `json:"lost_by_source,omitempty"`
 
 	diskReads diskReads     // for the verdict (metadata_reads.go)
 	quota     *CPUQuota     // for the verdict (cgroup_limits.go)
@@ -240,6 +242,7 @@ func Explain(s *Source, pid uint32) (*Explanation, error) {
 	if err := x.explain(s, pid, pids); err != nil {
 		return nil, err
 	}
+	x.coverage()
 	x.verdict()
 	return x, nil
 }

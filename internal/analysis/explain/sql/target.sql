@@ -26,7 +26,9 @@ INSERT INTO target_pids SELECT unnest($1::UINTEGER[]);
 -- state, reason, stack_id, syscall, waker_pid, waker_tid, waker_comm, and
 --   object VARCHAR: the file or peer of the syscall in progress (a blocked
 --     syscall, streamed at every level), else of the server whose answer
---     ended it; io_uring's pending operations' (target_uring);
+--     ended it (a socket with no side, a UDP server's that answered from a
+--     socket with no connection, counts as a server's in a program that
+--     serves no one); io_uring's pending operations' (target_uring);
 --   for_work BOOLEAN: waiting for work that had not come (for_work), only
 --     in a process that serves (serving: it waited in accept or was woken
 --     by a client's request, or a call of it accepted or listened). A poll
@@ -68,13 +70,13 @@ CREATE OR REPLACE TEMP TABLE target_offcpu AS
   SELECT o.ts, o.start_ts, o.off_ns, o.runq_ns, o.pid, o.tid, o.comm, o.state, o.reason, o.stack_id,
          o.syscall, o.waker_pid, o.waker_tid, o.waker_comm,
          coalesce(CASE WHEN c.end_ts >= o.ts - o.runq_ns THEN c.object END,
-                  CASE WHEN o.waker_side = 'server' THEN coalesce(wf.local, wf.path) END) AS object,
+                  CASE WHEN o.waker_side = 'server' OR o.waker_side IS NULL AND o.pid NOT IN (SELECT pid FROM serving)
+                       THEN coalesce(wf.local, wf.path) END) AS object,
          for_work(o.syscall, o.waker_side, o.reason, o.tid NOT IN (SELECT tid FROM socket_movers),
                   o.pid IN (SELECT pid FROM serving)) AS for_work, o.waker_side,
          coalesce(o.waker_ino <> 0, false) AS waker_on_socket
   FROM o ASOF LEFT JOIN calls c ON c.tid = o.tid AND c.ts <= o.start_ts
-    LEFT JOIN file_names wf ON wf.dev = o.waker_dev AND wf.ino = o.waker_ino AND wf.gen = o.waker_gen
-         AND o.waker_side IS NOT NULL;
+    LEFT JOIN file_names wf ON wf.dev = o.waker_dev AND wf.ino = o.waker_ino AND wf.gen = o.waker_gen;
 
 -- name: target_offcpu_calls
 -- target_offcpu's {{calls}}: the target's blocked calls, each with its file
