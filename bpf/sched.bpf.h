@@ -636,6 +636,9 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		return peer_switch_in(next, next_tgid, next_tid, now, btf);
 	if (next_target) {
 		struct wait_slot *slot = bpf_map_lookup_elem(&offcpu_start, &next_tid);
+		/* followed: this thread ran as a target before, so its last
+		 * switch-out opened a wait that this switch-in closes */
+		bool followed = slot && slot->cpu.pid == next_tgid && !slot->cpu.gone && !slot->w.other;
 		if (!slot && bpf_map_update_elem(&offcpu_start, &next_tid, &empty_slot, BPF_NOEXIST) == 0)
 			slot = bpf_map_lookup_elem(&offcpu_start, &next_tid);
 		if (slot) {
@@ -652,10 +655,14 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 			return 0;
 		}
 		/* No switch-out seen: a wait begun before capture, if user space
-		 * found the thread waiting when it attached. */
+		 * found the thread waiting when it attached. Else, for a thread
+		 * followed before, a wait was lost: counted, never silent. */
 		__u64 *since = bpf_map_lookup_elem(&waiting_at_start, &next_tid);
-		if (!since)
+		if (!since) {
+			if (followed)
+				count_lost(LOST_UNSEEN_WAIT);
 			return 0;
+		}
 		struct offstart before = {};
 		before.ts = *since;
 		before.pid = next_tgid;

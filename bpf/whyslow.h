@@ -60,7 +60,8 @@ enum lost_source {
 	LOST_STACK = 7,     /* no stack sent: interval kept, stack missing */
 	LOST_PAYLOAD = 8,   /* a request's first bytes (label) */
 	LOST_SAMPLE = 9,    /* a CPU sample */
-	LOST_NR = 10,
+	LOST_UNSEEN_WAIT = 10, /* a followed thread switched in with no wait open: its switch-out was missed */
+	LOST_NR = 11,
 };
 
 enum file_kind {

@@ -12,6 +12,7 @@ var LostSources = func() []string {
 		whyslowLostSourceLOST_META: "meta", whyslowLostSourceLOST_URING: "uring",
 		whyslowLostSourceLOST_AGG: "aggregate", whyslowLostSourceLOST_STACK: "stack",
 		whyslowLostSourceLOST_PAYLOAD: "payload", whyslowLostSourceLOST_SAMPLE: "sample",
+		whyslowLostSourceLOST_UNSEEN_WAIT: "unseen_wait",
 	}
 	out := make([]string, whyslowLostSourceLOST_NR)
 	for src, name := range names {

@@ -197,17 +197,18 @@ type whyslowHdr struct {
 type whyslowLostSource uint32
 
 const (
-	whyslowLostSourceLOST_SYSCALL whyslowLostSource = 0
-	whyslowLostSourceLOST_FILE    whyslowLostSource = 1
-	whyslowLostSourceLOST_OFFCPU  whyslowLostSource = 2
-	whyslowLostSourceLOST_BLOCK   whyslowLostSource = 3
-	whyslowLostSourceLOST_META    whyslowLostSource = 4
-	whyslowLostSourceLOST_URING   whyslowLostSource = 5
-	whyslowLostSourceLOST_AGG     whyslowLostSource = 6
-	whyslowLostSourceLOST_STACK   whyslowLostSource = 7
-	whyslowLostSourceLOST_PAYLOAD whyslowLostSource = 8
-	whyslowLostSourceLOST_SAMPLE  whyslowLostSource = 9
-	whyslowLostSourceLOST_NR      whyslowLostSource = 10
+	whyslowLostSourceLOST_SYSCALL     whyslowLostSource = 0
+	whyslowLostSourceLOST_FILE        whyslowLostSource = 1
+	whyslowLostSourceLOST_OFFCPU      whyslowLostSource = 2
+	whyslowLostSourceLOST_BLOCK       whyslowLostSource = 3
+	whyslowLostSourceLOST_META        whyslowLostSource = 4
+	whyslowLostSourceLOST_URING       whyslowLostSource = 5
+	whyslowLostSourceLOST_AGG         whyslowLostSource = 6
+	whyslowLostSourceLOST_STACK       whyslowLostSource = 7
+	whyslowLostSourceLOST_PAYLOAD     whyslowLostSource = 8
+	whyslowLostSourceLOST_SAMPLE      whyslowLostSource = 9
+	whyslowLostSourceLOST_UNSEEN_WAIT whyslowLostSource = 10
+	whyslowLostSourceLOST_NR          whyslowLostSource = 11
 )
 
 type whyslowOffcpuEvent struct {

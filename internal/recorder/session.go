@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,6 +39,9 @@ type session struct {
 	// meta is closed once the start's metadata is written (metaErr).
 	meta    chan struct{}
 	metaErr error
+	// listening: the attached processes that held a listening socket when
+	// capture began (meta listening_pids).
+	listening []int
 }
 
 // open creates the recording and loads the capture engine, both at once
@@ -132,7 +136,11 @@ func (s *session) startTarget() error {
 		return s.eng.AddTarget(uint32(s.gated.PID()))
 	case s.cfg.PID != 0:
 		s.res.TargetPID = s.cfg.PID
-		for _, pid := range append([]int{s.cfg.PID}, sysinfo.Host.Descendants(s.cfg.PID)...) {
+		pids := append([]int{s.cfg.PID}, sysinfo.Host.Descendants(s.cfg.PID)...)
+		// A server waits for work; no call of its may show it within the
+		// window (nginx accepts without waiting), its listening socket does.
+		s.listening = sysinfo.Host.Listeners(pids)
+		for _, pid := range pids {
 			evs, err := s.eng.AddExisting(uint32(pid))
 			if err != nil {
 				return err
@@ -310,6 +318,9 @@ func (s *session) close(user, system time.Duration) (*Result, error) {
 		"exit_code":       fmt.Sprint(s.res.ExitCode),
 		"dirty_at_exit":   fmt.Sprint(s.res.DirtyAtEnd),
 		"target_end_mono": fmt.Sprint(monoOf(s.res.TargetEnd)),
+	}
+	if len(s.listening) > 0 {
+		meta["listening_pids"] = strings.Trim(fmt.Sprint(s.listening), "[]")
 	}
 	if user+system > 0 {
 		meta["target_user_ns"] = fmt.Sprint(user.Nanoseconds())

@@ -1,6 +1,10 @@
 package sysinfo
 
-import "github.com/prometheus/procfs"
+import (
+	"fmt"
+
+	"github.com/prometheus/procfs"
+)
 
 // tcpListen is TCP_LISTEN, a socket's state in /proc/net/tcp.
 const tcpListen = 0x0A
@@ -22,6 +26,49 @@ func (fs FS) ListeningTCPPorts() map[uint16]bool {
 		for _, l := range lines {
 			if l.St == tcpListen {
 				out[uint16(l.LocalPort)] = true
+			}
+		}
+	}
+	return out
+}
+
+// Listeners is those of pids that hold a listening TCP socket: servers, whose
+// waits for a connection or a request are waits for work. A socket is found
+// listening in /proc/net/tcp and tcp6 and held in the process's fd table.
+func (fs FS) Listeners(pids []int) []int {
+	pfs, err := procfs.NewFS(fs.path("/proc"))
+	if err != nil {
+		return nil
+	}
+	listening := map[string]bool{}
+	for _, read := range []func() (procfs.NetTCP, error){pfs.NetTCP, pfs.NetTCP6} { //nolint:staticcheck // as ListeningTCPPorts
+		lines, err := read()
+		if err != nil {
+			continue
+		}
+		for _, l := range lines {
+			if l.St == tcpListen {
+				listening[fmt.Sprintf("socket:[%d]", l.Inode)] = true
+			}
+		}
+	}
+	if len(listening) == 0 {
+		return nil
+	}
+	var out []int
+	for _, pid := range pids {
+		p, err := pfs.Proc(pid)
+		if err != nil {
+			continue
+		}
+		fds, err := p.FileDescriptorTargets()
+		if err != nil {
+			continue
+		}
+		for _, f := range fds {
+			if listening[f] {
+				out = append(out, pid)
+				break
 			}
 		}
 	}

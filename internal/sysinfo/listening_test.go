@@ -14,3 +14,12 @@ func TestListeningTCPPorts(t *testing.T) {
 		t.Errorf("listening ports %v, want %v", slices.Sorted(maps.Keys(got)), want)
 	}
 }
+
+// A process holding a listening socket serves; one holding only a
+// connection on the same port does not, nor one /proc does not have.
+func TestListeners(t *testing.T) {
+	got := FS{Root: "testdata"}.Listeners([]int{500, 501, 999})
+	if !slices.Equal(got, []int{500}) {
+		t.Errorf("listeners %v, want [500]", got)
+	}
+}

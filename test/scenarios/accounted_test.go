@@ -106,3 +106,20 @@ func TestSlowDNSOverUDP(t *testing.T) {
 		checkClientWait(t, x, log, cmd.Process.Pid, delay)
 	})
 }
+
+// A server attached to while no request comes waited for work, not for
+// itself: its listening socket says it serves, though no call of its is
+// seen in the window (the threaded server polls with a timeout and accepts
+// only when a connection is there).
+func TestAttachedIdleServerIsIdle(t *testing.T) {
+	requireRoot(t)
+	server, _ := startSlowServer(t, time.Second)
+	x, log := attachExplained(t, server, 2*time.Second)
+	if x.Verdict.Kind != "idle" {
+		t.Errorf("verdict %s %q (%s), want idle: a server with no request waited for work\n%s",
+			x.Verdict.Kind, x.Verdict.Reason, x.Verdict.Summary, log)
+	}
+	if idle := x.Critical.ByReason["idle"]; idle < 0.9*x.WallS {
+		t.Errorf("idle %.2f s of %.2f s on the path\n%s", idle, x.WallS, log)
+	}
+}

@@ -41,6 +41,7 @@ type explanation struct {
 	} `json:"coverage"`
 	Verdict struct {
 		Reason  string  `json:"reason"`
+		Kind    string  `json:"kind"`
 		Share   float64 `json:"share"`
 		Summary string  `json:"summary"`
 		Ranked  []struct {

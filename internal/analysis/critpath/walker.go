@@ -141,8 +141,16 @@ func (w *pathWalker) wait(th *pathThread, iv *pathInterval, a, b uint64, depth i
 		// wait for children that did not end while capture watched: the
 		// work is the path, not the wait.
 		if busy := w.busiest(th, a, b); busy != nil {
-			w.link(th, busy, iv.reason, "", a, b, depth)
-			w.walk(busy.tid, a, b, depth+1)
+			// Only while it lived: after its exit the wait is explained
+			// again (by another thread, or as the sleeper's own), never as
+			// CPU of a thread that was gone.
+			end := b
+			if busy.died != 0 && busy.died < b {
+				end = max(a, busy.died)
+				w.wait(th, iv, end, b, depth) // the later part first: the walk goes back in time
+			}
+			w.link(th, busy, iv.reason, "", a, end, depth)
+			w.walk(busy.tid, a, end, depth+1)
 			return
 		}
 	}

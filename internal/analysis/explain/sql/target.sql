@@ -31,7 +31,8 @@ INSERT INTO target_pids SELECT unnest($1::UINTEGER[]);
 --     serves no one); io_uring's pending operations' (target_uring);
 --   for_work BOOLEAN: waiting for work that had not come (for_work), only
 --     in a process that serves (serving: it waited in accept or was woken
---     by a client's request, or a call of it accepted or listened). A poll
+--     by a client's request, a call of it accepted or listened, or attach
+--     found it holding a listening socket: meta listening_pids). A poll
 --     counts when its thread moved no socket data. A thread moved socket
 --     data if a call of its was seen doing so: a blocked call, a counted one
 --     (--syscalls), or one the CPU sampler found it in (the default level
@@ -65,6 +66,8 @@ CREATE OR REPLACE TEMP TABLE target_offcpu AS
       OR fkind IN (SELECT kind FROM unix) AND syscall_nr IN (SELECT nr FROM receiving))),
   serving AS (
     SELECT DISTINCT pid FROM o WHERE syscall IN ('accept', 'accept4') OR waker_side = 'client'
+    UNION
+    SELECT unnest(string_split(value, ' '))::UINTEGER FROM meta WHERE key = 'listening_pids' AND value <> ''
     UNION
     SELECT DISTINCT pid FROM ({{call_servers}}))
   SELECT o.ts, o.start_ts, o.off_ns, o.runq_ns, o.pid, o.tid, o.comm, o.state, o.reason, o.stack_id,
