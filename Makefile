@@ -19,7 +19,7 @@ CLI        := github.com/whyslow/whyslow/internal/cli
 LDFLAGS := -X $(CLI).Version=$(VERSION) -X $(CLI).Commit=$(COMMIT) -X $(CLI).BuildDate=$(BUILD_DATE) \
 	-extldflags=-Wl,--exclude-libs,ALL
 
-.PHONY: all deps jaeger build dist generate vmlinux check-generated check-mod check-fmt check test demo bench fuzz clean
+.PHONY: all deps jaeger build dist generate vmlinux check-generated check-mod check-fmt check test demo bench fuzz accuracy clean
 
 all: build
 
@@ -121,6 +121,10 @@ fuzz:
 		echo "fuzzing $${t%%:*} for $(FUZZTIME)"; \
 		$(GO) test -run '^$$' -fuzz "^$${t%%:*}$$" -fuzztime $(FUZZTIME) $${t#*:} || exit 1; \
 	done
+
+# As root, ~10 minutes: 300 generated programs under whyslow run, ACCURACY.md written from them (test/accuracy).
+accuracy:
+	$(GO) test -count=1 -timeout 60m ./test/accuracy -run TestAccuracyFull -accuracy.full
 
 demo: deps build
 	@./examples/demo.sh
