@@ -33,6 +33,46 @@ static __always_inline int on_fork(struct task_struct *parent, struct task_struc
 	return 0;
 }
 
+/* A target's new task, at its first wakeup (wake_up_new_task):
+ *   - it waits for its first CPU from now: a wait its first switch-in ends
+ *     (runqueue), as any other, so no time of its life goes unaccounted;
+ *   - an io_uring worker is made by copy_process alone (create_io_thread),
+ *     with no sched_process_fork: its birth is said here, as a thread of its
+ *     process's own, so that no analysis takes it as alive, and busy,
+ *     before it existed. */
+static __always_inline void on_new_task(struct task_struct *p)
+{
+	struct task_struct *t = CAST(struct task_struct, p);
+	__u32 tgid = t->tgid, tid = t->pid;
+	if (!is_target(tgid))
+		return;
+	if (t->flags & PF_IO_WORKER) {
+		struct fork_event *e = reserve_meta(sizeof(*e), LOST_META);
+		if (e) {
+			fill_hdr(&e->h, EV_FORK);
+			e->child_pid = tgid;
+			e->child_tid = tid;
+			submit_meta(e);
+		}
+	}
+	struct wait_slot *slot = bpf_map_lookup_elem(&offcpu_start, &tid);
+	if (!slot) {
+		/* made meanwhile by another CPU (a wakeup) if it fails: found all the same */
+		bpf_map_update_elem(&offcpu_start, &tid, &empty_slot, BPF_NOEXIST);
+		slot = bpf_map_lookup_elem(&offcpu_start, &tid);
+	}
+	if (!slot || slot->w.ts)
+		return;
+	struct offstart first = {};
+	first.ts = bpf_ktime_get_ns();
+	first.pid = tgid;
+	first.state = 'R';
+	first.stack_id = -1;
+	first.syscall = -1;
+	first.fd = -1;
+	slot->w = first;
+}
+
 static __always_inline int on_exec(struct task_struct *p, struct linux_binprm *bprm)
 {
 	if (BPF_CORE_READ(p, tgid) == self_pid)

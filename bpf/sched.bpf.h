@@ -217,9 +217,17 @@ __u32 site_tries = 0;
 
 struct site_scratch {
 	__u64 raw[SITE_WORDS];
-	__u64 ips[4];
+	__u64 ips[8];
 	__u64 at;        /* the address raw was read from */
+	__u32 k;         /* ips[k] is the return into schedule(), ips[k + 1] its return into its caller */
+	__u32 _pad;
 };
+
+/* schedule()'s addresses, [lo, hi), set by user space from kallsyms before
+ * the programs attach (sites.go): which unwound frame is the return into
+ * schedule differs between kernels (6.18 unwinds __traceiter_sched_switch
+ * and __schedule first). 0: not known, taken as the second. */
+__u64 schedule_range[2] = {};
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -237,7 +245,16 @@ static __always_inline __u64 ctx_addr(void *ctx)
 	return a;
 }
 
-/* The site of the current thread's wait, 0 if unknown. */
+/* Functions that wait for many kinds of things (io_schedule: a page's
+ * writeback, a buffer's lock, a block bitmap's read, a journal's buffer):
+ * [lo, hi) address pairs, set by user space from kallsyms once it has read
+ * them (sites.go). A return into one of them says nothing of what the wait
+ * waits on, so no stack is reused for it: a journal wait given a bitmap
+ * read's stack would read as disk-read. */
+#define GENERIC_SITES 4
+__u64 generic_sites[2 * GENERIC_SITES] = {};
+
+/* The site of the current thread's wait, 0 if unknown or generic. */
 static __always_inline __u64 wait_site(void *ctx)
 {
 	__u32 at = site_words;
@@ -245,12 +262,16 @@ static __always_inline __u64 wait_site(void *ctx)
 		return 0;
 	__u64 site = 0;
 	bpf_probe_read_kernel(&site, sizeof(site), (void *)(ctx_addr(ctx) + at * sizeof(__u64)));
+	for (int i = 0; i < GENERIC_SITES; i++) {
+		if (site >= generic_sites[2 * i] && site < generic_sites[2 * i + 1])
+			return 0;
+	}
 	return site;
 }
 
 /* One word of the raw stack (bpf_loop's step, verified once): after the
- * word holding ips[1] (the return into schedule), the first holding ips[2]
- * (schedule's, into its caller). */
+ * word holding ips[k] (the return into schedule), the first holding
+ * ips[k + 1] (schedule's, into its caller). */
 struct site_scan {
 	int first;
 	int at;
@@ -263,9 +284,9 @@ static long site_step(__u32 i, struct site_scan *c)
 		return 1;
 	__u64 w = sc->raw[i & (SITE_WORDS - 1)];   /* i < SITE_WORDS, a power of two */
 	if (c->first < 0) {
-		if (w == sc->ips[1])
+		if (w == sc->ips[sc->k & 7])
 			c->first = i;
-	} else if (w == sc->ips[2]) {
+	} else if (w == sc->ips[(sc->k + 1) & 7]) {
 		c->at = i;
 		return 1;
 	}
@@ -278,7 +299,7 @@ static long site_step(__u32 i, struct site_scan *c)
  * global function: verified once. */
 __noinline int find_site(struct site_scratch *sc)
 {
-	if (!sc || !sc->ips[1] || !sc->ips[2])
+	if (!sc || !sc->ips[sc->k & 7] || !sc->ips[(sc->k + 1) & 7])
 		return 0;
 	if (bpf_probe_read_kernel(sc->raw, sizeof(sc->raw), (void *)sc->at))
 		return 0;
@@ -291,7 +312,7 @@ __noinline int find_site(struct site_scratch *sc)
 	return 0;
 }
 
-/* Learns site_words from the current wait: unwinds four frames, then
+/* Learns site_words from the current wait: unwinds eight frames, then
  * find_site. */
 static __always_inline void learn_site(void *ctx)
 {
@@ -302,6 +323,18 @@ static __always_inline void learn_site(void *ctx)
 	__builtin_memset(sc->ips, 0, sizeof(sc->ips));
 	if (bpf_get_stack(ctx, sc->ips, sizeof(sc->ips), STACK_SKIP) < 3 * (long)sizeof(__u64))
 		return;
+	sc->k = 1;
+	if (schedule_range[1]) {
+		sc->k = 8;
+		for (int i = 0; i < 6; i++) {
+			if (sc->ips[i] >= schedule_range[0] && sc->ips[i] < schedule_range[1]) {
+				sc->k = i;
+				break;
+			}
+		}
+		if (sc->k == 8)
+			return; /* not a wait in schedule(): nothing to learn from it */
+	}
 	sc->at = ctx_addr(ctx);
 	find_site(sc);
 }
@@ -405,13 +438,60 @@ static __always_inline __s32 wait_stack(void *ctx, __u32 state, long nr, __u64 n
 	return id;
 }
 
-/* Ends a target thread's on-CPU stretch in its slot at now. */
-static __always_inline void close_oncpu(struct wait_slot *slot, __u64 now)
+/* Ends a target thread's on-CPU stretch in its slot, as it switches out.
+ * Its CPU time is the kernel's (se.sum_exec_runtime, brought up to date
+ * before this tracepoint), not a difference of our own stamps: exact even
+ * when a switch of it was missed, and without the time its CPU was stolen
+ * by the hypervisor, as rusage and /proc count it. */
+static __always_inline void close_oncpu(struct task_struct *p, struct wait_slot *slot)
 {
 	if (slot->cpu.on_since) {
-		slot->cpu.oncpu_ns += now - slot->cpu.on_since;
+		slot->cpu.oncpu_ns = CAST(struct task_struct, p)->se.sum_exec_runtime - slot->cpu.exec_base;
 		slot->cpu.on_since = 0;
 	}
+}
+
+/* Starts a target thread's on-CPU stretch in its slot, as it switches in:
+ * its CPU time goes on from what the slot counted so far. */
+static __always_inline void open_oncpu(struct task_struct *p, struct wait_slot *slot, __u64 now)
+{
+	__u64 exec = CAST(struct task_struct, p)->se.sum_exec_runtime;
+	if (slot->cpu.on_since)
+		slot->cpu.oncpu_ns = exec - slot->cpu.exec_base; /* its switch-out was missed: its time was not */
+	/* Modulo 2^64: a thread id's new life (its CPU time from 0) goes on
+	 * from what its last life counted, the base then "below zero". */
+	slot->cpu.exec_base = exec - slot->cpu.oncpu_ns;
+	slot->cpu.on_since = now;
+}
+
+/* A thread attached to while it ran: /proc showed it runnable, and user
+ * space noted it in waiting_at_start as it notes a sleeper, but its first
+ * switch seen is this switch-out, not a switch-in. It ran since then: its
+ * on-CPU time counts from when it was noted, and no wait of it began before
+ * capture. Asked only at a thread's first switch-out (no switch-in seen:
+ * its slot's cpu.pid is 0), so once per thread. */
+static __always_inline struct wait_slot *ran_since_attach(struct task_struct *p, __u32 tgid, __u32 tid,
+							   struct wait_slot *slot)
+{
+	__u64 *since = bpf_map_lookup_elem(&waiting_at_start, &tid);
+	if (!since)
+		return slot;
+	if (!slot) {
+		/* made meanwhile by another CPU (a wakeup) if it fails: found all the same */
+		bpf_map_update_elem(&offcpu_start, &tid, &empty_slot, BPF_NOEXIST);
+		slot = bpf_map_lookup_elem(&offcpu_start, &tid);
+	}
+	if (slot) {
+		slot->cpu.pid = tgid;
+		slot->cpu.gone = 0;
+		/* it ran all along since it was noted */
+		__u64 exec = CAST(struct task_struct, p)->se.sum_exec_runtime, ran = bpf_ktime_get_ns() - *since;
+		slot->cpu.exec_base = exec > ran ? exec - ran : 0;
+		slot->cpu.on_since = *since;
+		task_comm(p, slot->cpu.comm);
+	}
+	bpf_map_delete_elem(&waiting_at_start, &tid);
+	return slot;
 }
 
 /* A target thread's wait opens at its switch-out and closes at its
@@ -423,14 +503,31 @@ static __always_inline void close_oncpu(struct wait_slot *slot, __u64 now)
 static __always_inline void open_wait(__u32 tid, struct offstart *s, struct wait_slot *o)
 {
 	if (!o) {
-		if (bpf_map_update_elem(&offcpu_start, &tid, &empty_slot, BPF_NOEXIST) == 0)
-			o = bpf_map_lookup_elem(&offcpu_start, &tid);
+		/* If it fails, another CPU made it meanwhile (a wakeup of this
+		 * thread): found all the same. Not found: the map is full. */
+		bpf_map_update_elem(&offcpu_start, &tid, &empty_slot, BPF_NOEXIST);
+		o = bpf_map_lookup_elem(&offcpu_start, &tid);
 		if (!o) {
 			count_lost(LOST_OFFCPU);   /* full: more live threads than entries (system-wide) */
 			return;
 		}
 	}
 	o->w = *s;
+}
+
+/* Takes out a slot no one needs any more (a peer's, another process's sync),
+ * and says whether it was there. One that holds a target thread's CPU time
+ * stays, its wait cleared: a thread id of a target's thread that died is
+ * soon another process's, a peer's or a sync's, before user space has read
+ * the dead thread's last CPU time (drain.go retireSlot takes it out then). */
+static __always_inline bool drop_slot(__u32 tid, struct wait_slot *o)
+{
+	if (o->cpu.pid) {
+		struct offstart none = {};
+		o->w = none;
+		return true;
+	}
+	return bpf_map_delete_elem(&offcpu_start, &tid) == 0;
 }
 
 /* Closes the wait open in entry o (NULL: none, or one begun before
@@ -441,7 +538,7 @@ static __always_inline void close_wait(__u32 tid, struct wait_slot *o)
 	if (!o)
 		return;
 	if (o->w.other)
-		bpf_map_delete_elem(&offcpu_start, &tid);
+		drop_slot(tid, o);
 	else
 		o->w.ts = 0;
 }
@@ -481,6 +578,55 @@ static __always_inline void end_wait(struct task_struct *next, __u32 tgid, __u32
 		send_offcpu(next, tgid, tid, s, slot, now);
 	}
 	close_wait(tid, slot);
+}
+
+/* Some kernels do not report every switch (seen: a guest kernel whose init's
+ * threads never appear as sched_switch's prev, and a busy thread whose
+ * switch-in was not reported). The kernel's own CPU account tells where
+ * the missing switch was: a thread's CPU time grows only while it runs.
+ * Each one is counted (LOST_UNSEEN_WAIT), and its wait rebuilt from it. */
+
+/* A target's switch-out found its last wait still open: the switch-in that
+ * ended it was not seen. It ran since as long as its CPU time grew since its
+ * last switch-out, so it was back on a CPU that long before now. */
+static __always_inline void missed_switch_in(struct task_struct *p, __u32 tgid, __u32 tid, struct wait_slot *slot,
+					     __u64 now)
+{
+	count_lost(LOST_UNSEEN_WAIT);
+	if (!slot->cpu.pid) {
+		close_wait(tid, slot); /* no CPU account to rebuild it from */
+		return;
+	}
+	__u64 exec = CAST(struct task_struct, p)->se.sum_exec_runtime;
+	__u64 counted = slot->cpu.exec_base + slot->cpu.oncpu_ns;
+	__u64 ran = exec > counted ? exec - counted : 0;
+	__u64 back = now - slot->w.ts > ran ? now - ran : slot->w.ts;
+	slot->cpu.oncpu_ns += ran;
+	end_wait(p, tgid, tid, slot, back);
+}
+
+/* A followed target's switch-in found no wait open: the switch-out that
+ * began it was not seen. It ran from its last switch-in as long as its CPU
+ * time grew since, then waited until now. */
+static __always_inline void missed_switch_out(struct task_struct *p, __u32 tgid, __u32 tid, struct wait_slot *slot,
+					      __u64 now)
+{
+	count_lost(LOST_UNSEEN_WAIT);
+	if (!slot->cpu.on_since)
+		return;
+	__u64 exec = CAST(struct task_struct, p)->se.sum_exec_runtime;
+	__u64 counted = slot->cpu.exec_base + slot->cpu.oncpu_ns;
+	__u64 ran = exec > counted ? exec - counted : 0;
+	if (slot->cpu.on_since + ran >= now)
+		return;
+	struct offstart lost = {};
+	lost.ts = slot->cpu.on_since + ran;
+	lost.pid = tgid;
+	lost.state = '?';
+	lost.stack_id = -1;
+	lost.syscall = -1;
+	lost.fd = -1;
+	send_offcpu(p, tgid, tid, &lost, slot, now);
 }
 
 /* A peer's switch-in ends its wait: the one opened at its switch-out, or,
@@ -547,18 +693,25 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 			bool other = o->w.other;
 			flush_run(o);
 			if (prev_target && !other) {
-				close_oncpu(o, now);
+				if (o->w.ts)
+					missed_switch_in(pv, prev_tgid, prev_tid, o, now);
+				close_oncpu(pv, o);
 				o->w.ts = 0;
 				o->cpu.gone = 1;
-			} else if (bpf_map_delete_elem(&offcpu_start, &prev_tid) == 0 && other) {
+			} else if (drop_slot(prev_tid, o) && other) {
 				__sync_fetch_and_add(&other_syncs_open, -1);
 			}
 		}
 	}
 	if ((prev_target || prev_peer) && !dead) {
 		struct wait_slot *slot = bpf_map_lookup_elem(&offcpu_start, &prev_tid);
-		if (slot && prev_target)
-			close_oncpu(slot, now);
+		if (prev_target && (!slot || !slot->cpu.pid))
+			slot = ran_since_attach(pv, prev_tgid, prev_tid, slot);
+		if (slot && prev_target) {
+			if (slot->w.ts && !slot->w.other)
+				missed_switch_in(pv, prev_tgid, prev_tid, slot, now);
+			close_oncpu(pv, slot);
+		}
 		struct offstart s = {};
 		s.ts = now;
 		s.pid = prev_tgid;
@@ -603,8 +756,11 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 			s.other = 1;
 			wait_syscall(&s);
 			struct wait_slot *o = bpf_map_lookup_elem(&offcpu_start, &prev_tid);
-			if (!o && bpf_map_update_elem(&offcpu_start, &prev_tid, &empty_slot, BPF_NOEXIST) == 0)
+			if (!o) {
+				/* made meanwhile by another CPU (a wakeup) if it fails: found all the same */
+				bpf_map_update_elem(&offcpu_start, &prev_tid, &empty_slot, BPF_NOEXIST);
 				o = bpf_map_lookup_elem(&offcpu_start, &prev_tid);
+			}
 			if (o) {
 				o->w = s;
 				__sync_fetch_and_add(&other_syncs_open, 1);
@@ -627,7 +783,7 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 			if (!now)   /* opened on another CPU since it was read above */
 				now = bpf_ktime_get_ns();
 			emit_wait(nx, next_tgid, next_tid, &o->w, now);
-			if (bpf_map_delete_elem(&offcpu_start, &next_tid) == 0)
+			if (drop_slot(next_tid, o))
 				__sync_fetch_and_add(&other_syncs_open, -1);
 		}
 		return 0;
@@ -639,30 +795,32 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		/* followed: this thread ran as a target before, so its last
 		 * switch-out opened a wait that this switch-in closes */
 		bool followed = slot && slot->cpu.pid == next_tgid && !slot->cpu.gone && !slot->w.other;
-		if (!slot && bpf_map_update_elem(&offcpu_start, &next_tid, &empty_slot, BPF_NOEXIST) == 0)
+		if (!slot) {
+			/* made meanwhile by another CPU (a wakeup) if it fails: found all the same */
+			bpf_map_update_elem(&offcpu_start, &next_tid, &empty_slot, BPF_NOEXIST);
 			slot = bpf_map_lookup_elem(&offcpu_start, &next_tid);
+		}
 		if (slot) {
 			/* a new thread, or a tid reused before user space retired the last one's slot */
 			if (slot->cpu.pid != next_tgid || slot->cpu.gone) {
 				slot->cpu.pid = next_tgid;
 				slot->cpu.gone = 0;
 				task_comm(next, slot->cpu.comm);
+			} else if (followed && !slot->w.ts && !bpf_map_lookup_elem(&waiting_at_start, &next_tid)) {
+				missed_switch_out(next, next_tgid, next_tid, slot, now);
 			}
-			slot->cpu.on_since = now;
+			open_oncpu(nx, slot, now);
 		}
 		if (slot && slot->w.ts) {
 			end_wait(next, next_tgid, next_tid, slot, now);
 			return 0;
 		}
 		/* No switch-out seen: a wait begun before capture, if user space
-		 * found the thread waiting when it attached. Else, for a thread
-		 * followed before, a wait was lost: counted, never silent. */
+		 * found the thread waiting when it attached (for a thread followed
+		 * before: missed_switch_out, above). */
 		__u64 *since = bpf_map_lookup_elem(&waiting_at_start, &next_tid);
-		if (!since) {
-			if (followed)
-				count_lost(LOST_UNSEEN_WAIT);
+		if (!since)
 			return 0;
-		}
 		struct offstart before = {};
 		before.ts = *since;
 		before.pid = next_tgid;

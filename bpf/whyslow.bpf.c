@@ -251,8 +251,10 @@ struct offstart {
 	__u64 req;
 	struct file_ref f;
 };
-/* Threads already off CPU when capture began (attach): tid -> when capture
- * began. Their first switch-in ends a wait whose start was not seen. */
+/* Threads not on a CPU when capture began, as far as /proc could tell
+ * (attach): tid -> when capture began. Their first switch-in ends a wait
+ * whose start was not seen. A thread /proc showed runnable may have been
+ * running: its first switch seen is then a switch-out (ran_since_attach). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 32768);
@@ -743,10 +745,18 @@ int BPF_PROG(raw_sched_waking, struct task_struct *p) { return on_wakeup(p, fals
 TWIN(task_rename, task_rename, struct task_struct *task COMMA const char *comm, on_rename(task, comm))
 #ifndef RAW_TP
 SEC("tp_btf/sched_wakeup_new")
-int BPF_PROG(btf_sched_wakeup_new, struct task_struct *p) { return on_wakeup(p, true); }
+int BPF_PROG(btf_sched_wakeup_new, struct task_struct *p)
+{
+	on_new_task(p);
+	return on_wakeup(p, true);
+}
 #else
 SEC("raw_tp/sched_wakeup_new")
-int BPF_PROG(raw_sched_wakeup_new, struct task_struct *p) { return on_wakeup(p, false); }
+int BPF_PROG(raw_sched_wakeup_new, struct task_struct *p)
+{
+	on_new_task(p);
+	return on_wakeup(p, false);
+}
 #endif
 TWIN(sched_process_fork, sched_process_fork, struct task_struct *parent COMMA struct task_struct *child,
      on_fork(parent, child))

@@ -378,8 +378,9 @@ struct dirty_val {
  * gone: the thread died (its last switch was seen): user space reads its
  * total once more and removes the slot. */
 struct cpu_val {
-	__u64 oncpu_ns;
-	__u64 on_since;
+	__u64 oncpu_ns;  /* the thread's CPU time from its first switch-in seen to its last switch-out */
+	__u64 on_since;  /* its last switch-in, while it runs (0: off CPU) */
+	__u64 exec_base; /* its se.sum_exec_runtime less oncpu_ns, modulo 2^64: the kernel's own account is the clock */
 	__u32 pid;
 	__u32 gone;
 	char comm[TASK_COMM_LEN];

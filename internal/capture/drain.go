@@ -2,6 +2,7 @@ package capture
 
 import (
 	"github.com/whyslow/whyslow/internal/event"
+	"github.com/whyslow/whyslow/internal/sysinfo"
 	"golang.org/x/sys/unix"
 )
 
@@ -46,7 +47,7 @@ func (e *Engine) drain(final bool) []event.Event {
 		}
 		total := cv.OncpuNs
 		if cv.OnSince != 0 && now > cv.OnSince {
-			total += now - cv.OnSince // running right now
+			total = runningTotal(cv, *tid, now)
 		}
 		if d := e.cpuSeen.report(*tid, total); d > 0 {
 			out = append(out, &event.CPUTime{Header: event.Header{Time: now, PID: cv.Pid, TID: *tid, Comm: dec.comm(cv.Comm)}, OnCPU: d})
@@ -64,7 +65,7 @@ func (e *Engine) drain(final bool) []event.Event {
 		// Its slot, once read after it died, holds nothing more. At the
 		// end, the slots are read once more below.
 		for _, tid := range append(dead, gone...) {
-			e.maps.OffcpuStart.Delete(tid) // gone already (a new thread's, or removed): nothing to do
+			e.retireSlot(tid)
 		}
 	}
 
@@ -93,6 +94,39 @@ func (e *Engine) drain(final bool) []event.Event {
 		})
 	}
 	return out
+}
+
+// retireSlot takes a dead thread's slot out of the kernel's map, unless its
+// thread id has a new life already: a thread made since (its first wait,
+// for a CPU, opened at its wakeup) or one that ran (its switch-in cleared
+// gone). Taking that out would lose the wait it has open, in silence: the
+// kernel would see the new thread's switch-in as a new thread's.
+func (e *Engine) retireSlot(tid uint32) {
+	var slot whyslowWaitSlot
+	if err := e.maps.OffcpuStart.Lookup(tid, &slot); err != nil {
+		return // gone already
+	}
+	if slot.Cpu.Gone == 0 || slot.W.Ts != 0 {
+		return
+	}
+	e.maps.OffcpuStart.Delete(tid)
+}
+
+// runningTotal is the CPU time of a thread on a CPU right now (its last
+// switch-in seen, its switch-out not yet): the kernel's own account, read
+// from /proc (one read per running thread, a few a second), less what the
+// slot counted before it was followed; where /proc cannot tell, the time
+// since its switch-in. A switch-out the kernel did not report leaves a
+// thread looking as if it ran since: /proc is right about it too.
+func runningTotal(cv *whyslowCpuVal, tid uint32, now uint64) uint64 {
+	since := now - cv.OnSince
+	if ran, err := sysinfo.Host.ThreadRunTime(int(cv.Pid), int(tid)); err == nil {
+		// modulo 2^64, as the kernel side counts (whyslow.h, cpu_val)
+		if total := ran - cv.ExecBase; total >= cv.OncpuNs && total-cv.OncpuNs <= since {
+			return total
+		}
+	}
+	return cv.OncpuNs + since
 }
 
 func monotonicNow() uint64 {

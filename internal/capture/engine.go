@@ -423,6 +423,9 @@ func open(opts Options, flavour string, kernel *kernelTypes) (*Engine, error) {
 			return nil, err
 		}
 	}
+	// kallsyms, read since Open began (loadKallsyms): by now, mostly, a
+	// wait for nothing; before attaching, so the first waits know them.
+	e.markGenericSites(loadKallsyms())
 	if err := e.attach(prefix); err != nil {
 		e.Close()
 		return nil, err

@@ -30,6 +30,10 @@ type existing struct {
 type waitingThread struct {
 	sysinfo.Thread
 	since uint64 // when capture began, CLOCK_MONOTONIC
+	// ranNS is a runnable thread's time on a CPU so far (schedstat), to
+	// tell at the end one that ran all along without a switch from one that
+	// never got a CPU (stillWaiting).
+	ranNS uint64
 }
 
 // AddExisting follows a running process: it joins the target set, and each
@@ -66,10 +70,15 @@ func (e *Engine) AddExisting(pid uint32) ([]event.Event, error) {
 		}
 		out = append(out, &event.Existing{Header: event.Header{Time: now, PID: th.PID, TID: th.TID, Comm: th.Comm},
 			PPID: th.PPID, State: th.State, Args: args, Cgroup: cgroup})
+		// A runnable thread too: /proc cannot tell one on a CPU from one
+		// waiting for a CPU (or held off by its cgroup's quota). The kernel
+		// side tells by its first switch: a switch-in ends its wait for a
+		// CPU, a switch-out says it ran (ran_since_attach, sched.bpf.h).
+		w := waitingThread{Thread: th, since: now}
 		if th.State == 'R' {
-			continue // on a CPU or about to be: the kernel sees its next switch
+			w.ranNS, _ = fs.ThreadRunTime(int(pid), int(th.TID))
 		}
-		e.existing.waiting[th.TID] = waitingThread{Thread: th, since: now}
+		e.existing.waiting[th.TID] = w
 		if err := e.maps.WaitingAtStart.Put(th.TID, now); err != nil {
 			return out, fmt.Errorf("noting thread %d's wait: %w", th.TID, err)
 		}
@@ -129,10 +138,36 @@ func (e *Engine) stillWaiting(now uint64) []event.Event {
 		if now <= since || e.maps.OffcpuStart.Lookup(tid, &slot) == nil && slot.Cpu.Pid != 0 {
 			continue // it ran: its waits were seen
 		}
+		if ran := e.ranAllAlong(tid, now-since); ran > 0 {
+			e.existing.mu.Lock()
+			w := e.existing.waiting[tid]
+			delete(e.existing.waiting, tid)
+			e.existing.mu.Unlock()
+			out = append(out, &event.CPUTime{Header: event.Header{Time: now, PID: w.PID, TID: tid, Comm: w.Comm}, OnCPU: ran})
+			continue
+		}
 		out = append(out, &event.OffCPU{Header: event.Header{Time: now, TID: tid},
 			Off: now - since, StackID: stackBeforeCapture, Syscall: -1, WakerSyscall: -1, Waits: 1})
 	}
 	return out
+}
+
+// ranAllAlong is the CPU time of a thread attached to while runnable that
+// the kernel never saw switch: on a CPU of its own all along (a busy loop
+// on an idle machine), not waiting for one. 0 when it did not run for most
+// of span.
+func (e *Engine) ranAllAlong(tid uint32, span uint64) uint64 {
+	e.existing.mu.Lock()
+	w, ok := e.existing.waiting[tid]
+	e.existing.mu.Unlock()
+	if !ok || w.State != 'R' {
+		return 0
+	}
+	now, err := sysinfo.Host.ThreadRunTime(int(w.PID), int(tid))
+	if err != nil || now < w.ranNS || now-w.ranNS < span/2 {
+		return 0
+	}
+	return now - w.ranNS
 }
 
 func kindOfMode(mode uint32) event.FileKind {

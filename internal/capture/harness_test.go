@@ -118,7 +118,11 @@ func (c *captured) syscalls(name string) []*event.Syscall {
 func (c *captured) noLoss(t *testing.T) {
 	t.Helper()
 	for src, n := range c.lost {
-		if n != 0 {
+		// A switch the kernel did not report (some guest kernels skip a
+		// few in tens of thousands) is counted as unseen_wait and its wait
+		// rebuilt from the kernel's CPU account (sched.bpf.h): not a loss
+		// of whyslow's. TestUnseenSwitchesRebuilt holds it to that.
+		if n != 0 && src != "unseen_wait" {
 			t.Errorf("lost %d %s events on a light workload", n, src)
 		}
 	}

@@ -67,12 +67,13 @@ type whyslowConnKey struct {
 }
 
 type whyslowCpuVal struct {
-	_       structs.HostLayout
-	OncpuNs uint64
-	OnSince uint64
-	Pid     uint32
-	Gone    uint32
-	Comm    [16]int8
+	_        structs.HostLayout
+	OncpuNs  uint64
+	OnSince  uint64
+	ExecBase uint64
+	Pid      uint32
+	Gone     uint32
+	Comm     [16]int8
 }
 
 type whyslowDirtyKey struct {
@@ -314,8 +315,10 @@ type whyslowSeenKey struct {
 type whyslowSiteScratch struct {
 	_   structs.HostLayout
 	Raw [128]uint64
-	Ips [4]uint64
+	Ips [8]uint64
 	At  uint64
+	K   uint32
+	Pad uint32
 }
 
 type whyslowSockBytesEvent struct {
@@ -570,11 +573,13 @@ const (
 	whyslowVarEventsWakeAt            = "events_wake_at"
 	whyslowVarFollowPeers             = "follow_peers"
 	whyslowVarFull                    = "full"
+	whyslowVarGenericSites            = "generic_sites"
 	whyslowVarMetaWakeAt              = "meta_wake_at"
 	whyslowVarOtherSyncsOpen          = "other_syncs_open"
 	whyslowVarPayload                 = "payload"
 	whyslowVarRequestsHeld            = "requests_held"
 	whyslowVarRunBelowNs              = "run_below_ns"
+	whyslowVarScheduleRange           = "schedule_range"
 	whyslowVarSelfPid                 = "self_pid"
 	whyslowVarSiteGuess               = "site_guess"
 	whyslowVarSiteTries               = "site_tries"
@@ -726,11 +731,13 @@ type whyslowVariableSpecs struct {
 	EventsWakeAt           *ebpf.VariableSpec `ebpf:"events_wake_at"`
 	FollowPeers            *ebpf.VariableSpec `ebpf:"follow_peers"`
 	Full                   *ebpf.VariableSpec `ebpf:"full"`
+	GenericSites           *ebpf.VariableSpec `ebpf:"generic_sites"`
 	MetaWakeAt             *ebpf.VariableSpec `ebpf:"meta_wake_at"`
 	OtherSyncsOpen         *ebpf.VariableSpec `ebpf:"other_syncs_open"`
 	Payload                *ebpf.VariableSpec `ebpf:"payload"`
 	RequestsHeld           *ebpf.VariableSpec `ebpf:"requests_held"`
 	RunBelowNs             *ebpf.VariableSpec `ebpf:"run_below_ns"`
+	ScheduleRange          *ebpf.VariableSpec `ebpf:"schedule_range"`
 	SelfPid                *ebpf.VariableSpec `ebpf:"self_pid"`
 	SiteGuess              *ebpf.VariableSpec `ebpf:"site_guess"`
 	SiteTries              *ebpf.VariableSpec `ebpf:"site_tries"`
@@ -864,11 +871,13 @@ type whyslowVariables struct {
 	EventsWakeAt           *ebpf.Variable `ebpf:"events_wake_at"`
 	FollowPeers            *ebpf.Variable `ebpf:"follow_peers"`
 	Full                   *ebpf.Variable `ebpf:"full"`
+	GenericSites           *ebpf.Variable `ebpf:"generic_sites"`
 	MetaWakeAt             *ebpf.Variable `ebpf:"meta_wake_at"`
 	OtherSyncsOpen         *ebpf.Variable `ebpf:"other_syncs_open"`
 	Payload                *ebpf.Variable `ebpf:"payload"`
 	RequestsHeld           *ebpf.Variable `ebpf:"requests_held"`
 	RunBelowNs             *ebpf.Variable `ebpf:"run_below_ns"`
+	ScheduleRange          *ebpf.Variable `ebpf:"schedule_range"`
 	SelfPid                *ebpf.Variable `ebpf:"self_pid"`
 	SiteGuess              *ebpf.Variable `ebpf:"site_guess"`
 	SiteTries              *ebpf.Variable `ebpf:"site_tries"`

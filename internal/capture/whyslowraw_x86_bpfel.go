@@ -204,8 +204,10 @@ type whyslowRawSeenKey struct {
 type whyslowRawSiteScratch struct {
 	_   structs.HostLayout
 	Raw [128]uint64
-	Ips [4]uint64
+	Ips [8]uint64
 	At  uint64
+	K   uint32
+	Pad uint32
 }
 
 type whyslowRawStackScratch struct {
@@ -419,12 +421,13 @@ type whyslowRawWaitSlot struct {
 		StartTs uint64
 	}
 	Cpu struct {
-		_       structs.HostLayout
-		OncpuNs uint64
-		OnSince uint64
-		Pid     uint32
-		Gone    uint32
-		Comm    [16]int8
+		_        structs.HostLayout
+		OncpuNs  uint64
+		OnSince  uint64
+		ExecBase uint64
+		Pid      uint32
+		Gone     uint32
+		Comm     [16]int8
 	}
 }
 
@@ -497,11 +500,13 @@ const (
 	whyslowRawVarEventsWakeAt            = "events_wake_at"
 	whyslowRawVarFollowPeers             = "follow_peers"
 	whyslowRawVarFull                    = "full"
+	whyslowRawVarGenericSites            = "generic_sites"
 	whyslowRawVarMetaWakeAt              = "meta_wake_at"
 	whyslowRawVarOtherSyncsOpen          = "other_syncs_open"
 	whyslowRawVarPayload                 = "payload"
 	whyslowRawVarRequestsHeld            = "requests_held"
 	whyslowRawVarRunBelowNs              = "run_below_ns"
+	whyslowRawVarScheduleRange           = "schedule_range"
 	whyslowRawVarSelfPid                 = "self_pid"
 	whyslowRawVarSiteGuess               = "site_guess"
 	whyslowRawVarSiteTries               = "site_tries"
@@ -653,11 +658,13 @@ type whyslowRawVariableSpecs struct {
 	EventsWakeAt           *ebpf.VariableSpec `ebpf:"events_wake_at"`
 	FollowPeers            *ebpf.VariableSpec `ebpf:"follow_peers"`
 	Full                   *ebpf.VariableSpec `ebpf:"full"`
+	GenericSites           *ebpf.VariableSpec `ebpf:"generic_sites"`
 	MetaWakeAt             *ebpf.VariableSpec `ebpf:"meta_wake_at"`
 	OtherSyncsOpen         *ebpf.VariableSpec `ebpf:"other_syncs_open"`
 	Payload                *ebpf.VariableSpec `ebpf:"payload"`
 	RequestsHeld           *ebpf.VariableSpec `ebpf:"requests_held"`
 	RunBelowNs             *ebpf.VariableSpec `ebpf:"run_below_ns"`
+	ScheduleRange          *ebpf.VariableSpec `ebpf:"schedule_range"`
 	SelfPid                *ebpf.VariableSpec `ebpf:"self_pid"`
 	SiteGuess              *ebpf.VariableSpec `ebpf:"site_guess"`
 	SiteTries              *ebpf.VariableSpec `ebpf:"site_tries"`
@@ -791,11 +798,13 @@ type whyslowRawVariables struct {
 	EventsWakeAt           *ebpf.Variable `ebpf:"events_wake_at"`
 	FollowPeers            *ebpf.Variable `ebpf:"follow_peers"`
 	Full                   *ebpf.Variable `ebpf:"full"`
+	GenericSites           *ebpf.Variable `ebpf:"generic_sites"`
 	MetaWakeAt             *ebpf.Variable `ebpf:"meta_wake_at"`
 	OtherSyncsOpen         *ebpf.Variable `ebpf:"other_syncs_open"`
 	Payload                *ebpf.Variable `ebpf:"payload"`
 	RequestsHeld           *ebpf.Variable `ebpf:"requests_held"`
 	RunBelowNs             *ebpf.Variable `ebpf:"run_below_ns"`
+	ScheduleRange          *ebpf.Variable `ebpf:"schedule_range"`
 	SelfPid                *ebpf.Variable `ebpf:"self_pid"`
 	SiteGuess              *ebpf.Variable `ebpf:"site_guess"`
 	SiteTries              *ebpf.Variable `ebpf:"site_tries"`

@@ -129,3 +129,14 @@ func (k *Kallsyms) Name(ip uint64) string {
 	_, name := k.Symbol(i)
 	return name
 }
+
+// Range is the addresses of the function name: from its address to the
+// next symbol's. ok is false when the table lacks it.
+func (k *Kallsyms) Range(name string) (lo, hi uint64, ok bool) {
+	for i := range k.addrs {
+		if _, n := k.Symbol(i); n == name && i+1 < len(k.addrs) {
+			return k.addrs[i], k.addrs[i+1], true
+		}
+	}
+	return 0, 0, false
+}

@@ -148,3 +148,17 @@ func (fs FS) Cmdline(pid int) []string {
 	args, _ := p.CmdLine()
 	return args
 }
+
+// ThreadRunTime is a thread's time on a CPU so far, ns (schedstat's first
+// field: the scheduler's own account, exact whatever whyslow saw).
+func (fs FS) ThreadRunTime(pid, tid int) (uint64, error) {
+	b, err := os.ReadFile(fs.path(filepath.Join("/proc", strconv.Itoa(pid), "task", strconv.Itoa(tid), "schedstat")))
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0, fmt.Errorf("thread %d: empty schedstat", tid)
+	}
+	return strconv.ParseUint(f[0], 10, 64)
+}

@@ -71,3 +71,13 @@ func TestThreadsFromFixture(t *testing.T) {
 		t.Error("no such process: want an error")
 	}
 }
+
+func TestThreadRunTime(t *testing.T) {
+	fs := FS{Root: "testdata"}
+	if ns, err := fs.ThreadRunTime(500, 501); err != nil || ns != 123456789 {
+		t.Errorf("run time %d, %v; want 123456789 (schedstat's first field)", ns, err)
+	}
+	if _, err := fs.ThreadRunTime(500, 999); err == nil {
+		t.Error("a thread with no schedstat gave no error")
+	}
+}

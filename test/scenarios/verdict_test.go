@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -40,6 +41,7 @@ type explanation struct {
 		} `json:"threads"`
 	} `json:"coverage"`
 	Verdict struct {
+		Basis   string  `json:"basis"`
 		Reason  string  `json:"reason"`
 		Kind    string  `json:"kind"`
 		Share   float64 `json:"share"`
@@ -51,7 +53,13 @@ type explanation struct {
 	} `json:"verdict"`
 	Critical struct {
 		ByReason map[string]float64 `json:"by_reason"`
-		Chain    []struct {
+		Segments []struct {
+			TID    uint32  `json:"tid"`
+			Reason string  `json:"reason"`
+			BeginS float64 `json:"begin_s"`
+			DurS   float64 `json:"dur_s"`
+		} `json:"segments"`
+		Chain []struct {
 			WaiterTID  uint32 `json:"waiter_tid"`
 			Reason     string `json:"reason"`
 			WorkerComm string `json:"worker_comm"`
@@ -143,8 +151,14 @@ func checkCoverage(t *testing.T, x *explanation, log string) {
 	c := x.Coverage
 	tol := 0.01 * x.WallS
 	if math.Abs(c.WallS-x.WallS) > 1e-9 || math.Abs(c.PathS-x.WallS) > tol || c.UnaccountedS > tol {
-		t.Errorf("the answer does not cover the wall time %.3f s: path %.3f s, unaccounted %.3f s %+v\n%s",
-			x.WallS, c.PathS, c.UnaccountedS, c.Threads, log)
+		var cpu []string
+		for _, s := range x.Critical.Segments {
+			if len(c.Threads) > 0 && s.TID == c.Threads[0].TID && s.Reason == "cpu" && s.DurS > 0.005 {
+				cpu = append(cpu, fmt.Sprintf("%.3f+%.3f", s.BeginS, s.DurS))
+			}
+		}
+		t.Errorf("the answer does not cover the wall time %.3f s: path %.3f s, unaccounted %.3f s %+v (its cpu on the path, s: %v)\n%s",
+			x.WallS, c.PathS, c.UnaccountedS, c.Threads, cpu, log)
 	}
 }
 
