@@ -253,12 +253,15 @@ static __always_inline __u64 ctx_addr(void *ctx)
  * read's stack would read as disk-read. */
 #define GENERIC_SITES 4
 __u64 generic_sites[2 * GENERIC_SITES] = {};
+/* Set once generic_sites and schedule_range are (or kallsyms could not
+ * tell them): until then no stack is reused by site and none learned. */
+__u32 sites_told = 0;
 
 /* The site of the current thread's wait, 0 if unknown or generic. */
 static __always_inline __u64 wait_site(void *ctx)
 {
 	__u32 at = site_words;
-	if (!at || at >= SITE_WORDS)
+	if (!at || at >= SITE_WORDS || !sites_told)
 		return 0;
 	__u64 site = 0;
 	bpf_probe_read_kernel(&site, sizeof(site), (void *)(ctx_addr(ctx) + at * sizeof(__u64)));
@@ -318,7 +321,7 @@ static __always_inline void learn_site(void *ctx)
 {
 	__u32 zero = 0;
 	struct site_scratch *sc = bpf_map_lookup_elem(&site_scratch, &zero);
-	if (!sc)
+	if (!sc || !sites_told)
 		return;
 	__builtin_memset(sc->ips, 0, sizeof(sc->ips));
 	if (bpf_get_stack(ctx, sc->ips, sizeof(sc->ips), STACK_SKIP) < 3 * (long)sizeof(__u64))
@@ -602,7 +605,9 @@ static __always_inline void missed_switch_in(struct task_struct *p, __u32 tgid, 
 	__u64 ran = exec > counted ? exec - counted : 0;
 	__u64 back = now - slot->w.ts > ran ? now - ran : slot->w.ts;
 	slot->cpu.oncpu_ns += ran;
-	end_wait(p, tgid, tid, slot, back);
+	flush_run(slot);
+	send_offcpu(p, tgid, tid, &slot->w, slot, back);
+	close_wait(tid, slot);
 }
 
 /* A followed target's switch-in found no wait open: the switch-out that
@@ -687,14 +692,16 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 	/* A dying task's last switch is no wait: it never runs again. A
 	 * target's slot stays for user space's last read of its on-CPU time. */
 	bool dead = (prev_state & 0x80) || pv->exit_state;
+	/* A target's slot, looked up once for both of its branches below. */
+	struct wait_slot *pslot = prev_target ? bpf_map_lookup_elem(&offcpu_start, &prev_tid) : NULL;
+	if (pslot && pslot->w.ts && !pslot->w.other)
+		missed_switch_in(pv, prev_tgid, prev_tid, pslot, now);
 	if (prev_tid && dead) {
-		struct wait_slot *o = bpf_map_lookup_elem(&offcpu_start, &prev_tid);
+		struct wait_slot *o = prev_target ? pslot : bpf_map_lookup_elem(&offcpu_start, &prev_tid);
 		if (o) {
 			bool other = o->w.other;
 			flush_run(o);
 			if (prev_target && !other) {
-				if (o->w.ts)
-					missed_switch_in(pv, prev_tgid, prev_tid, o, now);
 				close_oncpu(pv, o);
 				o->w.ts = 0;
 				o->cpu.gone = 1;
@@ -704,14 +711,11 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		}
 	}
 	if ((prev_target || prev_peer) && !dead) {
-		struct wait_slot *slot = bpf_map_lookup_elem(&offcpu_start, &prev_tid);
+		struct wait_slot *slot = prev_target ? pslot : bpf_map_lookup_elem(&offcpu_start, &prev_tid);
 		if (prev_target && (!slot || !slot->cpu.pid))
 			slot = ran_since_attach(pv, prev_tgid, prev_tid, slot);
-		if (slot && prev_target) {
-			if (slot->w.ts && !slot->w.other)
-				missed_switch_in(pv, prev_tgid, prev_tid, slot, now);
+		if (slot && prev_target)
 			close_oncpu(pv, slot);
-		}
 		struct offstart s = {};
 		s.ts = now;
 		s.pid = prev_tgid;

@@ -133,8 +133,14 @@ const LiveDescribedFiles = 16384
 
 // Engine is a loaded and attached set of programs.
 type Engine struct {
-	opts  Options
-	coll  *ebpf.Collection // the programs, chosen by name (attach)
+	opts Options
+	coll *ebpf.Collection // the programs, chosen by name (attach)
+	// sites guards coll against markGenericSites (sites.go), which writes
+	// into it once kallsyms is read: after Close it writes nothing.
+	sites struct {
+		sync.Mutex
+		closed bool
+	}
 	maps  whyslowMaps
 	links []link.Link
 	// detachOnce: the links are closed once, when Run's context ends or
@@ -423,13 +429,13 @@ func open(opts Options, flavour string, kernel *kernelTypes) (*Engine, error) {
 			return nil, err
 		}
 	}
-	// kallsyms, read since Open began (loadKallsyms): by now, mostly, a
-	// wait for nothing; before attaching, so the first waits know them.
-	e.markGenericSites(loadKallsyms())
 	if err := e.attach(prefix); err != nil {
 		e.Close()
 		return nil, err
 	}
+	// kallsyms, read since Open began (loadKallsyms), may still be on its
+	// way: the kernel side reuses no stack until told (sites_told).
+	go e.markGenericSites(loadKallsyms)
 	return e, nil
 }
 
@@ -587,6 +593,9 @@ func (e *Engine) detach() {
 // Close detaches everything and frees the maps. Closing twice is harmless.
 func (e *Engine) Close() error {
 	e.detach()
+	e.sites.Lock()
+	e.sites.closed = true
+	e.sites.Unlock()
 	if e.events != nil {
 		e.events.close()
 		e.events = nil

@@ -8,11 +8,21 @@ import "github.com/whyslow/whyslow/internal/sysinfo"
 // page's writeback, a buffer's lock and a block bitmap's read all wait.
 var genericWaiters = []string{"io_schedule", "io_schedule_timeout", "schedule_timeout", "schedule_hrtimeout_range_clock"}
 
-// markGenericSites tells the kernel side, before it attaches, where
-// genericWaiters lie and where schedule() is (which frame unwound is the
-// return into it: learn_site). Without kallsyms (no CAP_SYSLOG) neither is
-// told: stacks are reused by site as before.
-func (e *Engine) markGenericSites(syms *sysinfo.Kallsyms) {
+// markGenericSites tells the kernel side where genericWaiters lie and where
+// schedule() is (which frame unwound is the return into it: learn_site),
+// then that it was told (sites_told): until then it reuses no stack and
+// learns no site. Without kallsyms (no CAP_SYSLOG) neither is told, and
+// stacks are reused by site as before.
+func (e *Engine) markGenericSites(load func() *sysinfo.Kallsyms) {
+	syms := load()
+	e.sites.Lock()
+	defer e.sites.Unlock()
+	if e.sites.closed {
+		return
+	}
+	if told := e.coll.Variables["sites_told"]; told != nil {
+		defer told.Set(uint32(1)) // last: what it says is in place
+	}
 	v := e.coll.Variables["generic_sites"]
 	if v == nil || syms == nil {
 		return

@@ -584,6 +584,7 @@ const (
 	whyslowVarSiteGuess               = "site_guess"
 	whyslowVarSiteTries               = "site_tries"
 	whyslowVarSiteWords               = "site_words"
+	whyslowVarSitesTold               = "sites_told"
 	whyslowVarSlowNs                  = "slow_ns"
 	whyslowVarSyscallHooks            = "syscall_hooks"
 	whyslowVarSystemWide              = "system_wide"
@@ -742,6 +743,7 @@ type whyslowVariableSpecs struct {
 	SiteGuess              *ebpf.VariableSpec `ebpf:"site_guess"`
 	SiteTries              *ebpf.VariableSpec `ebpf:"site_tries"`
 	SiteWords              *ebpf.VariableSpec `ebpf:"site_words"`
+	SitesTold              *ebpf.VariableSpec `ebpf:"sites_told"`
 	SlowNs                 *ebpf.VariableSpec `ebpf:"slow_ns"`
 	SyscallHooks           *ebpf.VariableSpec `ebpf:"syscall_hooks"`
 	SystemWide             *ebpf.VariableSpec `ebpf:"system_wide"`
@@ -882,6 +884,7 @@ type whyslowVariables struct {
 	SiteGuess              *ebpf.Variable `ebpf:"site_guess"`
 	SiteTries              *ebpf.Variable `ebpf:"site_tries"`
 	SiteWords              *ebpf.Variable `ebpf:"site_words"`
+	SitesTold              *ebpf.Variable `ebpf:"sites_told"`
 	SlowNs                 *ebpf.Variable `ebpf:"slow_ns"`
 	SyscallHooks           *ebpf.Variable `ebpf:"syscall_hooks"`
 	SystemWide             *ebpf.Variable `ebpf:"system_wide"`

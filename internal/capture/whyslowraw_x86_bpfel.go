@@ -511,6 +511,7 @@ const (
 	whyslowRawVarSiteGuess               = "site_guess"
 	whyslowRawVarSiteTries               = "site_tries"
 	whyslowRawVarSiteWords               = "site_words"
+	whyslowRawVarSitesTold               = "sites_told"
 	whyslowRawVarSlowNs                  = "slow_ns"
 	whyslowRawVarSyscallHooks            = "syscall_hooks"
 	whyslowRawVarSystemWide              = "system_wide"
@@ -669,6 +670,7 @@ type whyslowRawVariableSpecs struct {
 	SiteGuess              *ebpf.VariableSpec `ebpf:"site_guess"`
 	SiteTries              *ebpf.VariableSpec `ebpf:"site_tries"`
 	SiteWords              *ebpf.VariableSpec `ebpf:"site_words"`
+	SitesTold              *ebpf.VariableSpec `ebpf:"sites_told"`
 	SlowNs                 *ebpf.VariableSpec `ebpf:"slow_ns"`
 	SyscallHooks           *ebpf.VariableSpec `ebpf:"syscall_hooks"`
 	SystemWide             *ebpf.VariableSpec `ebpf:"system_wide"`
@@ -809,6 +811,7 @@ type whyslowRawVariables struct {
 	SiteGuess              *ebpf.Variable `ebpf:"site_guess"`
 	SiteTries              *ebpf.Variable `ebpf:"site_tries"`
 	SiteWords              *ebpf.Variable `ebpf:"site_words"`
+	SitesTold              *ebpf.Variable `ebpf:"sites_told"`
 	SlowNs                 *ebpf.Variable `ebpf:"slow_ns"`
 	SyscallHooks           *ebpf.Variable `ebpf:"syscall_hooks"`
 	SystemWide             *ebpf.Variable `ebpf:"system_wide"`
