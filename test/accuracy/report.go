@@ -47,7 +47,9 @@ block's reason.
 
 - **right**: verdict.reason is the dominant kind's reason.
 - **path covers wall**: the critical path's seconds (critical_path.by_reason
-  summed) are wall_s within 1%.
+  summed) are wall_s within 1%, and at most 1% of them is unaccounted
+  (coverage.unaccounted_s: CPU on the path its thread was not measured
+  using).
 - **built as intended**: every minor block took at most 15% of the dominant
   one's measured time (the program measures each block). A miss in a program
   not built so says less about whyslow.

@@ -20,7 +20,10 @@ type Result struct {
 	Ranked  []Ranked
 	WallS   float64 // wall_s
 	PathS   float64 // the sum of critical_path.by_reason
-	Lost    uint64  // lost_events
+	// UnaccountedS is coverage.unaccounted_s: path CPU its threads were
+	// not measured using (a wait the recording missed).
+	UnaccountedS float64
+	Lost         uint64 // lost_events
 	// Times are the seconds each block took, as the program measured them
 	// (for a block in a child, the child's).
 	Times   map[string]float64
@@ -41,9 +44,9 @@ func (r *Result) Right() bool { return r.Failure == "" && r.Got == r.Program.Exp
 const pathTolerance = 0.01
 
 // Covers says whether the critical path's seconds add up to the wall time,
-// within pathTolerance of it.
+// within pathTolerance of it, and no more of them than that is unaccounted.
 func (r *Result) Covers() bool {
-	return r.Failure == "" && math.Abs(r.PathS-r.WallS) <= pathTolerance*r.WallS
+	return r.Failure == "" && math.Abs(r.PathS-r.WallS) <= pathTolerance*r.WallS && r.UnaccountedS <= pathTolerance*r.WallS
 }
 
 // minorShare is the most a minor block may take of the dominant's time.

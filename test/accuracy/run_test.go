@@ -32,6 +32,9 @@ type explanation struct {
 	Critical struct {
 		ByReason map[string]float64 `json:"by_reason"`
 	} `json:"critical_path"`
+	Coverage struct {
+		UnaccountedS float64 `json:"unaccounted_s"`
+	} `json:"coverage"`
 	LostEvents uint64 `json:"lost_events"`
 }
 
@@ -86,7 +89,7 @@ func (m *machine) run(t *testing.T, seed uint64) (r *Result, log string) {
 		}
 	}
 	r.Got, r.Share, r.Summary, r.Ranked = x.Verdict.Reason, x.Verdict.Share, x.Verdict.Summary, x.Verdict.Ranked
-	r.WallS, r.Lost = x.WallS, x.LostEvents
+	r.WallS, r.Lost, r.UnaccountedS = x.WallS, x.LostEvents, x.Coverage.UnaccountedS
 	for _, s := range x.Critical.ByReason {
 		r.PathS += s
 	}
