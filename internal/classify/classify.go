@@ -15,7 +15,8 @@ type Input struct {
 	Syscall int32    // in progress, -1 none
 	Frames  []string // kernel stack, innermost first
 	// PollOnSockets: the process had network sockets, so a poll/epoll/select
-	// wait is counted as network rather than ipc/other.
+	// wait is counted as network rather than ipc/other, unless its waker
+	// tells more (its socket, or a write to no socket: a pipe).
 	PollOnSockets bool
 	// FileKind is the kind of the syscall's file. Interruptible waits come
 	// without a stack (it costs more than the rest of the switch): the
@@ -164,7 +165,20 @@ var (
 	sigTimedWait   = named("rt_sigtimedwait")
 	// ringWaits wait for io_uring operations' completions.
 	ringWaits = named("io_uring_enter")
+	// feedSyscalls write into a file, a pipe or a socket: the waker's call
+	// when it fed what a poll waited on.
+	feedSyscalls = union(ofClass(event.ClassWrite), ofClass(event.ClassXfer))
 )
+
+func union(sets ...map[int32]bool) map[int32]bool {
+	all := map[int32]bool{}
+	for _, s := range sets {
+		for nr := range s {
+			all[nr] = true
+		}
+	}
+	return all
+}
 
 // named is the set of the syscalls of these names; a name internal/event
 // does not know is a mistake of this file's, found at start.
@@ -300,11 +314,20 @@ func directIO(in Input) event.Reason {
 	return event.ReasonDiskWrite
 }
 
+// pollReason is what a poll waited on: told by the waker's socket, else by
+// the waker's call, else by whether the process had network sockets.
 func pollReason(in Input) event.Reason {
 	switch in.WakerKind {
 	case event.KindSocketInet:
 		return event.ReasonNetwork
 	case event.KindSocketUnix, event.KindPipe:
+		return event.ReasonIPC
+	}
+	// Another process ended it writing to no socket (the kernel describes
+	// the waker's file only when it is one): it fed a pipe, a FIFO or an
+	// eventfd the poll watched, whatever sockets the process has besides (a
+	// parent's select on its child's pipe in a program that later connects).
+	if in.WakerKind == 0 && feedSyscalls[in.WakerSyscall] {
 		return event.ReasonIPC
 	}
 	if in.PollOnSockets {

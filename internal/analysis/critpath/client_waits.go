@@ -12,7 +12,10 @@ package critpath
 //
 // A client polls with a timeout and polls again until the answer comes
 // (curl wakes every 200 ms to 1 s): those timed-out polls are the same wait
-// on the same server, and take the answer's waker (PollRuns).
+// on the same server, and take the answer's waker (PollRuns). Only polls of
+// the same call, each a tick of a second or less: a longer timed-out poll,
+// or one of another call, is a wait of its own (a select that slept before
+// the program sent its request), and keeps its reason.
 //
 // for_work (source/sql/macros.sql) and poll_runs (sql/client_waits.sql)
 // are these rules in SQL, each written once.
