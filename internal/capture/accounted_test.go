@@ -44,7 +44,7 @@ func TestEveryThreadLifeAccounted(t *testing.T) {
 	c := runCaptured(t, Options{}, python(t), "-c", churnThreads, "5")
 	stop()
 	c.noLoss(t)
-	t.Logf("switches the kernel did not report, rebuilt: %d", c.lost["unseen_wait"])
+	t.Logf("switches the kernel did not report, rebuilt: %d", c.lost[event.LostRebuilt])
 
 	type life struct{ born, died uint64 }
 	lives := map[uint32][]life{}
@@ -120,7 +120,7 @@ func TestEveryThreadLifeAccounted(t *testing.T) {
 	// A wait rebuilt from a switch the kernel did not report is placed by
 	// the thread's CPU time, which the hypervisor's stolen time can shift
 	// by a little: at most one life each may come out short, by a little.
-	if unseen := int(c.lost["unseen_wait"]); len(bad) > unseen || missing > 0.001*lifeSum {
+	if unseen := int(c.lost[event.LostRebuilt]); len(bad) > unseen || missing > 0.001*lifeSum {
 		t.Errorf("%d of %d thread ids' lives are more than their waits and CPU time (%d switches rebuilt): time lost\n%s",
 			len(bad), len(tids), unseen, strings.Join(bad[:min(len(bad), 20)], "\n"))
 	}

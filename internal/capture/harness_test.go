@@ -122,7 +122,7 @@ func (c *captured) noLoss(t *testing.T) {
 		// few in tens of thousands) is counted as unseen_wait and its wait
 		// rebuilt from the kernel's CPU account (sched.bpf.h): not a loss
 		// of whyslow's. TestUnseenSwitchesRebuilt holds it to that.
-		if n != 0 && src != "unseen_wait" {
+		if n != 0 && src != event.LostRebuilt {
 			t.Errorf("lost %d %s events on a light workload", n, src)
 		}
 	}

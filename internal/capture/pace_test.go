@@ -136,7 +136,7 @@ func TestSpoolHeldWhileCPUsBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 	for src, n := range lost {
-		if n > 0 && src != "unseen_wait" { // the kernel's unreported switches: rebuilt (noLoss)
+		if n > 0 && src != event.LostRebuilt { // the kernel's unreported switches: rebuilt (noLoss)
 			t.Errorf("%d %s records lost", n, src)
 		}
 	}

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/whyslow/whyslow/internal/event"
 	"github.com/whyslow/whyslow/internal/format"
+	"github.com/whyslow/whyslow/internal/output"
 	"github.com/whyslow/whyslow/internal/recorder"
 )
 
@@ -82,13 +84,12 @@ func runRecord(o recordOptions, argv []string) error {
 	if res == nil {
 		return err
 	}
-	var lost uint64
-	for _, n := range res.Lost {
-		lost += n
-	}
 	fmt.Fprintf(os.Stderr, "recorded %d events in %s to %s", res.Rows, time.Since(res.Started).Round(time.Millisecond), format.Safe(o.output))
-	if lost > 0 {
-		fmt.Fprintf(os.Stderr, " (%d lost: %v)", lost, res.Lost)
+	if lost, sources := output.LostWords(res.Lost); lost > 0 {
+		fmt.Fprintf(os.Stderr, " (%d lost: %s)", lost, sources)
+	}
+	if n := res.Lost[event.LostRebuilt]; n > 0 {
+		fmt.Fprintf(os.Stderr, " (%d context switches the kernel did not report, their waits rebuilt)", n)
 	}
 	if res.HeldMost > 0 {
 		// The spool's loader waited for the CPUs (capture/pace.go): the

@@ -44,3 +44,9 @@ func (r Reason) Derived() bool { return r == ReasonIdle }
 func (r Reason) Disk() bool {
 	return r == ReasonDiskRead || r == ReasonDiskWrite || r == ReasonDirtyThrottle || r == ReasonSync
 }
+
+// LostRebuilt is the lost source (the recording's `lost` table) of context
+// switches the kernel did not report: each wait was rebuilt from the
+// thread's own CPU time (bpf/sched.bpf.h), so nothing of the thread's time
+// is missing. Counted apart from the events lost.
+const LostRebuilt = "unseen_wait"

@@ -199,7 +199,7 @@ func Explanation(w io.Writer, x *explain.Explanation) {
 		fmt.Fprintf(w, "  (%d more under %s each, left out)\n", x.BlameOmitted, format.Pct(explain.MinBlameShare))
 	}
 	if x.LostEvents > 0 {
-		_, sources := lostWords(x.Lost)
+		_, sources := LostWords(x.Lost)
 		fmt.Fprintf(w, "\nwarning: %d events were lost (%s); totals may be low\n", x.LostEvents, sources)
 	}
 }

@@ -2,6 +2,7 @@ package output
 
 import (
 	"fmt"
+	"github.com/whyslow/whyslow/internal/event"
 	"io"
 	"sort"
 	"strings"
@@ -27,18 +28,18 @@ func Header(w io.Writer, s *explain.Source, f source.Filter, utc bool) {
 		day = day.UTC()
 	}
 	fmt.Fprintf(w, "Timerange: [%s %s, %s]\n", day.Format("2006-01-02"), format.Clock(s.Clock.Wall(b), utc), format.Clock(s.Clock.Wall(e), utc))
-	if lost, sources := lostWords(s.Lost); lost > 0 {
+	if lost, sources := LostWords(s.Lost); lost > 0 {
 		fmt.Fprintf(w, "warning: %d events were lost while recording (%s): totals may be low\n", lost, sources)
 	}
 }
 
-// lostWords sums the lost counts and names their sources: "offcpu 3,
+// LostWords sums the lost counts and names their sources: "offcpu 3,
 // unseen_wait 2" (those that lost nothing left out).
-func lostWords(lost map[string]uint64) (uint64, string) {
+func LostWords(lost map[string]uint64) (uint64, string) {
 	var sum uint64
 	var parts []string
 	for src, n := range lost {
-		if n > 0 {
+		if n > 0 && src != event.LostRebuilt { // rebuilt, not missing
 			sum += n
 			parts = append(parts, fmt.Sprintf("%s %d", src, n))
 		}

@@ -256,8 +256,10 @@ func newExplanation(s *Source, pid uint32, pids []uint32) *Explanation {
 	if code, err := strconv.Atoi(s.Meta["exit_code"]); err == nil && code >= 0 && s.Meta["scope"] == "command" {
 		x.Target.ExitCode = &code
 	}
-	for _, n := range s.Lost {
-		x.LostEvents += n
+	for src, n := range s.Lost {
+		if src != event.LostRebuilt { // its waits were rebuilt: nothing is missing
+			x.LostEvents += n
+		}
 	}
 	win := s.lifeIn(pid, s.Window())
 	x.WallS = float64(win.End-win.Begin) / 1e9

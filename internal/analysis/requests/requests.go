@@ -156,8 +156,10 @@ func Find(src *explain.Source, opts Options) (*Requests, error) {
 	defer release()
 	s := recording{held}
 	out := &Requests{Schema: "whyslow.requests/v1", Lost: s.Lost, Payload: s.Meta["payload_bytes"] != "" && s.Meta["payload_bytes"] != "0"}
-	for _, n := range s.Lost {
-		out.LostEvents += n
+	for src, n := range s.Lost {
+		if src != event.LostRebuilt { // its waits were rebuilt: nothing is missing
+			out.LostEvents += n
+		}
 	}
 	if s.Meta["requests"] != "true" && !s.Full() {
 		return nil, ErrNoSocketCalls
