@@ -589,6 +589,15 @@ static __always_inline void end_wait(struct task_struct *next, __u32 tgid, __u32
  * the missing switch was: a thread's CPU time grows only while it runs.
  * Each one is counted (LOST_UNSEEN_WAIT), and its wait rebuilt from it. */
 
+/* A followed thread's CPU time since the slot last counted it (at its last
+ * switch seen): it ran that long since, whatever switches were missed. */
+static __always_inline __u64 ran_since_counted(struct task_struct *p, struct wait_slot *slot)
+{
+	__u64 exec = CAST(struct task_struct, p)->se.sum_exec_runtime;
+	__u64 counted = slot->cpu.exec_base + slot->cpu.oncpu_ns;
+	return exec > counted ? exec - counted : 0;
+}
+
 /* A target's switch-out found its last wait still open: the switch-in that
  * ended it was not seen. It ran since as long as its CPU time grew since its
  * last switch-out, so it was back on a CPU that long before now. */
@@ -600,9 +609,7 @@ static __always_inline void missed_switch_in(struct task_struct *p, __u32 tgid, 
 		close_wait(tid, slot); /* no CPU account to rebuild it from */
 		return;
 	}
-	__u64 exec = CAST(struct task_struct, p)->se.sum_exec_runtime;
-	__u64 counted = slot->cpu.exec_base + slot->cpu.oncpu_ns;
-	__u64 ran = exec > counted ? exec - counted : 0;
+	__u64 ran = ran_since_counted(p, slot);
 	__u64 back = now - slot->w.ts > ran ? now - ran : slot->w.ts;
 	slot->cpu.oncpu_ns += ran;
 	flush_run(slot);
@@ -619,9 +626,7 @@ static __always_inline void missed_switch_out(struct task_struct *p, __u32 tgid,
 	count_lost(LOST_UNSEEN_WAIT);
 	if (!slot->cpu.on_since)
 		return;
-	__u64 exec = CAST(struct task_struct, p)->se.sum_exec_runtime;
-	__u64 counted = slot->cpu.exec_base + slot->cpu.oncpu_ns;
-	__u64 ran = exec > counted ? exec - counted : 0;
+	__u64 ran = ran_since_counted(p, slot);
 	if (slot->cpu.on_since + ran >= now)
 		return;
 	struct offstart lost = {};

@@ -14,20 +14,8 @@ const tcpListen = 0x0A
 // connection made before whyslow started is the one on such a port.
 func (fs FS) ListeningTCPPorts() map[uint16]bool {
 	out := map[uint16]bool{}
-	pfs, err := procfs.NewFS(fs.path("/proc"))
-	if err != nil {
-		return out
-	}
-	for _, read := range []func() (procfs.NetTCP, error){pfs.NetTCP, pfs.NetTCP6} { //nolint:staticcheck // procfs's reader of these files: netlink would be a dependency of its own for a list read once
-		lines, err := read()
-		if err != nil {
-			continue // no IPv6, or no /proc/net: no port known
-		}
-		for _, l := range lines {
-			if l.St == tcpListen {
-				out[uint16(l.LocalPort)] = true
-			}
-		}
+	for _, l := range fs.listeningSockets(nil) {
+		out[l.port] = true
 	}
 	return out
 }
@@ -41,16 +29,8 @@ func (fs FS) Listeners(pids []int) []int {
 		return nil
 	}
 	listening := map[string]bool{}
-	for _, read := range []func() (procfs.NetTCP, error){pfs.NetTCP, pfs.NetTCP6} { //nolint:staticcheck // as ListeningTCPPorts
-		lines, err := read()
-		if err != nil {
-			continue
-		}
-		for _, l := range lines {
-			if l.St == tcpListen {
-				listening[fmt.Sprintf("socket:[%d]", l.Inode)] = true
-			}
-		}
+	for _, l := range fs.listeningSockets(&pfs) {
+		listening[fmt.Sprintf("socket:[%d]", l.inode)] = true
 	}
 	if len(listening) == 0 {
 		return nil
@@ -69,6 +49,37 @@ func (fs FS) Listeners(pids []int) []int {
 			if listening[f] {
 				out = append(out, pid)
 				break
+			}
+		}
+	}
+	return out
+}
+
+// listeningSocket is a listening TCP socket: its port and inode.
+type listeningSocket struct {
+	port  uint16
+	inode uint64
+}
+
+// listeningSockets is the host's listening TCP sockets, IPv4 and IPv6, read
+// through pfs (nil: opened here).
+func (fs FS) listeningSockets(pfs *procfs.FS) []listeningSocket {
+	if pfs == nil {
+		p, err := procfs.NewFS(fs.path("/proc"))
+		if err != nil {
+			return nil
+		}
+		pfs = &p
+	}
+	var out []listeningSocket
+	for _, read := range []func() (procfs.NetTCP, error){pfs.NetTCP, pfs.NetTCP6} { //nolint:staticcheck // procfs's reader of these files: netlink would be a dependency of its own for a list read once
+		lines, err := read()
+		if err != nil {
+			continue // no IPv6, or no /proc/net: none known
+		}
+		for _, l := range lines {
+			if l.St == tcpListen {
+				out = append(out, listeningSocket{uint16(l.LocalPort), l.Inode})
 			}
 		}
 	}
