@@ -141,8 +141,8 @@ static __always_inline int on_wakeup(struct task_struct *p, bool btf)
 			return 0;
 	}
 	struct waker *w = &slot->wk;
-	__u64 now = bpf_ktime_get_ns();
-	w->ts = now;
+	w->of = slot->w.ts ? slot->w.ts : WOKEN_UNOPENED;
+	note_run_delay(w, p);
 	w->pid = waker_tgid;
 	w->tid = (__u32)id;
 	if (id)
@@ -161,8 +161,10 @@ static __always_inline int on_wakeup(struct task_struct *p, bool btf)
 	__u32 wk = slot->w.ts ? slot->w.f.kind : FK_UNKNOWN;
 	if (wk != FK_FIFO && wk != FK_REG)
 		waker_socket(&w->sock);
-	if (follow_peers && task_kind(waker_tgid) == KIND_NONE && add_peer(waker_tgid, hops_of(kind) + 1))
+	if (follow_peers && task_kind(waker_tgid) == KIND_NONE && add_peer(waker_tgid, hops_of(kind) + 1)) {
+		__u64 now = bpf_ktime_get_ns();
 		send_recent(slot->w.ts ? slot->w.ts : now - 1000000000ULL, now, hops_of(kind) + 1, btf);
+	}
 	return 0;
 }
 

@@ -50,7 +50,7 @@ static __always_inline void emit_wait(struct task_struct *task, __u32 pid, __u32
 	if (!e)
 		return;
 	fill_hdr_of(&e->h, EV_SYSCALL, s->ts, task, pid, tid);
-	e->dur = now - s->ts;
+	e->dur = since(now, s->ts);
 	e->ret = 0;
 	e->req = s->req;
 	e->fd = s->fd;
@@ -106,13 +106,29 @@ static __always_inline bool same_run(struct offcpu_event *r, struct offstart *s,
 	       r->waker_sock.f.ino == wk->sock.f.ino && r->waker_sock.lport == wk->sock.lport;
 }
 
+/* Whether the slot's last wakeup ended the wait s. A quota's wait is not
+ * ended by a wakeup: the CPUs may be idle. */
+static __always_inline bool woken_by(struct wait_slot *slot, struct offstart *s)
+{
+	return slot->wk.of == s->ts && s->ts && !s->quota;
+}
+
+/* A wait whose start was not seen at a switch-out (begun before capture,
+ * its switch-out missed, a new peer's from its history) was open all the
+ * same when a wakeup found none in the slot: that wakeup ended it. */
+static __always_inline void woke_unopened(struct wait_slot *slot, struct offstart *s)
+{
+	if (slot && slot->wk.of == WOKEN_UNOPENED)
+		slot->wk.of = s->ts;
+}
+
 /* Fills e with the wait s of task next (tgid, tid), ended now, woken as its
  * slot says (slot may be NULL: no waker known). */
 static __always_inline void fill_offcpu(struct offcpu_event *e, struct task_struct *next, __u32 tgid, __u32 tid,
 					struct offstart *s, struct wait_slot *slot, __u64 now)
 {
 	fill_hdr_of(&e->h, EV_OFFCPU, now, next, tgid, tid);
-	e->off_ns = now - s->ts;
+	e->off_ns = since(now, s->ts);
 	e->state = s->state;
 	e->stack_id = s->stack_id;
 	e->syscall = s->syscall;
@@ -136,9 +152,10 @@ static __always_inline void fill_offcpu(struct offcpu_event *e, struct task_stru
 	e->waits = 1;
 	e->max_ns = e->off_ns;
 	e->start_ts = s->ts;
-	if (slot && slot->wk.ts >= s->ts && !s->quota) {
+	if (slot && woken_by(slot, s)) {
 		struct waker *w = &slot->wk;
-		e->runq_ns = now - w->ts;
+		__u64 q = queued_since(next, w, now);
+		e->runq_ns = q < e->off_ns ? q : e->off_ns;
 		e->waker_pid = w->pid;
 		e->waker_tid = w->tid;
 		__builtin_memcpy(e->waker_comm, w->comm, sizeof(e->waker_comm));
@@ -167,13 +184,14 @@ static __always_inline void add_to_run(struct task_struct *next, __u32 tgid, __u
 				       struct offstart *s, __u64 now)
 {
 	struct offcpu_event *r = &slot->run;
-	bool woken = slot->wk.ts >= s->ts && !s->quota;
-	__u64 off = now - s->ts;
-	if (r->waits && now - r->start_ts < RUN_SPAN_NS && same_run(r, s, &slot->wk, woken)) {
+	bool woken = woken_by(slot, s);
+	__u64 off = since(now, s->ts);
+	if (r->waits && since(now, r->start_ts) < RUN_SPAN_NS && same_run(r, s, &slot->wk, woken)) {
 		r->off_ns += off;
-		if (woken)
-			r->runq_ns += now - slot->wk.ts;
-		else if (s->state == 'R' && !s->quota)
+		if (woken) {
+			__u64 q = queued_since(next, &slot->wk, now);
+			r->runq_ns += q < off ? q : off;
+		} else if (s->state == 'R' && !s->quota)
 			r->runq_ns += off;
 		r->h.ts = now;
 		r->waits++;
@@ -566,7 +584,7 @@ static __always_inline void end_wait(struct task_struct *next, __u32 tgid, __u32
 				     __u64 now)
 {
 	struct offstart *s = &slot->w;
-	if (now - s->ts < run_below_ns && s->state != 'D' && !s->other) {
+	if (since(now, s->ts) < run_below_ns && s->state != 'D' && !s->other) {
 		if (check_runs) {
 			struct offcpu_event *e = reserve_event(sizeof(*e), LOST_OFFCPU);
 			if (e) {
@@ -636,6 +654,7 @@ static __always_inline void missed_switch_out(struct task_struct *p, __u32 tgid,
 	lost.stack_id = -1;
 	lost.syscall = -1;
 	lost.fd = -1;
+	woke_unopened(slot, &lost);
 	send_offcpu(p, tgid, tid, &lost, slot, now);
 }
 
@@ -663,6 +682,7 @@ static __always_inline int peer_switch_in(struct task_struct *next, __u32 tgid, 
 	before.syscall = rw->syscall;
 	before.peer = 1;
 	before.fd = -1;
+	woke_unopened(slot, &before);
 	send_offcpu(next, tgid, tid, &before, slot, now);
 	return 0;
 }
@@ -692,7 +712,7 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 	/* User tasks keep their last waits (peers.bpf.h): the clock is read for
 	 * them too, else only where something is timed. */
 	bool prev_user = follow_peers && prev_kind == KIND_NONE && prev_tid && prev_tgid != self_pid && pv->mm;
-	__u64 now = prev_target || prev_peer || prev_user || other_syncs_open ? bpf_ktime_get_ns() : 0;
+	__u64 now = prev_target || prev_peer || prev_user || other_syncs_open ? switch_time(pv, nx) : 0;
 
 	/* A dying task's last switch is no wait: it never runs again. A
 	 * target's slot stays for user space's last read of its on-CPU time. */
@@ -758,7 +778,7 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		if (syscall_class(nr) == CLS_SYNC) {
 			struct offstart s = {};
 			if (!now)
-				now = bpf_ktime_get_ns();
+				now = switch_time(pv, nx);
 			s.ts = now;
 			s.pid = prev_tgid;
 			s.syscall = nr;
@@ -781,7 +801,7 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 	bool next_target = next_kind == KIND_TARGET, next_peer = next_kind >= KIND_PEER;
 	bool next_user = follow_peers && btf && next_kind == KIND_NONE && next_tid && next_tgid != self_pid && nx->mm;
 	if (!now && (next_target || next_peer || next_user))
-		now = bpf_ktime_get_ns();
+		now = switch_time(pv, nx);
 	if (next_user)
 		end_recent(next, now);
 	if (!syscall_hooks && next_tid && !next_target && !next_peer) {
@@ -790,7 +810,7 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		struct wait_slot *o = bpf_map_lookup_elem(&offcpu_start, &next_tid);
 		if (o && o->w.other) {
 			if (!now)   /* opened on another CPU since it was read above */
-				now = bpf_ktime_get_ns();
+				now = switch_time(pv, nx);
 			emit_wait(nx, next_tgid, next_tid, &o->w, now);
 			if (drop_slot(next_tid, o))
 				__sync_fetch_and_add(&other_syncs_open, -1);
@@ -837,6 +857,7 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		before.stack_id = STACK_BEFORE_CAPTURE;
 		before.syscall = -1;
 		bpf_map_delete_elem(&waiting_at_start, &next_tid);
+		woke_unopened(slot, &before);
 		send_offcpu(next, next_tgid, next_tid, &before, slot, now);
 		close_wait(next_tid, slot);
 	}

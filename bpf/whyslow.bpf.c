@@ -263,8 +263,16 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 } waiting_at_start SEC(".maps");
 
+/* The last wakeup of a thread. of names the wait it ended (that wait's
+ * start, or WOKEN_UNOPENED when none was open: a wait begun before capture,
+ * or one whose switch-out was not seen), so that the switch-in asks whether
+ * this wakeup ended its wait by identity, with no clock read at the wakeup
+ * (clock.bpf.h). */
+#define WOKEN_UNOPENED (~0ULL)
 struct waker {
-	__u64 ts;
+	__u64 ts;         /* when, read only where the kernel keeps no stamps (clock.bpf.h) */
+	__u64 of;
+	__u64 run_delay;  /* the thread's sched_info.run_delay then */
 	__u32 pid;
 	__u32 tid;
 	char comm[TASK_COMM_LEN];
@@ -691,6 +699,7 @@ static __always_inline __s32 stack_id_of(void *ctx)
 #include "arrival.bpf.h"
 #include "syscall.bpf.h"
 #include "uring.bpf.h"
+#include "clock.bpf.h"
 #include "peers.bpf.h"
 #include "sched.bpf.h"
 #include "sample.bpf.h"
