@@ -234,17 +234,24 @@ CREATE OR REPLACE TEMP MACRO sample_on_file(in_user, ino, path) AS NOT in_user A
 -- blk-throttle and sent on later by a kworker, and a loop device's worker
 -- reads its backing file: the kernel sees the kworker issue them, though
 -- they are the target's. Matched by file and time: inserted between the
--- target's first and last wait to read that file.
+-- target's first and last wait to read that file. The kworkers' reads (d)
+-- come first, and the target's reads are summed only on their files: at
+-- --full a command's every read is a row, and summing them all, for files
+-- no kworker read, was 0.4-0.5 s of the 1.2 s explaining 9M calls took.
 -- Columns: tid (the target's thread with the longest wait to read it),
 -- path, dev, fdev, ino, gen, insert_ts, bytes.
 CREATE OR REPLACE TEMP TABLE target_dispatched_reads AS
+  WITH d AS (
+    SELECT path, dev, fdev, ino, gen, insert_ts, bytes FROM disk
+    WHERE op = 'read' AND NOT lower AND comm LIKE 'kworker/%' AND NOT is_target(pid))
   SELECT r.tid, d.path, d.dev, d.fdev, d.ino, d.gen, d.insert_ts, d.bytes
-  FROM disk d JOIN (
+  FROM d JOIN (
       SELECT arg_max(tid, dur) AS tid, dev, ino, gen, min(ts) AS b, max(ts + dur) AS e
-      FROM syscalls WHERE is_target(pid) AND class = 'read' AND fkind = 'file' GROUP BY dev, ino, gen) r
+      FROM syscalls WHERE is_target(pid) AND class = 'read' AND fkind = 'file'
+        AND (dev, ino, gen) IN (SELECT fdev, ino, gen FROM d)
+      GROUP BY dev, ino, gen) r
     ON r.dev = d.fdev AND r.ino = d.ino AND r.gen = d.gen
-  WHERE d.op = 'read' AND NOT d.lower AND d.comm LIKE 'kworker/%' AND NOT is_target(d.pid)
-    AND d.insert_ts BETWEEN r.b AND r.e;
+  WHERE d.insert_ts BETWEEN r.b AND r.e;
 
 -- name: target_dispatched_reads_empty
 -- Makes target_dispatched_reads with no row, for a recording without a disk
