@@ -39,7 +39,10 @@ INSERT INTO target_pids SELECT unnest($1::UINTEGER[]);
 --     sees no call that does not wait: a client's sends and receives after
 --     its poll never do). Over a Unix socket only receiving counts: a logger
 --     that sends to syslog is not in a conversation, a client that reads its
---     server's replies is (pgbench over the socket of a local PostgreSQL);
+--     server's replies is (pgbench over the socket of a local PostgreSQL).
+--     Only a poll asks it (for_work), so it is asked only of the threads
+--     that polled (polling): at --full the calls are every one the target
+--     made, 0.1-0.3 s to scan for threads no poll asks about;
 --   waker_side VARCHAR: the offcpu view's;
 --   waker_on_socket BOOLEAN: the waker was sending on a socket when it woke
 --     the thread (the kernel described that socket): a hop over the
@@ -59,10 +62,11 @@ CREATE OR REPLACE TEMP TABLE target_offcpu AS
   receiving AS (SELECT nr, name FROM syscall_names WHERE name IN ('read', 'readv', 'recvfrom', 'recvmsg')),
   inet AS (SELECT kind FROM kinds WHERE name = 'socket'),
   unix AS (SELECT kind FROM kinds WHERE name = 'unix'),
+  polling AS (SELECT DISTINCT tid FROM o WHERE is_poll(syscall)),
   socket_movers AS (
     SELECT tid FROM ({{call_movers}})
     UNION
-    SELECT DISTINCT tid FROM samples WHERE is_target(pid) AND (fkind IN (SELECT kind FROM inet) AND syscall_nr IN (SELECT nr FROM moving)
+    SELECT DISTINCT tid FROM samples WHERE is_target(pid) AND tid IN (SELECT tid FROM polling) AND (fkind IN (SELECT kind FROM inet) AND syscall_nr IN (SELECT nr FROM moving)
       OR fkind IN (SELECT kind FROM unix) AND syscall_nr IN (SELECT nr FROM receiving))),
   serving AS (
     SELECT DISTINCT pid FROM o WHERE syscall IN ('accept', 'accept4') OR waker_side = 'client'
@@ -89,13 +93,13 @@ FROM syscall_raw s LEFT JOIN file_names f USING (dev, ino, gen)
 WHERE is_target(s.pid) AND s.blocked
 
 -- name: target_offcpu_call_movers
--- target_offcpu's {{call_movers}}: the target's threads seen moving socket
--- data in a streamed or counted call (its CTEs moving, receiving, inet and
--- unix say which). Columns: tid.
-SELECT DISTINCT tid FROM syscall_raw WHERE is_target(pid) AND (fkind IN (SELECT kind FROM inet) AND nr IN (SELECT nr FROM moving)
+-- target_offcpu's {{call_movers}}: the target's threads that polled
+-- (polling) seen moving socket data in a streamed or counted call (its CTEs
+-- moving, receiving, inet and unix say which). Columns: tid.
+SELECT DISTINCT tid FROM syscall_raw WHERE is_target(pid) AND tid IN (SELECT tid FROM polling) AND (fkind IN (SELECT kind FROM inet) AND nr IN (SELECT nr FROM moving)
   OR fkind IN (SELECT kind FROM unix) AND nr IN (SELECT nr FROM receiving))
 UNION
-SELECT DISTINCT tid FROM syscall_totals WHERE is_target(pid) AND (fkind = 'socket' AND name IN (SELECT name FROM moving)
+SELECT DISTINCT tid FROM syscall_totals WHERE is_target(pid) AND tid IN (SELECT tid FROM polling) AND (fkind = 'socket' AND name IN (SELECT name FROM moving)
   OR fkind = 'unix' AND name IN (SELECT name FROM receiving))
 
 -- name: target_offcpu_call_servers
