@@ -1,53 +1,22 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* The scheduler's own stamps: the run queue's clock at a context switch, and
- * a task's time queued for a CPU as the kernel counts it. Included by
+/* The scheduler's own stamps: a task's time queued for a CPU as the kernel
+ * counts it, read at its switch-in instead of a clock read at its wakeup. Included by
  * whyslow.bpf.c, after its maps and settings: one object, split along its
  * sections. */
 #ifndef WHYSLOW_CLOCK_BPF_H
 #define WHYSLOW_CLOCK_BPF_H
 
-/* ---- a context switch's time ----
+/* ---- why a switch still reads the clock ----
  *
- * A switch is stamped with its run queue's clock (rq->clock: sched_clock()
- * as __schedule() brought it up to date, just before this tracepoint), not
- * with bpf_ktime_get_ns(): on a VM that reads the clock source through the
- * hypervisor's page, ~60 ns of a watched switch's ~370 (BENCHMARKS.md, 9).
- *
- * The run queue's clock has another origin than CLOCK_MONOTONIC, and NTP
- * slews only the latter: the difference (k) is measured again at a switch
- * once a millisecond of a CPU's clock has passed, a bpf_ktime_get_ns() read
- * then. A measure runs late by the time from the clock's update to the
- * tracepoint (picking the next task: 0.1-10 µs here), never early, so k is
- * the least measure of the last epoch (CLOCK_EPOCH_NS), and changes only
- * once an epoch, by NTP's slew over it (~1 µs at 10 ppm). One k for all
- * CPUs: a wait's two ends, stamped on two CPUs, are then both off by the
- * same, and its length exact (per-CPU k's measured apart gave waits of a
- * few µs negative lengths). That needs sched_clock() to be one clock across
- * the CPUs, which user space tells from the clock source (rq_clock_stamps:
- * tsc or kvm-clock; an unstable TSC is never the clock source). It is set
- * only where no syscall is hooked: a --full or --syscalls capture places
- * waits inside calls stamped by bpf_ktime_get_ns(), to the microsecond.
- * Kernels whose cfs_rq has no rq (built without group scheduling) or
- * without sched_info read bpf_ktime_get_ns() at each switch, as before. */
-const volatile bool rq_clock_stamps = false;
-#define CLOCK_REMEASURE_NS 1000000ULL
-#define CLOCK_EPOCH_NS 100000000ULL
-
-/* When this CPU last measured k, by its run queue's clock. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} clock_measured SEC(".maps");
-
-/* k in use, the least measure of this epoch, and when the epoch began (by
- * the run queue's clock; 0: nothing measured yet). Differences modulo 2^64,
- * compared signed. Written by every CPU, a few times a millisecond: a race
- * loses a measure, never makes a stamp. */
-__u64 clock_k = 0;
-__u64 clock_k_next = 0;
-__u64 clock_epoch = 0;
+ * The run queue's clock (rq->clock), brought up to date by __schedule()
+ * before this tracepoint, would spare the switch its bpf_ktime_get_ns()
+ * (~60 ns of a watched switch's ~370 here: BENCHMARKS.md, 9). It is not
+ * always up to date: a wakeup that preempts the running task asks the next
+ * __schedule() to skip the update (wakeup_preempt), and measured against
+ * bpf_ktime_get_ns() at every switch it ran up to 3.8 ms behind (a CPU
+ * quota's throttled thread, 100 of 17,000 switches 20 µs or more behind),
+ * which put whole milliseconds of waits on the CPU. So the switch reads the
+ * clock; the wakeup, which need not, does not. */
 
 /* Whether this kernel keeps the stamps read here: decided when the program
  * is loaded (CO-RE), a constant to the verifier. */
@@ -57,50 +26,16 @@ static __always_inline bool kernel_stamps(void)
 }
 
 /* The clock of the run queue task t is on: its CPU's, through the cfs_rq
- * its scheduling entity is queued on (set for tasks of every class). */
+ * its scheduling entity is queued on (set for tasks of every class). As
+ * behind as the kernel's own account of the run delay, which reads it
+ * too. */
 static __always_inline __u64 rq_clock_of(struct task_struct *t)
 {
 	struct cfs_rq *cfs = CAST(struct task_struct, t)->se.cfs_rq;
 	return CAST(struct rq, CAST(struct cfs_rq, cfs)->rq)->clock;
 }
 
-/* Measures k at the run queue's clock rq. */
-static __always_inline void measure_clock(__u64 rq)
-{
-	__u64 m = bpf_ktime_get_ns() - rq;
-	if (!clock_epoch) {
-		clock_k = m;
-		clock_k_next = m;
-		clock_epoch = rq;
-		return;
-	}
-	if ((__s64)(m - clock_k_next) < 0)
-		clock_k_next = m;
-	if (rq - clock_epoch > CLOCK_EPOCH_NS) {
-		clock_k = clock_k_next;
-		clock_k_next = m;
-		clock_epoch = rq;
-	}
-}
-
-/* The time of the context switch from prev to next, CLOCK_MONOTONIC. */
-static __always_inline __u64 switch_time(struct task_struct *prev, struct task_struct *next)
-{
-	if (!rq_clock_stamps || !kernel_stamps())
-		return bpf_ktime_get_ns();
-	__u64 rq = rq_clock_of(prev);
-	__u32 zero = 0;
-	__u64 *at = bpf_map_lookup_elem(&clock_measured, &zero);
-	if (at && (!clock_epoch || (rq - *at > CLOCK_REMEASURE_NS && CAST(struct task_struct, next)->pid))) {
-		*at = rq;
-		measure_clock(rq);
-	}
-	return rq + clock_k;
-}
-
-/* The time from ts to now, 0 if now is before it: k moves once an epoch,
- * by NTP's slew or a better measure, so a wait of a microsecond across the
- * move may end "before" it began. */
+/* The time from ts to now, 0 if now is before it. */
 static __always_inline __u64 since(__u64 now, __u64 ts)
 {
 	return now > ts ? now - ts : 0;

@@ -712,7 +712,7 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 	/* User tasks keep their last waits (peers.bpf.h): the clock is read for
 	 * them too, else only where something is timed. */
 	bool prev_user = follow_peers && prev_kind == KIND_NONE && prev_tid && prev_tgid != self_pid && pv->mm;
-	__u64 now = prev_target || prev_peer || prev_user || other_syncs_open ? switch_time(pv, nx) : 0;
+	__u64 now = prev_target || prev_peer || prev_user || other_syncs_open ? bpf_ktime_get_ns() : 0;
 
 	/* A dying task's last switch is no wait: it never runs again. A
 	 * target's slot stays for user space's last read of its on-CPU time. */
@@ -778,7 +778,7 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		if (syscall_class(nr) == CLS_SYNC) {
 			struct offstart s = {};
 			if (!now)
-				now = switch_time(pv, nx);
+				now = bpf_ktime_get_ns();
 			s.ts = now;
 			s.pid = prev_tgid;
 			s.syscall = nr;
@@ -801,7 +801,7 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 	bool next_target = next_kind == KIND_TARGET, next_peer = next_kind >= KIND_PEER;
 	bool next_user = follow_peers && btf && next_kind == KIND_NONE && next_tid && next_tgid != self_pid && nx->mm;
 	if (!now && (next_target || next_peer || next_user))
-		now = switch_time(pv, nx);
+		now = bpf_ktime_get_ns();
 	if (next_user)
 		end_recent(next, now);
 	if (!syscall_hooks && next_tid && !next_target && !next_peer) {
@@ -810,7 +810,7 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		struct wait_slot *o = bpf_map_lookup_elem(&offcpu_start, &next_tid);
 		if (o && o->w.other) {
 			if (!now)   /* opened on another CPU since it was read above */
-				now = switch_time(pv, nx);
+				now = bpf_ktime_get_ns();
 			emit_wait(nx, next_tgid, next_tid, &o->w, now);
 			if (drop_slot(next_tid, o))
 				__sync_fetch_and_add(&other_syncs_open, -1);

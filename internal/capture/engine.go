@@ -359,8 +359,6 @@ func open(opts Options, flavour string, kernel *kernelTypes) (*Engine, error) {
 		{vars.AllStacks, opts.Level == Full},
 		{vars.DescribeHoldNs, uint64(opts.describeHold)},
 		{vars.RunBelowNs, uint64(opts.RunBelow())},
-		// Switches stamped by the run queue's clock (bpf/clock.bpf.h).
-		{vars.RqClockStamps, !opts.Hooks() && sysinfo.Host.SchedClockShared()},
 		{vars.CheckRuns, opts.checkRuns},
 	} {
 		if err := v.spec.Set(v.value); err != nil {

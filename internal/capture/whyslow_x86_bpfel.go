@@ -517,7 +517,6 @@ type whyslowWritebackEvent struct {
 const (
 	whyslowMapAgg                     = "agg"
 	whyslowMapCalls                   = "calls"
-	whyslowMapClockMeasured           = "clock_measured"
 	whyslowMapConnDir                 = "conn_dir"
 	whyslowMapDirty                   = "dirty"
 	whyslowMapEvents                  = "events"
@@ -572,9 +571,6 @@ const (
 	whyslowVarCallsWakeAt             = "calls_wake_at"
 	whyslowVarCaptureStartNs          = "capture_start_ns"
 	whyslowVarCheckRuns               = "check_runs"
-	whyslowVarClockEpoch              = "clock_epoch"
-	whyslowVarClockK                  = "clock_k"
-	whyslowVarClockK_next             = "clock_k_next"
 	whyslowVarDescribeHoldNs          = "describe_hold_ns"
 	whyslowVarEventsWakeAt            = "events_wake_at"
 	whyslowVarFollowPeers             = "follow_peers"
@@ -584,7 +580,6 @@ const (
 	whyslowVarOtherSyncsOpen          = "other_syncs_open"
 	whyslowVarPayload                 = "payload"
 	whyslowVarRequestsHeld            = "requests_held"
-	whyslowVarRqClockStamps           = "rq_clock_stamps"
 	whyslowVarRunBelowNs              = "run_below_ns"
 	whyslowVarScheduleRange           = "schedule_range"
 	whyslowVarSelfPid                 = "self_pid"
@@ -698,7 +693,6 @@ type whyslowProgramSpecs struct {
 type whyslowMapSpecs struct {
 	Agg            *ebpf.MapSpec `ebpf:"agg"`
 	Calls          *ebpf.MapSpec `ebpf:"calls"`
-	ClockMeasured  *ebpf.MapSpec `ebpf:"clock_measured"`
 	ConnDir        *ebpf.MapSpec `ebpf:"conn_dir"`
 	Dirty          *ebpf.MapSpec `ebpf:"dirty"`
 	Events         *ebpf.MapSpec `ebpf:"events"`
@@ -736,9 +730,6 @@ type whyslowVariableSpecs struct {
 	CallsWakeAt            *ebpf.VariableSpec `ebpf:"calls_wake_at"`
 	CaptureStartNs         *ebpf.VariableSpec `ebpf:"capture_start_ns"`
 	CheckRuns              *ebpf.VariableSpec `ebpf:"check_runs"`
-	ClockEpoch             *ebpf.VariableSpec `ebpf:"clock_epoch"`
-	ClockK                 *ebpf.VariableSpec `ebpf:"clock_k"`
-	ClockK_next            *ebpf.VariableSpec `ebpf:"clock_k_next"`
 	DescribeHoldNs         *ebpf.VariableSpec `ebpf:"describe_hold_ns"`
 	EventsWakeAt           *ebpf.VariableSpec `ebpf:"events_wake_at"`
 	FollowPeers            *ebpf.VariableSpec `ebpf:"follow_peers"`
@@ -748,7 +739,6 @@ type whyslowVariableSpecs struct {
 	OtherSyncsOpen         *ebpf.VariableSpec `ebpf:"other_syncs_open"`
 	Payload                *ebpf.VariableSpec `ebpf:"payload"`
 	RequestsHeld           *ebpf.VariableSpec `ebpf:"requests_held"`
-	RqClockStamps          *ebpf.VariableSpec `ebpf:"rq_clock_stamps"`
 	RunBelowNs             *ebpf.VariableSpec `ebpf:"run_below_ns"`
 	ScheduleRange          *ebpf.VariableSpec `ebpf:"schedule_range"`
 	SelfPid                *ebpf.VariableSpec `ebpf:"self_pid"`
@@ -811,7 +801,6 @@ func (o *whyslowObjects) Close() error {
 type whyslowMaps struct {
 	Agg            *ebpf.Map `ebpf:"agg"`
 	Calls          *ebpf.Map `ebpf:"calls"`
-	ClockMeasured  *ebpf.Map `ebpf:"clock_measured"`
 	ConnDir        *ebpf.Map `ebpf:"conn_dir"`
 	Dirty          *ebpf.Map `ebpf:"dirty"`
 	Events         *ebpf.Map `ebpf:"events"`
@@ -844,7 +833,6 @@ func (m *whyslowMaps) Close() error {
 	return _WhyslowClose(
 		m.Agg,
 		m.Calls,
-		m.ClockMeasured,
 		m.ConnDir,
 		m.Dirty,
 		m.Events,
@@ -883,9 +871,6 @@ type whyslowVariables struct {
 	CallsWakeAt            *ebpf.Variable `ebpf:"calls_wake_at"`
 	CaptureStartNs         *ebpf.Variable `ebpf:"capture_start_ns"`
 	CheckRuns              *ebpf.Variable `ebpf:"check_runs"`
-	ClockEpoch             *ebpf.Variable `ebpf:"clock_epoch"`
-	ClockK                 *ebpf.Variable `ebpf:"clock_k"`
-	ClockK_next            *ebpf.Variable `ebpf:"clock_k_next"`
 	DescribeHoldNs         *ebpf.Variable `ebpf:"describe_hold_ns"`
 	EventsWakeAt           *ebpf.Variable `ebpf:"events_wake_at"`
 	FollowPeers            *ebpf.Variable `ebpf:"follow_peers"`
@@ -895,7 +880,6 @@ type whyslowVariables struct {
 	OtherSyncsOpen         *ebpf.Variable `ebpf:"other_syncs_open"`
 	Payload                *ebpf.Variable `ebpf:"payload"`
 	RequestsHeld           *ebpf.Variable `ebpf:"requests_held"`
-	RqClockStamps          *ebpf.Variable `ebpf:"rq_clock_stamps"`
 	RunBelowNs             *ebpf.Variable `ebpf:"run_below_ns"`
 	ScheduleRange          *ebpf.Variable `ebpf:"schedule_range"`
 	SelfPid                *ebpf.Variable `ebpf:"self_pid"`

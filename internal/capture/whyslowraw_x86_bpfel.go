@@ -444,7 +444,6 @@ type whyslowRawWbStart struct {
 const (
 	whyslowRawMapAgg                     = "agg"
 	whyslowRawMapCalls                   = "calls"
-	whyslowRawMapClockMeasured           = "clock_measured"
 	whyslowRawMapConnDir                 = "conn_dir"
 	whyslowRawMapDirty                   = "dirty"
 	whyslowRawMapEvents                  = "events"
@@ -499,9 +498,6 @@ const (
 	whyslowRawVarCallsWakeAt             = "calls_wake_at"
 	whyslowRawVarCaptureStartNs          = "capture_start_ns"
 	whyslowRawVarCheckRuns               = "check_runs"
-	whyslowRawVarClockEpoch              = "clock_epoch"
-	whyslowRawVarClockK                  = "clock_k"
-	whyslowRawVarClockK_next             = "clock_k_next"
 	whyslowRawVarDescribeHoldNs          = "describe_hold_ns"
 	whyslowRawVarEventsWakeAt            = "events_wake_at"
 	whyslowRawVarFollowPeers             = "follow_peers"
@@ -511,7 +507,6 @@ const (
 	whyslowRawVarOtherSyncsOpen          = "other_syncs_open"
 	whyslowRawVarPayload                 = "payload"
 	whyslowRawVarRequestsHeld            = "requests_held"
-	whyslowRawVarRqClockStamps           = "rq_clock_stamps"
 	whyslowRawVarRunBelowNs              = "run_below_ns"
 	whyslowRawVarScheduleRange           = "schedule_range"
 	whyslowRawVarSelfPid                 = "self_pid"
@@ -625,7 +620,6 @@ type whyslowRawProgramSpecs struct {
 type whyslowRawMapSpecs struct {
 	Agg            *ebpf.MapSpec `ebpf:"agg"`
 	Calls          *ebpf.MapSpec `ebpf:"calls"`
-	ClockMeasured  *ebpf.MapSpec `ebpf:"clock_measured"`
 	ConnDir        *ebpf.MapSpec `ebpf:"conn_dir"`
 	Dirty          *ebpf.MapSpec `ebpf:"dirty"`
 	Events         *ebpf.MapSpec `ebpf:"events"`
@@ -663,9 +657,6 @@ type whyslowRawVariableSpecs struct {
 	CallsWakeAt            *ebpf.VariableSpec `ebpf:"calls_wake_at"`
 	CaptureStartNs         *ebpf.VariableSpec `ebpf:"capture_start_ns"`
 	CheckRuns              *ebpf.VariableSpec `ebpf:"check_runs"`
-	ClockEpoch             *ebpf.VariableSpec `ebpf:"clock_epoch"`
-	ClockK                 *ebpf.VariableSpec `ebpf:"clock_k"`
-	ClockK_next            *ebpf.VariableSpec `ebpf:"clock_k_next"`
 	DescribeHoldNs         *ebpf.VariableSpec `ebpf:"describe_hold_ns"`
 	EventsWakeAt           *ebpf.VariableSpec `ebpf:"events_wake_at"`
 	FollowPeers            *ebpf.VariableSpec `ebpf:"follow_peers"`
@@ -675,7 +666,6 @@ type whyslowRawVariableSpecs struct {
 	OtherSyncsOpen         *ebpf.VariableSpec `ebpf:"other_syncs_open"`
 	Payload                *ebpf.VariableSpec `ebpf:"payload"`
 	RequestsHeld           *ebpf.VariableSpec `ebpf:"requests_held"`
-	RqClockStamps          *ebpf.VariableSpec `ebpf:"rq_clock_stamps"`
 	RunBelowNs             *ebpf.VariableSpec `ebpf:"run_below_ns"`
 	ScheduleRange          *ebpf.VariableSpec `ebpf:"schedule_range"`
 	SelfPid                *ebpf.VariableSpec `ebpf:"self_pid"`
@@ -738,7 +728,6 @@ func (o *whyslowRawObjects) Close() error {
 type whyslowRawMaps struct {
 	Agg            *ebpf.Map `ebpf:"agg"`
 	Calls          *ebpf.Map `ebpf:"calls"`
-	ClockMeasured  *ebpf.Map `ebpf:"clock_measured"`
 	ConnDir        *ebpf.Map `ebpf:"conn_dir"`
 	Dirty          *ebpf.Map `ebpf:"dirty"`
 	Events         *ebpf.Map `ebpf:"events"`
@@ -771,7 +760,6 @@ func (m *whyslowRawMaps) Close() error {
 	return _WhyslowRawClose(
 		m.Agg,
 		m.Calls,
-		m.ClockMeasured,
 		m.ConnDir,
 		m.Dirty,
 		m.Events,
@@ -810,9 +798,6 @@ type whyslowRawVariables struct {
 	CallsWakeAt            *ebpf.Variable `ebpf:"calls_wake_at"`
 	CaptureStartNs         *ebpf.Variable `ebpf:"capture_start_ns"`
 	CheckRuns              *ebpf.Variable `ebpf:"check_runs"`
-	ClockEpoch             *ebpf.Variable `ebpf:"clock_epoch"`
-	ClockK                 *ebpf.Variable `ebpf:"clock_k"`
-	ClockK_next            *ebpf.Variable `ebpf:"clock_k_next"`
 	DescribeHoldNs         *ebpf.Variable `ebpf:"describe_hold_ns"`
 	EventsWakeAt           *ebpf.Variable `ebpf:"events_wake_at"`
 	FollowPeers            *ebpf.Variable `ebpf:"follow_peers"`
@@ -822,7 +807,6 @@ type whyslowRawVariables struct {
 	OtherSyncsOpen         *ebpf.Variable `ebpf:"other_syncs_open"`
 	Payload                *ebpf.Variable `ebpf:"payload"`
 	RequestsHeld           *ebpf.Variable `ebpf:"requests_held"`
-	RqClockStamps          *ebpf.Variable `ebpf:"rq_clock_stamps"`
 	RunBelowNs             *ebpf.Variable `ebpf:"run_below_ns"`
 	ScheduleRange          *ebpf.Variable `ebpf:"schedule_range"`
 	SelfPid                *ebpf.Variable `ebpf:"self_pid"`
