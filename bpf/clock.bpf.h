@@ -48,7 +48,12 @@ static __always_inline __u64 since(__u64 now, __u64 ts)
  * adds what it waited since: the delay grown meanwhile (queued on another
  * CPU first, then moved) and the time since it was queued on this CPU
  * (sched_info.last_queued, which the kernel clears only after this
- * tracepoint). No clock is read at the wakeup. */
+ * tracepoint). No clock is read at the wakeup. This is the kernel's own
+ * account, with its two limits: the time from the wakeup to the queueing
+ * (an idle CPU's interrupt, a halted virtual CPU woken) is not in it, and
+ * where a preempting wakeup left the run queue's clock behind (above), the
+ * time queued is short by as much. Reading the clock's offset at every
+ * switch to correct the latter cost the switch what the wakeup saved. */
 static __always_inline void note_run_delay(struct waker *w, struct task_struct *p)
 {
 	if (kernel_stamps())
