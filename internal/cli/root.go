@@ -113,8 +113,20 @@ func Main(args []string) int {
 		report(err)
 		return ExitUsage
 	}
-	report(err)
+	report(namingRecording(err, args))
 	return codeOf(err)
+}
+
+// namingRecording names the recording whose contents failed a reader
+// (exit 3): DuckDB's message names a table or a column, not the file.
+func namingRecording(err error, args []string) error {
+	if codeOf(err) != ExitBadFile || !store.Damaged(err) {
+		return err
+	}
+	if rec := recordingArg(args); rec != "" && !strings.HasPrefix(err.Error(), rec) {
+		return fmt.Errorf("%s: damaged: %w", rec, err)
+	}
+	return err
 }
 
 func stderrIsTerminal() bool {

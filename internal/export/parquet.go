@@ -101,12 +101,16 @@ func Parquet(path, dir string) (files []ParquetFile, err error) {
 	return files, nil
 }
 
-// relations lists the recording's tables and views, tables first.
+// relations lists the recording's tables and views as a reader sees them,
+// tables first: its own, and the temporary ones a reader makes of the same
+// names or in addition (the derived tables; an older version's tables and
+// views in this version's shape, store/versions.go), so that exports of
+// recordings of every version have the same files and columns.
 func relations(rec *store.Recording) ([]string, error) {
 	rows, err := rec.DB.Query(`SELECT table_name FROM (
-	    SELECT table_name, 0 AS k FROM duckdb_tables() WHERE schema_name = 'main' AND NOT temporary
-	    UNION ALL SELECT view_name, 1 FROM duckdb_views() WHERE schema_name = 'main' AND NOT internal AND NOT temporary)
-	  ORDER BY k, table_name`)
+	    SELECT table_name, 0 AS k FROM duckdb_tables() WHERE schema_name = 'main'
+	    UNION ALL SELECT view_name, 1 FROM duckdb_views() WHERE schema_name = 'main' AND NOT internal)
+	  GROUP BY table_name ORDER BY min(k), table_name`)
 	if err != nil {
 		return nil, fmt.Errorf("listing tables: %w", err)
 	}

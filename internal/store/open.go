@@ -162,9 +162,10 @@ func open(path, dir string) (rec *Recording, err error) {
 		return nil, fmt.Errorf("%s: %w: it is a version %s recording, this whyslow reads versions %d to %d (docs/trace-format.md, Versions): open it with the whyslow that made it (its meta.whyslow_version: %s)",
 			path, ErrNotRecording, format.Safe(meta["schema_version"]), readsToo[0], SchemaVersion, format.Safe(meta["whyslow_version"]))
 	}
-	// A recording cut short keeps its views: they were committed first.
+	// A recording cut short keeps its views: they were committed first. Its
+	// own: an older version's are made again, temporary (versions.go).
 	var n int
-	if db.QueryRow("SELECT count(*) FROM duckdb_views() WHERE view_name = 'io'").Scan(&n); n == 0 {
+	if db.QueryRow("SELECT count(*) FROM duckdb_views() WHERE view_name = 'io' AND NOT temporary").Scan(&n); n == 0 {
 		db.Close()
 		return nil, fmt.Errorf("%s: %w", path, ErrNotRecording)
 	}

@@ -77,15 +77,7 @@ func derive(query queryFunc) (derived, error) {
 	if len(pids) > 0 {
 		users = "SELECT * FROM (VALUES (" + strings.Join(pids, "), (") + ")) t(pid)"
 	}
-	// Recordings before version 5 have no quota column: never throttled.
-	// Asked of the one table: duckdb_columns() lists every column of the
-	// catalog, ~5 ms at the end of every recording and the start of every
-	// report.
-	quota := "false"
-	if has, err := query(`SELECT 1 FROM pragma_table_info('offcpu_raw') WHERE name = 'quota'`); err == nil && len(has) > 0 {
-		quota = "coalesce(r.quota, false)"
-	}
-	facts, err := query(`SELECT DISTINCT r.stack_id, r.syscall_nr, r.state, r.fkind, r.waker_fkind, r.waker_nr, u.pid IS NOT NULL, ` + quota + `
+	facts, err := query(`SELECT DISTINCT r.stack_id, r.syscall_nr, r.state, r.fkind, r.waker_fkind, r.waker_nr, u.pid IS NOT NULL, coalesce(r.quota, false)
 	  FROM offcpu_raw r LEFT JOIN (` + users + `) u USING (pid) ORDER BY ALL`)
 	if err != nil {
 		return derived{}, fmt.Errorf("reading the waits' facts: %w", err)
@@ -160,22 +152,49 @@ func driverQueryAll(ex driver.ExecerContext, q string) ([][]any, error) {
 
 // readerDerived derives a recording's tables once, on the first connection
 // a reader makes, and fills each connection's temporary copies with them.
+// A recording of an earlier version gets the tables and views that make it
+// read as one of this version (versions.go) around them: the facts are read
+// in this version's shape, and the views read the derived tables.
 type readerDerived struct {
-	once sync.Once
-	d    derived
-	err  error
+	once  sync.Once
+	older older
+	d     derived
+	err   error
 }
 
-// onConnect fills a new connection's derived tables. A file that is not a
-// recording of this version fails here first, and Open refuses it after
-// for that; a recording whose tables cannot be read fails here, and Open
-// refuses it with this error.
+// onConnect makes a new connection's temporary tables and views. A file
+// that is not a recording of a version read fails here first, and Open
+// refuses it after for that; a recording whose tables cannot be read fails
+// here, and Open refuses it with this error.
 func (r *readerDerived) onConnect(ex driver.ExecerContext) {
+	exec := func(q string) error {
+		if q == "" {
+			return nil
+		}
+		_, err := ex.ExecContext(context.Background(), q, nil)
+		return err
+	}
+	first := false
 	r.once.Do(func() {
-		r.d, r.err = derive(func(q string) ([][]any, error) { return driverQueryAll(ex, q) })
+		first = true
+		query := func(q string) ([][]any, error) { return driverQueryAll(ex, q) }
+		if r.older, r.err = olderOf(query); r.err != nil {
+			return
+		}
+		if r.err = exec(r.older.before); r.err != nil {
+			r.err = r.older.failed(r.err)
+			return
+		}
+		if r.d, r.err = derive(query); r.err != nil {
+			return
+		}
+		exec(r.d.fill(true))
+		if r.err = exec(r.older.after); r.err != nil {
+			r.err = r.older.failed(r.err)
+		}
 	})
-	if r.err != nil {
+	if first || r.err != nil {
 		return
 	}
-	ex.ExecContext(context.Background(), r.d.fill(true), nil)
+	exec(r.older.before + r.d.fill(true) + r.older.after)
 }

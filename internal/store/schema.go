@@ -10,16 +10,9 @@ import (
 
 // SchemaVersion changes whenever a table or view changes shape; each
 // version's additions are listed in docs/trace-format.md ("Versions").
-// A recording of another version (but readsToo) is refused with one line
-// naming it.
+// A recording of another version (but readsToo, read as one of this
+// version: versions.go) is refused with one line naming it.
 const SchemaVersion = 5
-
-// readsToo are the earlier versions whyslow also reads: version 3 stored as
-// a table what version 4 packs (syscall_packed) and gives back through a
-// view of the same name and columns (syscall_raw); version 5 added columns
-// to offcpu_raw (a run's waits) that no analysis needs. Every query whyslow
-// makes reads all three.
-var readsToo = []int{3, 4}
 
 // Times (ts, *_ts) are CLOCK_MONOTONIC nanoseconds; meta.clock_offset_ns maps them to wall time.
 var tables = []struct{ name, columns string }{

@@ -4,7 +4,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/whyslow/whyslow/internal/event"
 )
@@ -89,9 +88,8 @@ func (x *Explanation) memoryLimit(s *Source, pid uint32) (*MemoryLimit, error) {
 
 // threadsCgroups gives each thread its process's cgroup.
 func threadsCgroups(s *Source, byTID map[uint32]*ThreadTime) error {
-	// existing has a cgroup from schema version 5 on.
 	existing := "SELECT NULL::UINTEGER, NULL::UBIGINT, NULL::VARCHAR WHERE false"
-	if v, _ := strconv.Atoi(s.Meta["schema_version"]); v >= 5 && s.HasRows("existing") {
+	if s.HasRows("existing") {
 		existing = "SELECT pid, ts, cgroup FROM existing WHERE is_target(pid) AND cgroup <> ''"
 	}
 	rows, err := s.Query(sqlWhere("process_cgroups", existing))

@@ -264,10 +264,6 @@ func (x *Explanation) network(s *Source, io targetIO) error {
 // it closed), where no socket call was hooked to count them.
 func (x *Explanation) closedConnections(s *Source) error {
 	if len(x.Network) == 0 {
-		return nil // and the catalog is not asked (~1.5 ms)
-	}
-	var n int
-	if s.QueryRow("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'tcp_bytes'").Scan(&n); n == 0 {
 		return nil
 	}
 	rows, err := s.Query(sqlOf("peer_closed_bytes"))

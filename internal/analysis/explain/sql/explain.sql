@@ -237,7 +237,7 @@ ORDER BY e.ts DESC NULLS LAST LIMIT 1;
 -- name: process_cgroups
 -- Each target process's cgroup path, as /proc gave it when it exec'd or
 -- when capture met it (attach); the latest. {{existing}} is the existing
--- table's rows with a cgroup (recordings of version 5 on), or none.
+-- table's rows with a cgroup, or none when it is empty.
 -- Columns: pid, cgroup.
 SELECT pid, arg_max(cgroup, ts) FROM (
     SELECT pid, ts, cgroup FROM execs WHERE is_target(pid) AND cgroup <> ''
