@@ -22,7 +22,7 @@ const volatile bool follow_peers = false;
 /* A user task's last waits, kept by the task itself at every switch: when it
  * becomes a peer by waking a target, the waits that led to the wakeup (a
  * lock holder's sleep before it committed) are sent then. The end of a wait
- * is written at the switch-in, which needs the next task's storage: tp_btf
+ * is written at its wakeup, which needs the woken task's storage: tp_btf
  * only (raw_tp's task pointers are not trusted), so under raw_tp a new
  * peer's history is not sent. */
 #define RECENT_WAITS 4
@@ -115,7 +115,7 @@ __noinline int note_recent(__u32 state, __u64 now)
 const volatile __u64 capture_start_ns = 0;
 
 /* The state task t sleeps in, as a letter; '?' once it is running again
- * (at its switch-in; while it is being woken it still has its sleep's). */
+ * (while it is being woken it still has its sleep's). */
 static __always_inline __u32 waiting_state(struct task_struct *t)
 {
 	if (!bpf_core_field_exists(t->__state))
@@ -152,13 +152,6 @@ static __always_inline struct recent_wait *open_recent(struct task_struct *t, __
 	r->w[0].waker_nr = -1;
 	r->next = 1;
 	return &r->w[0];
-}
-
-static __always_inline void end_recent(struct task_struct *next, __u64 now)
-{
-	struct recent_wait *w = open_recent(next, now);
-	if (w)
-		w->end = now;
 }
 
 /* TCP sockets by which end they are: SOCK_CONNECTED for a connect()'s,
@@ -272,12 +265,19 @@ __noinline int waker_socket(struct waker_sock *ws)
 }
 
 /* The current task, or the timer, wakes user task p of process tgid (tp_btf:
- * p trusted), neither a target nor a peer: its open wait notes who ended
- * it, and how. */
-static __always_inline void wake_recent(struct task_struct *p, __u32 tgid)
+ * p trusted), neither a target nor a peer: its open wait ends, and notes
+ * who ended it, and how (noted: not whyslow's own wakeups). A history's
+ * wait ends at its wakeup, not at its switch-in: one storage lookup a wait
+ * instead of one at every switch-in of every user task (a preempted one's
+ * too), and its tail in the run queue is no part of what it waited for. */
+static __always_inline void wake_recent(struct task_struct *p, __u32 tgid, bool noted)
 {
 	__u64 now = bpf_ktime_get_ns();
 	struct recent_wait *w = open_recent(p, now);
+	if (w)
+		w->end = now;
+	if (!noted)
+		return;
 	/* A wait of under a millisecond is no link of a chain worth its cost
 	 * here (a ping-pong's thousands a second): its waker is not noted. The
 	 * piece that ends, not the joined wait: a ping-pong's reads, a moment

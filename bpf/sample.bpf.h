@@ -121,8 +121,8 @@ static __always_inline int on_wakeup(struct task_struct *p, bool btf)
 		 * (not the timer's wakeup in a target's interrupt). */
 		if (waker_tgid != tgid && is_target(waker_tgid) && !waking_from_timer())
 			add_peer(tgid, 1);
-		else if (btf && (waker_tgid != self_pid || waking_from_timer()))
-			wake_recent(p, tgid);   /* its history (peers.bpf.h) */
+		else if (btf)
+			wake_recent(p, tgid, waker_tgid != self_pid || waking_from_timer());   /* its history (peers.bpf.h) */
 		return 0;
 	}
 	bool timer = waking_from_timer();

@@ -799,11 +799,8 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 
 	__u8 next_kind = next_tid ? task_kind(next_tgid) : KIND_NONE;
 	bool next_target = next_kind == KIND_TARGET, next_peer = next_kind >= KIND_PEER;
-	bool next_user = follow_peers && btf && next_kind == KIND_NONE && next_tid && next_tgid != self_pid && nx->mm;
-	if (!now && (next_target || next_peer || next_user))
+	if (!now && (next_target || next_peer))
 		now = bpf_ktime_get_ns();
-	if (next_user)
-		end_recent(next, now);
 	if (!syscall_hooks && next_tid && !next_target && !next_peer) {
 		if (!other_syncs_open)
 			return 0;
