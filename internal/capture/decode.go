@@ -66,9 +66,12 @@ type decoder struct {
 		comm string
 	}
 	extra event.Event // a second event the last record carried
-	// The high-rate events are allocated a slab at a time (slab.go).
+	// The high-rate events are allocated a slab at a time (slab.go), and
+	// the bytes kept of server reads copied into chunks of their own.
 	syscalls slab[event.Syscall]
 	offcpus  slab[event.OffCPU]
+	payloads slab[event.Payload]
+	kept     []byte
 }
 
 // takeExtra returns the second event of the last record decoded, if any.
@@ -345,10 +348,32 @@ func (d *decoder) connRead(raw []byte) (event.Event, error) {
 	call := d.syscall(&w.Call)
 	n := min(int(w.Len), len(raw)-off, PayloadBatchLen)
 	if n > 0 || w.Arrived != 0 {
-		d.extra = &event.Payload{Header: call.Header, Conn: call.File, Data: append([]byte(nil), raw[off:off+n]...),
+		p := d.payloads.next()
+		*p = event.Payload{Header: call.Header, Conn: call.File, Data: d.keep(raw[off : off+n]),
 			Arrived: w.Arrived, Returned: call.Ret}
+		d.extra = p
 	}
 	return call, nil
+}
+
+// keptChunk is how many bytes of reads one chunk holds: a few hundred
+// requests' worth.
+const keptChunk = 64 << 10
+
+// keep copies a read's kept bytes out of the ring into the current chunk,
+// allocated a chunk at a time as the events are (a chunk stays while any
+// of its reads' events is held). The copy's capacity ends with it: an
+// append to it never writes over the next read's.
+func (d *decoder) keep(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	if cap(d.kept)-len(d.kept) < len(b) {
+		d.kept = make([]byte, 0, keptChunk)
+	}
+	at := len(d.kept)
+	d.kept = append(d.kept, b...)
+	return d.kept[at:len(d.kept):len(d.kept)]
 }
 
 func (d *decoder) file(w *whyslowFileEvent) *event.File {

@@ -319,6 +319,20 @@ func TestDecodeConnReads(t *testing.T) {
 			t.Errorf("decoded %+v, want %d bytes %.20q arrived %d of a read of %d", x, len(tc.want), tc.want, tc.arrived, tc.ret)
 		}
 	}
+	// One decoder's reads keep their own bytes, whatever is appended to
+	// an earlier one's.
+	d := newDecoder()
+	var kept []*event.Payload
+	for _, raw := range [][]byte{wire(t, short), wire(t, long)} {
+		if _, err := d.decode(raw); err != nil {
+			t.Fatal(err)
+		}
+		kept = append(kept, d.takeExtra().(*event.Payload))
+	}
+	_ = append(kept[0].Data, "XXXX"...)
+	if string(kept[0].Data) != "GET /" || string(kept[1].Data) != pings[:900] {
+		t.Errorf("the reads kept %q and %.20q, want their own bytes", kept[0].Data, kept[1].Data)
+	}
 	if PayloadBatchLen <= PayloadLen {
 		t.Errorf("PAYLOAD_BATCH_LEN %d, not longer than PAYLOAD_LEN %d", PayloadBatchLen, PayloadLen)
 	}
