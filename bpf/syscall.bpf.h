@@ -73,8 +73,8 @@ static __always_inline bool syscall_args(long id, struct pt_regs *rg, struct inf
  * entry hook only stamps the time: a call that neither waits nor does I/O
  * is read once, at exit, and its file comes from the thread's one-file
  * cache. A call on an fd another thread closes meanwhile may be taken for
- * the file that fd names at exit. */
-static __always_inline void resolve_call(struct thread_state *ts, struct pt_regs *rg)
+ * the file that fd names at exit. cls is the call's class. */
+static __always_inline void resolve_call_of(struct thread_state *ts, struct pt_regs *rg, __u32 cls)
 {
 	if (ts->resolved)
 		return;
@@ -86,7 +86,6 @@ static __always_inline void resolve_call(struct thread_state *ts, struct pt_regs
 	__builtin_memset(&in->f, 0, sizeof(in->f));
 	__builtin_memset(&in->f2, 0, sizeof(in->f2));
 	syscall_args(in->nr, rg, in);
-	__u32 cls = syscall_class(in->nr);
 	if (cls == CLS_UNLINK) {
 		/* the directory a relative name lives in: dirfd, or the cwd */
 		if (in->fd == AT_FDCWD) {
@@ -106,6 +105,12 @@ static __always_inline void resolve_call(struct thread_state *ts, struct pt_regs
 		fd_ref_cached(ts, in->fd, &in->f);
 	if (in->fd2 >= 0)
 		fd_ref(in->fd2, &in->f2);
+}
+
+static __always_inline void resolve_call(struct thread_state *ts, struct pt_regs *rg)
+{
+	if (!ts->resolved)
+		resolve_call_of(ts, rg, syscall_class(ts->in.nr));
 }
 
 /* The syscall the current thread is inside, if followed, with its
@@ -148,7 +153,7 @@ static __always_inline int on_sys_enter(struct pt_regs *regs, long id)
 	ts->active = 1;
 	/* a closed fd names nothing at exit */
 	if (cls == CLS_CLOSE)
-		resolve_call(ts, rg);
+		resolve_call_of(ts, rg, cls);
 	return 0;
 }
 
@@ -374,15 +379,18 @@ static __always_inline int on_sys_exit(struct pt_regs *regs, long ret)
 	struct pt_regs *rg = CAST(struct pt_regs, regs);
 	/* Most calls are none whyslow follows: known by their number before
 	 * the thread's storage is looked up. */
-	__u32 cls = syscall_class(rg->orig_ax);
+	long nr = rg->orig_ax;
+	__u32 cls = syscall_class(nr);
 	if (!cls)
 		return 0;
 	struct thread_state *ts = thread_state(false);
 	if (!ts || !ts->active)
 		return 0;
 	ts->active = 0;
+	if (ts->in.nr != nr)   /* a call whose exit went unseen: the one followed */
+		cls = syscall_class(ts->in.nr);
 	__u64 now = bpf_ktime_get_ns();
-	resolve_call(ts, rg);
+	resolve_call_of(ts, rg, cls);
 	struct inflight *in = &ts->in;
 	__u64 dur = now - in->ts;
 
