@@ -6,9 +6,9 @@
  * unread arrived, and their sequence number: set by a segment with data that
  * finds the receive queue empty (everything before it read), and by the
  * handshake's end (a connection's first bytes can come no earlier); read by
- * the first read of a request (note_request) and sent with its first bytes
- * only when that read began at those bytes. Included by whyslow.bpf.c after
- * syscall.bpf.h. */
+ * the first read of a turn (note_request) and sent in its record only when
+ * that read began at those bytes. Included by whyslow.bpf.c before
+ * syscall.bpf.h, which asks it. */
 #ifndef WHYSLOW_ARRIVAL_BPF_H
 #define WHYSLOW_ARRIVAL_BPF_H
 
@@ -80,14 +80,13 @@ static __always_inline int on_established(const struct sock *sk_p, int oldstate,
 	return 0;
 }
 
-/* When the bytes a read of fd returned (ret of them, up to its end; none
- * with MSG_PEEK) began to arrive; 0 unknown. The arrival kept for its socket
- * counts only when its sequence number is where the read began: a socket's
- * address is reused by the next connection, whose first bytes may not have
- * stamped it. */
-static __always_inline __u64 arrival_of(int fd, long ret)
+/* When the bytes a read of file (a TCP socket) returned (ret of them, up to
+ * its end; none with MSG_PEEK) began to arrive; 0 unknown. The arrival
+ * kept for its socket counts only when its sequence number is where the
+ * read began: a socket's address is reused by the next connection, whose
+ * first bytes may not have stamped it. */
+static __always_inline __u64 arrival_of(struct file *file, long ret)
 {
-	struct file *file = fd_file((void *)bpf_get_current_task(), fd);
 	if (!file)
 		return 0;
 	struct socket *sock = CAST(struct socket, CAST(struct file, file)->private_data);

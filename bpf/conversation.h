@@ -4,14 +4,30 @@
  * splits it (the requests' framers too): the calls that read and write its
  * bytes, those that open it with the end each makes the caller's
  * (event.Side's numbers), and the first bytes of a server's read that are
- * sent: PAYLOAD_LEN, or of a longer read PAYLOAD_READ_LEN. */
+ * kept: of a turn (its reads between two of the server's writes) its first
+ * PAYLOAD_LEN, of a longer first read up to PAYLOAD_BATCH_LEN, of each
+ * later read PAYLOAD_HEAD_LEN (event.PayloadKept). */
 #ifndef WHYSLOW_CONVERSATION_H
 #define WHYSLOW_CONVERSATION_H
 
 #include "syscalls.h"
 
-#define PAYLOAD_LEN 128
-#define PAYLOAD_READ_LEN 1024
+#define PAYLOAD_LEN 256
+#define PAYLOAD_BATCH_LEN 1024
+#define PAYLOAD_HEAD_LEN 16
+
+/* How many of a server's read of ret bytes (ret > 0) are kept: first, it
+ * begins its turn; kept of the turn's bytes were kept before it. */
+static __always_inline __u32 payload_kept(bool first, __u32 kept, long ret)
+{
+	if (first) {
+		kept = 0;
+		if (ret > PAYLOAD_LEN)
+			return ret > PAYLOAD_BATCH_LEN ? PAYLOAD_BATCH_LEN : ret;
+	}
+	__u32 room = kept + PAYLOAD_HEAD_LEN < PAYLOAD_LEN ? PAYLOAD_LEN - kept : PAYLOAD_HEAD_LEN;
+	return ret > room ? room : ret;
+}
 
 static __always_inline bool reads_conn(long nr, __u32 cls)
 {

@@ -73,8 +73,8 @@ static __always_inline bool syscall_args(long id, struct pt_regs *rg, struct inf
  * entry hook only stamps the time: a call that neither waits nor does I/O
  * is read once, at exit, and its file comes from the thread's one-file
  * cache. A call on an fd another thread closes meanwhile may be taken for
- * the file that fd names at exit. */
-static __always_inline void resolve_call(struct thread_state *ts, struct pt_regs *rg)
+ * the file that fd names at exit. cls is the call's class. */
+static __always_inline void resolve_call_of(struct thread_state *ts, struct pt_regs *rg, __u32 cls)
 {
 	if (ts->resolved)
 		return;
@@ -86,7 +86,6 @@ static __always_inline void resolve_call(struct thread_state *ts, struct pt_regs
 	__builtin_memset(&in->f, 0, sizeof(in->f));
 	__builtin_memset(&in->f2, 0, sizeof(in->f2));
 	syscall_args(in->nr, rg, in);
-	__u32 cls = syscall_class(in->nr);
 	if (cls == CLS_UNLINK) {
 		/* the directory a relative name lives in: dirfd, or the cwd */
 		if (in->fd == AT_FDCWD) {
@@ -106,6 +105,12 @@ static __always_inline void resolve_call(struct thread_state *ts, struct pt_regs
 		fd_ref_cached(ts, in->fd, &in->f);
 	if (in->fd2 >= 0)
 		fd_ref(in->fd2, &in->f2);
+}
+
+static __always_inline void resolve_call(struct thread_state *ts, struct pt_regs *rg)
+{
+	if (!ts->resolved)
+		resolve_call_of(ts, rg, syscall_class(ts->in.nr));
 }
 
 /* The syscall the current thread is inside, if followed, with its
@@ -148,7 +153,7 @@ static __always_inline int on_sys_enter(struct pt_regs *regs, long id)
 	ts->active = 1;
 	/* a closed fd names nothing at exit */
 	if (cls == CLS_CLOSE)
-		resolve_call(ts, rg);
+		resolve_call_of(ts, rg, cls);
 	return 0;
 }
 
@@ -225,13 +230,15 @@ static __always_inline void emit_unlink(struct inflight *in, long ret, __u64 dur
  * which end it is (CONN_SERVER, CONN_CLIENT), by the rule of
  * internal/event/conversation.go that serverSide (requests_cut.go) reads by
  * too: the call that opened it says it (conn_opened_end, syscalls.h), else
- * the first data (a read: the server's end). A read after a write (or the
- * first on a connection) begins a request: only its bytes' arrival is
- * looked up (a later read's bytes are the same request's, or a pipelined
- * one's that arrived with them). A client's reads are answers: their bytes
- * and arrival are not wanted (the analyses frame requests from the
- * server's reads), and not sent. Written in place: an LRU update takes a
- * lock and a free element, at every turn of every conversation. */
+ * the first data (a read: the server's end). A server's read after a write
+ * (or the first on a connection) begins a turn: a request, or a pipelined
+ * batch of them. Only a turn's first read looks up its bytes' arrival (a
+ * later read's bytes are the same request's, or a pipelined one's that
+ * arrived with them), and kept counts the turn's bytes kept so far
+ * (payload_kept). A client's reads are answers: their bytes and arrival
+ * are not wanted (the analyses frame requests from the server's reads),
+ * and not kept. Written in place: an LRU update takes a lock and a free
+ * element, at every turn of every conversation. */
 #define CONN_WROTE 1
 #define CONN_READ 2
 #define CONN_DIR 3
@@ -242,97 +249,150 @@ struct conn_key {
 	__u32 dev;
 	__u64 ino;
 };
+struct conn_state {
+	__u8 dir;        /* CONN_* */
+	__u8 _pad;
+	__u16 kept;      /* the server's current turn: its bytes kept, up to PAYLOAD_BATCH_LEN */
+};
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
 	__type(key, struct conn_key);
-	__type(value, __u8);
+	__type(value, struct conn_state);
 } conn_dir SEC(".maps");
 
-/* fill_payload fills a payload_event or payload_read_event (their heads are
- * one layout) with up to cap of the read's bytes. */
-#define fill_payload(e, in, ret, arrived, cap)                                              \
-	do {                                                                                 \
-		fill_hdr_at(&(e)->h, EV_PAYLOAD, (in)->ts);                                  \
-		(e)->f = (in)->f;                                                            \
-		__u32 n = (ret) > (cap) ? (cap) : (ret);                                     \
-		(e)->len = 0;                                                                \
-		(e)->_pad = 0;                                                               \
-		(e)->arrived = (arrived);                                                    \
-		if (payload && (in)->buf && n > 0 && n <= (cap) &&                           \
-		    bpf_probe_read_user((e)->data, n, (void *)(in)->buf) == 0)               \
-			(e)->len = n;                                                        \
-	} while (0)
-
-static __always_inline void note_request(struct inflight *in, __u32 pid, long ret)
+/* A syscall record's fields after its header, from the call in flight. */
+static __always_inline void fill_call(struct syscall_event *e, struct inflight *in, long ret, __u64 dur)
 {
-	if (!is_socket(&in->f))
-		return;
-	struct conn_key k = { .pid = pid, .dev = in->f.dev, .ino = in->f.ino };
-	__u8 side;
+	e->dur = dur;
+	e->ret = ret;
+	e->req = in->req;
+	e->fd = in->fd;
+	e->fd2 = in->fd2;
+	e->nr = in->nr;
+	e->flags = in->flags;
+	e->blocked = in->blocked;
+	e->_pad = 0;
+	e->f = in->f;
+	e->f2 = in->f2;
+}
+
+/* send_read sends a server's read as a conn_read_event or conn_batch_event
+ * (their heads are one layout): the call, its arrival and n of its bytes
+ * (at most cap). Returns the bytes sent; a record the ring had no room for
+ * is lost as a call (LOST_SYSCALL). */
+#define send_read(type, in, ret, dur, arrived, n, cap)                                       \
+	({                                                                                   \
+		void *ring;                                                                  \
+		__u32 sent = 0;                                                              \
+		struct type *e = reserve_call(sizeof(struct type), &ring);                  \
+		if (e) {                                                                     \
+			fill_hdr_at(&e->call.h, EV_CONN_READ, (in)->ts);                     \
+			fill_call(&e->call, (in), (ret), (dur));                             \
+			e->arrived = (arrived);                                              \
+			e->_pad = 0;                                                         \
+			/* n is 1 to cap (a power of two): bounded so in the register \
+			 * the copy is given, where the verifier sees it (the        \
+			 * compiler may pass the read's length, which n equals) */   \
+			__u32 want = (n);                                                    \
+			if (want > 0) {                                                      \
+				asm volatile("%[w] += -1; %[w] &= %[m]; %[w] += 1"         \
+					     : [w] "+r"(want) : [m] "i"((cap) - 1));         \
+				if (bpf_probe_read_user(e->data, want, (void *)(in)->buf) == 0) \
+					sent = want;                                         \
+			}                                                                    \
+			e->len = sent;                                                       \
+			submit_call(e, ring);                                                \
+		}                                                                            \
+		sent;                                                                        \
+	})
+
+/* Follows a socket call's connection (conn_dir) and, for a server's read
+ * that adds something to its call (its arrival, its first bytes), sends
+ * the call itself with them in one record (a conn_read_event): true then,
+ * and the caller sends nothing more. cls is the call's class. */
+static __always_inline bool note_request(struct thread_state *ts, struct inflight *in, __u32 cls, long ret,
+					 __u64 dur)
+{
+	struct conn_key k = { .pid = bpf_get_current_pid_tgid() >> 32, .dev = in->f.dev, .ino = in->f.ino };
 	__u32 end = conn_opened_end(in->nr);
 	if (end != END_NONE) {
 		/* a non-blocking connect returns -EINPROGRESS: still the client */
 		if (ret < 0 && end != END_CLIENT)
-			return;
-		side = end == END_CLIENT ? CONN_CLIENT : CONN_SERVER;
-		bpf_map_update_elem(&conn_dir, &k, &side, BPF_ANY);
-		return;
+			return false;
+		struct conn_state opened = { .dir = end == END_CLIENT ? CONN_CLIENT : CONN_SERVER };
+		bpf_map_update_elem(&conn_dir, &k, &opened, BPF_ANY);
+		return false;
 	}
 	if (ret <= 0)
-		return;
-	__u32 cls = syscall_class(in->nr);
+		return false;
 	/* event.Reads and event.Writes (syscalls.h): sendfile, splice and
 	 * copy_file_range are neither, their f is the file they read from, so a
 	 * sendfile is no answer on a connection. */
 	bool read = reads_conn(in->nr, cls);
-	bool write = writes_conn(in->nr, cls);
-	if (!read && !write)
-		return;
-	__u8 *st = bpf_map_lookup_elem(&conn_dir, &k);
-	__u8 old = st ? *st : 0;
-	side = old & (CONN_SERVER | CONN_CLIENT);
+	if (!read && !writes_conn(in->nr, cls))
+		return false;
+	struct conn_state *st = bpf_map_lookup_elem(&conn_dir, &k);
+	__u8 old = st ? st->dir : 0;
+	__u8 side = old & (CONN_SERVER | CONN_CLIENT);
 	if (!side)
 		side = read ? CONN_SERVER : CONN_CLIENT;
 	__u8 now = side | (read ? CONN_READ : CONN_WROTE);
-	bool first = read && (old & CONN_DIR) != CONN_READ;
-	if (!st)
-		bpf_map_update_elem(&conn_dir, &k, &now, BPF_ANY);
-	else if (old != now)
-		*st = now;
-	if (!read || side == CONN_CLIENT)
-		return;
-	__u64 arrived = first && in->f.kind == FK_SOCK_INET ? arrival_of(in->fd, ret) : 0;
-	if (!arrived && (!payload || !in->buf))
-		return;
-	if (payload && ret > PAYLOAD_LEN) {
-		struct payload_read_event *e = reserve_event(sizeof(*e), LOST_PAYLOAD);
-		if (!e)
-			return;
-		fill_payload(e, in, ret, arrived, PAYLOAD_READ_LEN);
-		submit_event(e);
-		return;
+	if (!read || side == CONN_CLIENT) {
+		if (!st) {
+			struct conn_state fresh = { .dir = now };
+			bpf_map_update_elem(&conn_dir, &k, &fresh, BPF_ANY);
+		} else if (old != now) {
+			st->dir = now;
+		}
+		return false;
 	}
-	struct payload_event *e = reserve_event(sizeof(*e), LOST_PAYLOAD);
-	if (!e)
-		return;
-	fill_payload(e, in, ret, arrived, PAYLOAD_LEN);
-	submit_event(e);
+	bool first = (old & CONN_DIR) != CONN_READ;
+	__u32 before = first || !st ? 0 : st->kept;
+	__u32 n = payload && in->buf ? payload_kept(first, before, ret) : 0;
+	__u64 arrived = first && in->f.kind == FK_SOCK_INET ? arrival_of((struct file *)ts->last_file, ret) : 0;
+	__u32 sent = 0;
+	bool sends = arrived || n;
+	if (sends) {
+		if (n > PAYLOAD_LEN)
+			sent = send_read(conn_batch_event, in, ret, dur, arrived, n, PAYLOAD_BATCH_LEN);
+		else
+			sent = send_read(conn_read_event, in, ret, dur, arrived, n, PAYLOAD_LEN);
+	}
+	__u32 kept = before + sent;
+	if (kept > PAYLOAD_BATCH_LEN)
+		kept = PAYLOAD_BATCH_LEN;
+	if (!st) {
+		struct conn_state fresh = { .dir = now, .kept = kept };
+		bpf_map_update_elem(&conn_dir, &k, &fresh, BPF_ANY);
+	} else {
+		if (old != now)
+			st->dir = now;
+		if (st->kept != kept)
+			st->kept = kept;
+	}
+	return sends;
 }
 
 static __always_inline int on_sys_exit(struct pt_regs *regs, long ret)
 {
-	__u64 pidtgid = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)pidtgid;
+	struct pt_regs *rg = CAST(struct pt_regs, regs);
+	/* Most calls are none whyslow follows: known by their number before
+	 * the thread's storage is looked up. */
+	long nr = rg->orig_ax;
+	__u32 cls = syscall_class(nr);
+	if (!cls)
+		return 0;
 	struct thread_state *ts = thread_state(false);
 	if (!ts || !ts->active)
 		return 0;
 	ts->active = 0;
+	if (ts->in.nr != nr)   /* a call whose exit went unseen: the one followed */
+		cls = syscall_class(ts->in.nr);
 	__u64 now = bpf_ktime_get_ns();
-	resolve_call(ts, CAST(struct pt_regs, regs));
+	resolve_call_of(ts, rg, cls);
 	struct inflight *in = &ts->in;
 	__u64 dur = now - in->ts;
-	__u32 cls = syscall_class(in->nr);
 
 	/* A new fd names its file now: opens and accepts. */
 	if (ret >= 0 && (cls == CLS_OPEN || in->nr == NR_accept || in->nr == NR_accept4)) {
@@ -346,10 +406,11 @@ static __always_inline int on_sys_exit(struct pt_regs *regs, long ret)
 		emit_unlink(in, ret, dur);
 		return 0;
 	}
-	if (by_request)
-		note_request(in, pidtgid >> 32, ret);
+	if (by_request && is_socket(&in->f) && note_request(ts, in, cls, ret, dur))
+		return 0;   /* sent with its arrival and first bytes */
+	__u64 pidtgid = bpf_get_current_pid_tgid();
 	if (!stream_it(in, cls, ret, dur)) {
-		aggregate(in, pidtgid >> 32, tid, ret, now, dur);
+		aggregate(in, pidtgid >> 32, (__u32)pidtgid, ret, now, dur);
 		return 0;
 	}
 	void *ring;
@@ -357,17 +418,7 @@ static __always_inline int on_sys_exit(struct pt_regs *regs, long ret)
 	if (!e)
 		return 0;
 	fill_hdr_at(&e->h, EV_SYSCALL, in->ts);
-	e->dur = dur;
-	e->ret = ret;
-	e->req = in->req;
-	e->fd = in->fd;
-	e->fd2 = in->fd2;
-	e->nr = in->nr;
-	e->flags = in->flags;
-	e->blocked = in->blocked;
-	e->_pad = 0;
-	e->f = in->f;
-	e->f2 = in->f2;
+	fill_call(e, in, ret, dur);
 	submit_call(e, ring);
 	return 0;
 }

@@ -43,7 +43,7 @@ const volatile bool full = false;          /* stream every I/O syscall */
 const volatile __u64 slow_ns = 1000000;    /* default level: stream syscalls at least this slow */
 const volatile __u32 self_pid = 0;         /* whyslow itself, never traced */
 const volatile bool by_request = false;    /* stream the target's socket calls, for request analysis */
-const volatile bool payload = false;       /* and take each request's first bytes (its label) */
+const volatile bool payload = false;       /* and keep the first bytes of a server's reads (a request's label) */
 /* Per-call hooks (sys_enter, sys_exit) are loaded: --syscalls, --full,
  * --requests. Without them (the default level) the syscall and file of each
  * wait are read at the context switch, from the registers the call saved. */
@@ -805,8 +805,8 @@ const enum file_kind *unused_file_kind __attribute__((unused));
 const struct hdr *unused_hdr __attribute__((unused));
 const struct file_ref *unused_file_ref __attribute__((unused));
 const struct syscall_event *unused_syscall_event __attribute__((unused));
-const struct payload_event *unused_payload_event __attribute__((unused));
-const struct payload_read_event *unused_payload_read_event __attribute__((unused));
+const struct conn_read_event *unused_conn_read_event __attribute__((unused));
+const struct conn_batch_event *unused_conn_batch_event __attribute__((unused));
 const struct sample_event *unused_sample_event __attribute__((unused));
 const struct stack_event *unused_stack_event __attribute__((unused));
 const struct file_event *unused_file_event __attribute__((unused));

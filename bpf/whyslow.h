@@ -42,7 +42,7 @@ enum event_kind {
 	EV_EXIT = 9,
 	EV_URING = 10,
 	EV_UNLINK = 11,
-	EV_PAYLOAD = 12,
+	EV_CONN_READ = 12,
 	EV_SAMPLE = 13,
 	EV_STACK = 14,
 	EV_SOCK_BYTES = 15,
@@ -58,7 +58,7 @@ enum lost_source {
 	LOST_URING = 5,
 	LOST_AGG = 6,       /* aggregation map full: a syscall neither counted nor streamed */
 	LOST_STACK = 7,     /* no stack sent: interval kept, stack missing */
-	LOST_PAYLOAD = 8,   /* a request's first bytes (label) */
+	LOST_PAYLOAD = 8,   /* unused: a read's first bytes travel in its own record (EV_CONN_READ), lost with it as LOST_SYSCALL */
 	LOST_SAMPLE = 9,    /* a CPU sample */
 	LOST_UNSEEN_WAIT = 10, /* a followed thread switched in with no wait open: its switch-out was missed */
 	LOST_NR = 11,
@@ -274,30 +274,31 @@ struct unlink_event {
 	char name[UNLINK_NAME_LEN];
 };
 
-/* The first bytes a server read on a connection (--requests): a request's
- * label, such as an HTTP request line, and the messages protocols framed by
- * message are cut from (PostgreSQL, MySQL, Redis: a pipelined read holds
- * several). Every read's are taken; a read of more than PAYLOAD_LEN bytes is
- * sent as a payload_read_event with up to PAYLOAD_READ_LEN (both from
- * conversation.h, generated from internal/event/conversation.go, the rule
- * the framers read by). Sent without bytes (len 0) when payloads are off
- * and the arrival is known. */
+/* A server's read on a connection (--requests), in one record: the call,
+ * when its bytes reached the socket (a turn's first read: arrival.bpf.h)
+ * and the first bytes of it kept (payload_kept, conversation.h, generated
+ * from internal/event/conversation.go, the rule the framers read by: of a
+ * turn its first PAYLOAD_LEN, of each later read PAYLOAD_HEAD_LEN): a
+ * request's label, such as an HTTP request line, and the messages
+ * protocols framed by message are cut from (PostgreSQL, MySQL, Redis,
+ * FastCGI). A turn's first read longer than PAYLOAD_LEN (a pipelined
+ * batch) is a conn_batch_event, the same head with a longer data. len 0:
+ * payloads off, the arrival known; a read that adds neither is a plain
+ * syscall_event. */
 #include "conversation.h"
-struct payload_event {
-	struct hdr h;          /* ts = the read's entry */
-	struct file_ref f;     /* the socket */
-	__u32 len;             /* bytes in data */
+struct conn_read_event {
+	struct syscall_event call;   /* call.h.kind is EV_CONN_READ */
+	__u64 arrived;               /* TCP: when its bytes reached the socket, 0 unknown */
+	__u32 len;                   /* bytes in data */
 	__u32 _pad;
-	__u64 arrived;         /* TCP: when those bytes reached the socket (arrival.bpf.h), 0 unknown */
 	__u8 data[PAYLOAD_LEN];
 };
-struct payload_read_event {   /* payload_event's layout, with a longer data */
-	struct hdr h;
-	struct file_ref f;
+struct conn_batch_event {            /* conn_read_event's layout, with a longer data */
+	struct syscall_event call;
+	__u64 arrived;
 	__u32 len;
 	__u32 _pad;
-	__u64 arrived;
-	__u8 data[PAYLOAD_READ_LEN];
+	__u8 data[PAYLOAD_BATCH_LEN];
 };
 
 /* A TCP connection's byte totals as it closes (it leaves ESTABLISHED, or

@@ -27,15 +27,16 @@ const (
 	evExit      = uint8(whyslowEventKindEV_EXIT)
 	evUring     = uint8(whyslowEventKindEV_URING)
 	evUnlink    = uint8(whyslowEventKindEV_UNLINK)
-	evPayload   = uint8(whyslowEventKindEV_PAYLOAD)
+	evConnRead  = uint8(whyslowEventKindEV_CONN_READ)
 	evSample    = uint8(whyslowEventKindEV_SAMPLE)
 	evStack     = uint8(whyslowEventKindEV_STACK)
 	evSockBytes = uint8(whyslowEventKindEV_SOCK_BYTES)
 
-	// PayloadLen is PAYLOAD_LEN: the most of a request's first bytes taken.
-	PayloadLen = len(whyslowPayloadEvent{}.Data)
-	// PayloadReadLen is PAYLOAD_READ_LEN: the most of any read's bytes taken.
-	PayloadReadLen = len(whyslowPayloadReadEvent{}.Data)
+	// PayloadLen is PAYLOAD_LEN: the first bytes of a turn kept.
+	PayloadLen = len(whyslowConnReadEvent{}.Data)
+	// PayloadBatchLen is PAYLOAD_BATCH_LEN: the most kept of a long read
+	// that begins a turn.
+	PayloadBatchLen = len(whyslowConnBatchEvent{}.Data)
 )
 
 // Flag bits of file_event.flags (FILEF_*) and block_event.rflags (BLKF_*),
@@ -65,9 +66,12 @@ type decoder struct {
 		comm string
 	}
 	extra event.Event // a second event the last record carried
-	// The high-rate events are allocated a slab at a time (slab.go).
+	// The high-rate events are allocated a slab at a time (slab.go), and
+	// the bytes kept of server reads copied into chunks of their own.
 	syscalls slab[event.Syscall]
 	offcpus  slab[event.OffCPU]
+	payloads slab[event.Payload]
+	kept     []byte
 }
 
 // takeExtra returns the second event of the last record decoded, if any.
@@ -223,10 +227,9 @@ func (d *decoder) decode(raw []byte) (event.Event, error) {
 		if err != nil {
 			return nil, err
 		}
-		e := d.syscalls.next()
-		*e = event.Syscall{Header: d.hdr(&w.H), Dur: w.Dur, Ret: w.Ret, Req: w.Req, FD: w.Fd, FD2: w.Fd2,
-			Nr: w.Nr, Flags: w.Flags, Blocked: w.Blocked != 0, File: fileRef(w.F), File2: fileRef(w.F2)}
-		return e, nil
+		return d.syscall(w), nil
+	case evConnRead:
+		return d.connRead(raw)
 	case evFile:
 		w, err := asFile(raw)
 		if err != nil {
@@ -308,15 +311,6 @@ func (d *decoder) decode(raw []byte) (event.Event, error) {
 		}
 		return &event.Uring{Header: d.hdr(&w.H), Dur: w.Dur, Res: w.Res, UserData: w.UserData, Opcode: w.Opcode,
 			FD: w.Fd, File: fileRef(w.F)}, nil
-	case evPayload:
-		w, err := as[whyslowPayloadEvent](raw)
-		if err != nil {
-			return nil, err
-		}
-		// A long read's record is a payload_read_event: the same head, more data.
-		off := int(unsafe.Offsetof(w.Data))
-		n := min(int(w.Len), len(raw)-off, PayloadReadLen)
-		return &event.Payload{Header: d.hdr(&w.H), Conn: fileRef(w.F), Data: append([]byte(nil), raw[off:off+n]...), Arrived: w.Arrived}, nil
 	case evSample:
 		w, err := as[whyslowSampleEvent](raw)
 		if err != nil {
@@ -332,6 +326,54 @@ func (d *decoder) decode(raw []byte) (event.Event, error) {
 		return &event.Unlink{Header: d.hdr(&w.H), Dur: w.Dur, Ret: w.Ret, Nr: w.Nr, Dir: fileRef(w.Dir), Name: text(int8s(w.Name[:]))}, nil
 	}
 	return nil, fmt.Errorf("unknown record kind %d", raw[kindOffset])
+}
+
+func (d *decoder) syscall(w *whyslowSyscallEvent) *event.Syscall {
+	e := d.syscalls.next()
+	*e = event.Syscall{Header: d.hdr(&w.H), Dur: w.Dur, Ret: w.Ret, Req: w.Req, FD: w.Fd, FD2: w.Fd2,
+		Nr: w.Nr, Flags: w.Flags, Blocked: w.Blocked != 0, File: fileRef(w.F), File2: fileRef(w.F2)}
+	return e
+}
+
+// connRead decodes a server's read on a connection, sent with its arrival
+// and first bytes in one record (a conn_read_event, or a conn_batch_event:
+// the same head, more data): its call, and those as a Payload in d.extra
+// when it carries either.
+func (d *decoder) connRead(raw []byte) (event.Event, error) {
+	off := int(unsafe.Offsetof(whyslowConnReadEvent{}.Data))
+	if len(raw) < off {
+		return nil, fmt.Errorf("short record: %d bytes for a read on a connection of at least %d", len(raw), off)
+	}
+	w := (*whyslowConnReadEvent)(unsafe.Pointer(unsafe.SliceData(raw)))
+	call := d.syscall(&w.Call)
+	n := min(int(w.Len), len(raw)-off, PayloadBatchLen)
+	if n > 0 || w.Arrived != 0 {
+		p := d.payloads.next()
+		*p = event.Payload{Header: call.Header, Conn: call.File, Data: d.keep(raw[off : off+n]),
+			Arrived: w.Arrived, Returned: call.Ret}
+		d.extra = p
+	}
+	return call, nil
+}
+
+// keptChunk is how many bytes of reads one chunk holds: a few hundred
+// requests' worth.
+const keptChunk = 64 << 10
+
+// keep copies a read's kept bytes out of the ring into the current chunk,
+// allocated a chunk at a time as the events are (a chunk stays while any
+// of its reads' events is held). The copy's capacity ends with it: an
+// append to it never writes over the next read's.
+func (d *decoder) keep(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	if cap(d.kept)-len(d.kept) < len(b) {
+		d.kept = make([]byte, 0, keptChunk)
+	}
+	at := len(d.kept)
+	d.kept = append(d.kept, b...)
+	return d.kept[at:len(d.kept):len(d.kept)]
 }
 
 func (d *decoder) file(w *whyslowFileEvent) *event.File {

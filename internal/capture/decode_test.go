@@ -267,40 +267,79 @@ func TestDecodeLongNames(t *testing.T) {
 	}
 }
 
-// TestDecodePayloads: a read's first bytes come in a payload_event, or, for
-// a read longer than PAYLOAD_LEN, in a payload_read_event of the same head
-// and a longer data; a length past the record is cut to it.
-func TestDecodePayloads(t *testing.T) {
-	short := whyslowPayloadEvent{Len: 5, Arrived: 77}
-	short.H = whyslowHdr{Ts: 42, Pid: 100, Tid: 101, Kind: evPayload}
+// TestDecodeConnReads: a server's read on a connection comes in one record
+// with its arrival and first bytes (a conn_read_event, or for a long first
+// read a conn_batch_event of the same head and a longer data), decoded into
+// its call and a Payload; a length past the record is cut to it, and a read
+// that carries neither bytes nor an arrival is its call alone.
+func TestDecodeConnReads(t *testing.T) {
+	short := whyslowConnReadEvent{Len: 5, Arrived: 77}
+	short.Call = whyslowSyscallEvent{Ret: 5, Nr: 45, Fd: 7, F: whyslowFileRef{Dev: 8, Ino: 9, Kind: 6}}
+	short.Call.H = whyslowHdr{Ts: 42, Pid: 100, Tid: 101, Kind: evConnRead}
 	copy(short.Data[:], "GET /")
-	long := whyslowPayloadReadEvent{Len: 900}
-	long.H = whyslowHdr{Ts: 43, Pid: 100, Tid: 101, Kind: evPayload}
-	copy(long.Data[:], strings.Repeat("*1\r\n$4\r\nPING\r\n", 70))
+	long := whyslowConnBatchEvent{Len: 900}
+	long.Call = whyslowSyscallEvent{Ret: 4000, Nr: 0, F: whyslowFileRef{Ino: 9, Kind: 6}}
+	long.Call.H = whyslowHdr{Ts: 43, Pid: 100, Tid: 101, Kind: evConnRead}
+	pings := strings.Repeat("*1\r\n$4\r\nPING\r\n", 70)
+	copy(long.Data[:], pings)
+	bare := whyslowConnReadEvent{}
+	bare.Call = whyslowSyscallEvent{Ret: 3, Nr: 45}
+	bare.Call.H = whyslowHdr{Ts: 44, Pid: 100, Tid: 101, Kind: evConnRead}
 	for _, tc := range []struct {
-		raw  []byte
-		want string
+		raw     []byte
+		ret     int64
+		want    string
+		arrived uint64
+		payload bool
 	}{
-		{wire(t, short), "GET /"},
-		{wire(t, long), strings.Repeat("*1\r\n$4\r\nPING\r\n", 70)[:900]},
-		{wire(t, long)[:int(unsafe.Sizeof(short))], strings.Repeat("*1\r\n$4\r\nPING\r\n", 70)[:PayloadLen]},
+		{wire(t, short), 5, "GET /", 77, true},
+		{wire(t, long), 4000, pings[:900], 0, true},
+		{wire(t, long)[:int(unsafe.Sizeof(short))], 4000, pings[:PayloadLen], 0, true},
+		{wire(t, bare), 3, "", 0, false},
 	} {
-		ev, err := newDecoder().decode(tc.raw)
+		d := newDecoder()
+		ev, err := d.decode(tc.raw)
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, ok := ev.(*event.Payload)
-		if !ok || string(p.Data) != tc.want {
-			t.Errorf("decoded %d bytes %.40q, want %d", len(p.Data), p.Data, len(tc.want))
+		call, ok := ev.(*event.Syscall)
+		if !ok || call.Ret != tc.ret || call.Time == 0 {
+			t.Fatalf("decoded %+v, want the read's call", ev)
+		}
+		x := d.takeExtra()
+		if !tc.payload {
+			if x != nil {
+				t.Errorf("a read with neither bytes nor arrival carried %+v", x)
+			}
+			continue
+		}
+		p, ok := x.(*event.Payload)
+		if !ok || string(p.Data) != tc.want || p.Arrived != tc.arrived || p.Returned != tc.ret ||
+			p.Conn != call.File || p.Header != call.Header {
+			t.Errorf("decoded %+v, want %d bytes %.20q arrived %d of a read of %d", x, len(tc.want), tc.want, tc.arrived, tc.ret)
 		}
 	}
-	if PayloadReadLen <= PayloadLen {
-		t.Errorf("PAYLOAD_READ_LEN %d, not longer than PAYLOAD_LEN %d", PayloadReadLen, PayloadLen)
+	// One decoder's reads keep their own bytes, whatever is appended to
+	// an earlier one's.
+	d := newDecoder()
+	var kept []*event.Payload
+	for _, raw := range [][]byte{wire(t, short), wire(t, long)} {
+		if _, err := d.decode(raw); err != nil {
+			t.Fatal(err)
+		}
+		kept = append(kept, d.takeExtra().(*event.Payload))
+	}
+	_ = append(kept[0].Data, "XXXX"...)
+	if string(kept[0].Data) != "GET /" || string(kept[1].Data) != pings[:900] {
+		t.Errorf("the reads kept %q and %.20q, want their own bytes", kept[0].Data, kept[1].Data)
+	}
+	if PayloadBatchLen <= PayloadLen {
+		t.Errorf("PAYLOAD_BATCH_LEN %d, not longer than PAYLOAD_LEN %d", PayloadBatchLen, PayloadLen)
 	}
 	// bpf/conversation.h is generated from internal/event, which the framers'
 	// tests read: the wire's lengths are those.
-	if PayloadLen != event.PayloadLen || PayloadReadLen != event.PayloadReadLen {
+	if PayloadLen != event.PayloadLen || PayloadBatchLen != event.PayloadBatchLen {
 		t.Errorf("the wire holds %d and %d bytes, internal/event says %d and %d: run 'make generate'",
-			PayloadLen, PayloadReadLen, event.PayloadLen, event.PayloadReadLen)
+			PayloadLen, PayloadBatchLen, event.PayloadLen, event.PayloadBatchLen)
 	}
 }

@@ -121,6 +121,17 @@ type Options struct {
 	stackBuckets uint32
 }
 
+// Kept is what a capture keeps of a server's reads on its connections
+// (event.PayloadKept, note_request): the first bytes of each turn, of each
+// later read of a turn, and the most of a long read that begins one; all 0
+// when it keeps none (no --requests, or --no-payload).
+func (o Options) Kept() (turn, read, batch int) {
+	if !o.Requests || !o.Payload {
+		return 0, 0, 0
+	}
+	return PayloadLen, event.PayloadHeadLen, PayloadBatchLen
+}
+
 // LiveDescribedFiles is the kernel's table of described files for the live
 // views (top, exporter, watch), and the number of file names they keep:
 // with the default 65,536, a machine that starts 20 processes a second

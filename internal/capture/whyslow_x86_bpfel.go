@@ -59,11 +59,36 @@ type whyslowBlockEvent struct {
 	F        whyslowFileRef
 }
 
+type whyslowConnBatchEvent struct {
+	_       structs.HostLayout
+	Call    whyslowSyscallEvent
+	Arrived uint64
+	Len     uint32
+	Pad     uint32
+	Data    [1024]uint8
+}
+
 type whyslowConnKey struct {
 	_   structs.HostLayout
 	Pid uint32
 	Dev uint32
 	Ino uint64
+}
+
+type whyslowConnReadEvent struct {
+	_       structs.HostLayout
+	Call    whyslowSyscallEvent
+	Arrived uint64
+	Len     uint32
+	Pad     uint32
+	Data    [256]uint8
+}
+
+type whyslowConnState struct {
+	_    structs.HostLayout
+	Dir  uint8
+	Pad  uint8
+	Kept uint16
 }
 
 type whyslowCpuVal struct {
@@ -107,7 +132,7 @@ const (
 	whyslowEventKindEV_EXIT       whyslowEventKind = 9
 	whyslowEventKindEV_URING      whyslowEventKind = 10
 	whyslowEventKindEV_UNLINK     whyslowEventKind = 11
-	whyslowEventKindEV_PAYLOAD    whyslowEventKind = 12
+	whyslowEventKindEV_CONN_READ  whyslowEventKind = 12
 	whyslowEventKindEV_SAMPLE     whyslowEventKind = 13
 	whyslowEventKindEV_STACK      whyslowEventKind = 14
 	whyslowEventKindEV_SOCK_BYTES whyslowEventKind = 15
@@ -235,26 +260,6 @@ type whyslowOffcpuEvent struct {
 	Quota     uint32
 	MaxNs     uint64
 	StartTs   uint64
-}
-
-type whyslowPayloadEvent struct {
-	_       structs.HostLayout
-	H       whyslowHdr
-	F       whyslowFileRef
-	Len     uint32
-	Pad     uint32
-	Arrived uint64
-	Data    [128]uint8
-}
-
-type whyslowPayloadReadEvent struct {
-	_       structs.HostLayout
-	H       whyslowHdr
-	F       whyslowFileRef
-	Len     uint32
-	Pad     uint32
-	Arrived uint64
-	Data    [1024]uint8
 }
 
 type whyslowRecent struct {
@@ -593,6 +598,8 @@ const (
 	whyslowVarUnusedAggKey            = "unused_agg_key"
 	whyslowVarUnusedAggVal            = "unused_agg_val"
 	whyslowVarUnusedBlockEvent        = "unused_block_event"
+	whyslowVarUnusedConnBatchEvent    = "unused_conn_batch_event"
+	whyslowVarUnusedConnReadEvent     = "unused_conn_read_event"
 	whyslowVarUnusedCpuVal            = "unused_cpu_val"
 	whyslowVarUnusedDirtyKey          = "unused_dirty_key"
 	whyslowVarUnusedDirtyVal          = "unused_dirty_val"
@@ -606,8 +613,6 @@ const (
 	whyslowVarUnusedHdr               = "unused_hdr"
 	whyslowVarUnusedLostSource        = "unused_lost_source"
 	whyslowVarUnusedOffcpuEvent       = "unused_offcpu_event"
-	whyslowVarUnusedPayloadEvent      = "unused_payload_event"
-	whyslowVarUnusedPayloadReadEvent  = "unused_payload_read_event"
 	whyslowVarUnusedSampleEvent       = "unused_sample_event"
 	whyslowVarUnusedSockBytesEvent    = "unused_sock_bytes_event"
 	whyslowVarUnusedStackEvent        = "unused_stack_event"
@@ -725,58 +730,58 @@ type whyslowMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type whyslowVariableSpecs struct {
-	AllStacks              *ebpf.VariableSpec `ebpf:"all_stacks"`
-	ByRequest              *ebpf.VariableSpec `ebpf:"by_request"`
-	CallsWakeAt            *ebpf.VariableSpec `ebpf:"calls_wake_at"`
-	CaptureStartNs         *ebpf.VariableSpec `ebpf:"capture_start_ns"`
-	CheckRuns              *ebpf.VariableSpec `ebpf:"check_runs"`
-	DescribeHoldNs         *ebpf.VariableSpec `ebpf:"describe_hold_ns"`
-	EventsWakeAt           *ebpf.VariableSpec `ebpf:"events_wake_at"`
-	FollowPeers            *ebpf.VariableSpec `ebpf:"follow_peers"`
-	Full                   *ebpf.VariableSpec `ebpf:"full"`
-	GenericSites           *ebpf.VariableSpec `ebpf:"generic_sites"`
-	MetaWakeAt             *ebpf.VariableSpec `ebpf:"meta_wake_at"`
-	OtherSyncsOpen         *ebpf.VariableSpec `ebpf:"other_syncs_open"`
-	Payload                *ebpf.VariableSpec `ebpf:"payload"`
-	RequestsHeld           *ebpf.VariableSpec `ebpf:"requests_held"`
-	RunBelowNs             *ebpf.VariableSpec `ebpf:"run_below_ns"`
-	ScheduleRange          *ebpf.VariableSpec `ebpf:"schedule_range"`
-	SelfPid                *ebpf.VariableSpec `ebpf:"self_pid"`
-	SiteGuess              *ebpf.VariableSpec `ebpf:"site_guess"`
-	SiteTries              *ebpf.VariableSpec `ebpf:"site_tries"`
-	SiteWords              *ebpf.VariableSpec `ebpf:"site_words"`
-	SitesTold              *ebpf.VariableSpec `ebpf:"sites_told"`
-	SlowNs                 *ebpf.VariableSpec `ebpf:"slow_ns"`
-	SyscallHooks           *ebpf.VariableSpec `ebpf:"syscall_hooks"`
-	SystemWide             *ebpf.VariableSpec `ebpf:"system_wide"`
-	UnusedAggKey           *ebpf.VariableSpec `ebpf:"unused_agg_key"`
-	UnusedAggVal           *ebpf.VariableSpec `ebpf:"unused_agg_val"`
-	UnusedBlockEvent       *ebpf.VariableSpec `ebpf:"unused_block_event"`
-	UnusedCpuVal           *ebpf.VariableSpec `ebpf:"unused_cpu_val"`
-	UnusedDirtyKey         *ebpf.VariableSpec `ebpf:"unused_dirty_key"`
-	UnusedDirtyVal         *ebpf.VariableSpec `ebpf:"unused_dirty_val"`
-	UnusedEventKind        *ebpf.VariableSpec `ebpf:"unused_event_kind"`
-	UnusedExecEvent        *ebpf.VariableSpec `ebpf:"unused_exec_event"`
-	UnusedExitEvent        *ebpf.VariableSpec `ebpf:"unused_exit_event"`
-	UnusedFileEvent        *ebpf.VariableSpec `ebpf:"unused_file_event"`
-	UnusedFileKind         *ebpf.VariableSpec `ebpf:"unused_file_kind"`
-	UnusedFileRef          *ebpf.VariableSpec `ebpf:"unused_file_ref"`
-	UnusedForkEvent        *ebpf.VariableSpec `ebpf:"unused_fork_event"`
-	UnusedHdr              *ebpf.VariableSpec `ebpf:"unused_hdr"`
-	UnusedLostSource       *ebpf.VariableSpec `ebpf:"unused_lost_source"`
-	UnusedOffcpuEvent      *ebpf.VariableSpec `ebpf:"unused_offcpu_event"`
-	UnusedPayloadEvent     *ebpf.VariableSpec `ebpf:"unused_payload_event"`
-	UnusedPayloadReadEvent *ebpf.VariableSpec `ebpf:"unused_payload_read_event"`
-	UnusedSampleEvent      *ebpf.VariableSpec `ebpf:"unused_sample_event"`
-	UnusedSockBytesEvent   *ebpf.VariableSpec `ebpf:"unused_sock_bytes_event"`
-	UnusedStackEvent       *ebpf.VariableSpec `ebpf:"unused_stack_event"`
-	UnusedSyscallEvent     *ebpf.VariableSpec `ebpf:"unused_syscall_event"`
-	UnusedTaskIo           *ebpf.VariableSpec `ebpf:"unused_task_io"`
-	UnusedThrottleEvent    *ebpf.VariableSpec `ebpf:"unused_throttle_event"`
-	UnusedUnlinkEvent      *ebpf.VariableSpec `ebpf:"unused_unlink_event"`
-	UnusedUringEvent       *ebpf.VariableSpec `ebpf:"unused_uring_event"`
-	UnusedWakerSock        *ebpf.VariableSpec `ebpf:"unused_waker_sock"`
-	UnusedWritebackEvent   *ebpf.VariableSpec `ebpf:"unused_writeback_event"`
+	AllStacks            *ebpf.VariableSpec `ebpf:"all_stacks"`
+	ByRequest            *ebpf.VariableSpec `ebpf:"by_request"`
+	CallsWakeAt          *ebpf.VariableSpec `ebpf:"calls_wake_at"`
+	CaptureStartNs       *ebpf.VariableSpec `ebpf:"capture_start_ns"`
+	CheckRuns            *ebpf.VariableSpec `ebpf:"check_runs"`
+	DescribeHoldNs       *ebpf.VariableSpec `ebpf:"describe_hold_ns"`
+	EventsWakeAt         *ebpf.VariableSpec `ebpf:"events_wake_at"`
+	FollowPeers          *ebpf.VariableSpec `ebpf:"follow_peers"`
+	Full                 *ebpf.VariableSpec `ebpf:"full"`
+	GenericSites         *ebpf.VariableSpec `ebpf:"generic_sites"`
+	MetaWakeAt           *ebpf.VariableSpec `ebpf:"meta_wake_at"`
+	OtherSyncsOpen       *ebpf.VariableSpec `ebpf:"other_syncs_open"`
+	Payload              *ebpf.VariableSpec `ebpf:"payload"`
+	RequestsHeld         *ebpf.VariableSpec `ebpf:"requests_held"`
+	RunBelowNs           *ebpf.VariableSpec `ebpf:"run_below_ns"`
+	ScheduleRange        *ebpf.VariableSpec `ebpf:"schedule_range"`
+	SelfPid              *ebpf.VariableSpec `ebpf:"self_pid"`
+	SiteGuess            *ebpf.VariableSpec `ebpf:"site_guess"`
+	SiteTries            *ebpf.VariableSpec `ebpf:"site_tries"`
+	SiteWords            *ebpf.VariableSpec `ebpf:"site_words"`
+	SitesTold            *ebpf.VariableSpec `ebpf:"sites_told"`
+	SlowNs               *ebpf.VariableSpec `ebpf:"slow_ns"`
+	SyscallHooks         *ebpf.VariableSpec `ebpf:"syscall_hooks"`
+	SystemWide           *ebpf.VariableSpec `ebpf:"system_wide"`
+	UnusedAggKey         *ebpf.VariableSpec `ebpf:"unused_agg_key"`
+	UnusedAggVal         *ebpf.VariableSpec `ebpf:"unused_agg_val"`
+	UnusedBlockEvent     *ebpf.VariableSpec `ebpf:"unused_block_event"`
+	UnusedConnBatchEvent *ebpf.VariableSpec `ebpf:"unused_conn_batch_event"`
+	UnusedConnReadEvent  *ebpf.VariableSpec `ebpf:"unused_conn_read_event"`
+	UnusedCpuVal         *ebpf.VariableSpec `ebpf:"unused_cpu_val"`
+	UnusedDirtyKey       *ebpf.VariableSpec `ebpf:"unused_dirty_key"`
+	UnusedDirtyVal       *ebpf.VariableSpec `ebpf:"unused_dirty_val"`
+	UnusedEventKind      *ebpf.VariableSpec `ebpf:"unused_event_kind"`
+	UnusedExecEvent      *ebpf.VariableSpec `ebpf:"unused_exec_event"`
+	UnusedExitEvent      *ebpf.VariableSpec `ebpf:"unused_exit_event"`
+	UnusedFileEvent      *ebpf.VariableSpec `ebpf:"unused_file_event"`
+	UnusedFileKind       *ebpf.VariableSpec `ebpf:"unused_file_kind"`
+	UnusedFileRef        *ebpf.VariableSpec `ebpf:"unused_file_ref"`
+	UnusedForkEvent      *ebpf.VariableSpec `ebpf:"unused_fork_event"`
+	UnusedHdr            *ebpf.VariableSpec `ebpf:"unused_hdr"`
+	UnusedLostSource     *ebpf.VariableSpec `ebpf:"unused_lost_source"`
+	UnusedOffcpuEvent    *ebpf.VariableSpec `ebpf:"unused_offcpu_event"`
+	UnusedSampleEvent    *ebpf.VariableSpec `ebpf:"unused_sample_event"`
+	UnusedSockBytesEvent *ebpf.VariableSpec `ebpf:"unused_sock_bytes_event"`
+	UnusedStackEvent     *ebpf.VariableSpec `ebpf:"unused_stack_event"`
+	UnusedSyscallEvent   *ebpf.VariableSpec `ebpf:"unused_syscall_event"`
+	UnusedTaskIo         *ebpf.VariableSpec `ebpf:"unused_task_io"`
+	UnusedThrottleEvent  *ebpf.VariableSpec `ebpf:"unused_throttle_event"`
+	UnusedUnlinkEvent    *ebpf.VariableSpec `ebpf:"unused_unlink_event"`
+	UnusedUringEvent     *ebpf.VariableSpec `ebpf:"unused_uring_event"`
+	UnusedWakerSock      *ebpf.VariableSpec `ebpf:"unused_waker_sock"`
+	UnusedWritebackEvent *ebpf.VariableSpec `ebpf:"unused_writeback_event"`
 }
 
 // whyslowObjects contains all objects after they have been loaded into the kernel.
@@ -866,58 +871,58 @@ func (m *whyslowMaps) Close() error {
 //
 // It can be passed to loadWhyslowObjects or ebpf.CollectionSpec.LoadAndAssign.
 type whyslowVariables struct {
-	AllStacks              *ebpf.Variable `ebpf:"all_stacks"`
-	ByRequest              *ebpf.Variable `ebpf:"by_request"`
-	CallsWakeAt            *ebpf.Variable `ebpf:"calls_wake_at"`
-	CaptureStartNs         *ebpf.Variable `ebpf:"capture_start_ns"`
-	CheckRuns              *ebpf.Variable `ebpf:"check_runs"`
-	DescribeHoldNs         *ebpf.Variable `ebpf:"describe_hold_ns"`
-	EventsWakeAt           *ebpf.Variable `ebpf:"events_wake_at"`
-	FollowPeers            *ebpf.Variable `ebpf:"follow_peers"`
-	Full                   *ebpf.Variable `ebpf:"full"`
-	GenericSites           *ebpf.Variable `ebpf:"generic_sites"`
-	MetaWakeAt             *ebpf.Variable `ebpf:"meta_wake_at"`
-	OtherSyncsOpen         *ebpf.Variable `ebpf:"other_syncs_open"`
-	Payload                *ebpf.Variable `ebpf:"payload"`
-	RequestsHeld           *ebpf.Variable `ebpf:"requests_held"`
-	RunBelowNs             *ebpf.Variable `ebpf:"run_below_ns"`
-	ScheduleRange          *ebpf.Variable `ebpf:"schedule_range"`
-	SelfPid                *ebpf.Variable `ebpf:"self_pid"`
-	SiteGuess              *ebpf.Variable `ebpf:"site_guess"`
-	SiteTries              *ebpf.Variable `ebpf:"site_tries"`
-	SiteWords              *ebpf.Variable `ebpf:"site_words"`
-	SitesTold              *ebpf.Variable `ebpf:"sites_told"`
-	SlowNs                 *ebpf.Variable `ebpf:"slow_ns"`
-	SyscallHooks           *ebpf.Variable `ebpf:"syscall_hooks"`
-	SystemWide             *ebpf.Variable `ebpf:"system_wide"`
-	UnusedAggKey           *ebpf.Variable `ebpf:"unused_agg_key"`
-	UnusedAggVal           *ebpf.Variable `ebpf:"unused_agg_val"`
-	UnusedBlockEvent       *ebpf.Variable `ebpf:"unused_block_event"`
-	UnusedCpuVal           *ebpf.Variable `ebpf:"unused_cpu_val"`
-	UnusedDirtyKey         *ebpf.Variable `ebpf:"unused_dirty_key"`
-	UnusedDirtyVal         *ebpf.Variable `ebpf:"unused_dirty_val"`
-	UnusedEventKind        *ebpf.Variable `ebpf:"unused_event_kind"`
-	UnusedExecEvent        *ebpf.Variable `ebpf:"unused_exec_event"`
-	UnusedExitEvent        *ebpf.Variable `ebpf:"unused_exit_event"`
-	UnusedFileEvent        *ebpf.Variable `ebpf:"unused_file_event"`
-	UnusedFileKind         *ebpf.Variable `ebpf:"unused_file_kind"`
-	UnusedFileRef          *ebpf.Variable `ebpf:"unused_file_ref"`
-	UnusedForkEvent        *ebpf.Variable `ebpf:"unused_fork_event"`
-	UnusedHdr              *ebpf.Variable `ebpf:"unused_hdr"`
-	UnusedLostSource       *ebpf.Variable `ebpf:"unused_lost_source"`
-	UnusedOffcpuEvent      *ebpf.Variable `ebpf:"unused_offcpu_event"`
-	UnusedPayloadEvent     *ebpf.Variable `ebpf:"unused_payload_event"`
-	UnusedPayloadReadEvent *ebpf.Variable `ebpf:"unused_payload_read_event"`
-	UnusedSampleEvent      *ebpf.Variable `ebpf:"unused_sample_event"`
-	UnusedSockBytesEvent   *ebpf.Variable `ebpf:"unused_sock_bytes_event"`
-	UnusedStackEvent       *ebpf.Variable `ebpf:"unused_stack_event"`
-	UnusedSyscallEvent     *ebpf.Variable `ebpf:"unused_syscall_event"`
-	UnusedTaskIo           *ebpf.Variable `ebpf:"unused_task_io"`
-	UnusedThrottleEvent    *ebpf.Variable `ebpf:"unused_throttle_event"`
-	UnusedUnlinkEvent      *ebpf.Variable `ebpf:"unused_unlink_event"`
-	UnusedUringEvent       *ebpf.Variable `ebpf:"unused_uring_event"`
-	UnusedWakerSock        *ebpf.Variable `ebpf:"unused_waker_sock"`
-	UnusedWritebackEvent   *ebpf.Variable `ebpf:"unused_writeback_event"`
+	AllStacks            *ebpf.Variable `ebpf:"all_stacks"`
+	ByRequest            *ebpf.Variable `ebpf:"by_request"`
+	CallsWakeAt          *ebpf.Variable `ebpf:"calls_wake_at"`
+	CaptureStartNs       *ebpf.Variable `ebpf:"capture_start_ns"`
+	CheckRuns            *ebpf.Variable `ebpf:"check_runs"`
+	DescribeHoldNs       *ebpf.Variable `ebpf:"describe_hold_ns"`
+	EventsWakeAt         *ebpf.Variable `ebpf:"events_wake_at"`
+	FollowPeers          *ebpf.Variable `ebpf:"follow_peers"`
+	Full                 *ebpf.Variable `ebpf:"full"`
+	GenericSites         *ebpf.Variable `ebpf:"generic_sites"`
+	MetaWakeAt           *ebpf.Variable `ebpf:"meta_wake_at"`
+	OtherSyncsOpen       *ebpf.Variable `ebpf:"other_syncs_open"`
+	Payload              *ebpf.Variable `ebpf:"payload"`
+	RequestsHeld         *ebpf.Variable `ebpf:"requests_held"`
+	RunBelowNs           *ebpf.Variable `ebpf:"run_below_ns"`
+	ScheduleRange        *ebpf.Variable `ebpf:"schedule_range"`
+	SelfPid              *ebpf.Variable `ebpf:"self_pid"`
+	SiteGuess            *ebpf.Variable `ebpf:"site_guess"`
+	SiteTries            *ebpf.Variable `ebpf:"site_tries"`
+	SiteWords            *ebpf.Variable `ebpf:"site_words"`
+	SitesTold            *ebpf.Variable `ebpf:"sites_told"`
+	SlowNs               *ebpf.Variable `ebpf:"slow_ns"`
+	SyscallHooks         *ebpf.Variable `ebpf:"syscall_hooks"`
+	SystemWide           *ebpf.Variable `ebpf:"system_wide"`
+	UnusedAggKey         *ebpf.Variable `ebpf:"unused_agg_key"`
+	UnusedAggVal         *ebpf.Variable `ebpf:"unused_agg_val"`
+	UnusedBlockEvent     *ebpf.Variable `ebpf:"unused_block_event"`
+	UnusedConnBatchEvent *ebpf.Variable `ebpf:"unused_conn_batch_event"`
+	UnusedConnReadEvent  *ebpf.Variable `ebpf:"unused_conn_read_event"`
+	UnusedCpuVal         *ebpf.Variable `ebpf:"unused_cpu_val"`
+	UnusedDirtyKey       *ebpf.Variable `ebpf:"unused_dirty_key"`
+	UnusedDirtyVal       *ebpf.Variable `ebpf:"unused_dirty_val"`
+	UnusedEventKind      *ebpf.Variable `ebpf:"unused_event_kind"`
+	UnusedExecEvent      *ebpf.Variable `ebpf:"unused_exec_event"`
+	UnusedExitEvent      *ebpf.Variable `ebpf:"unused_exit_event"`
+	UnusedFileEvent      *ebpf.Variable `ebpf:"unused_file_event"`
+	UnusedFileKind       *ebpf.Variable `ebpf:"unused_file_kind"`
+	UnusedFileRef        *ebpf.Variable `ebpf:"unused_file_ref"`
+	UnusedForkEvent      *ebpf.Variable `ebpf:"unused_fork_event"`
+	UnusedHdr            *ebpf.Variable `ebpf:"unused_hdr"`
+	UnusedLostSource     *ebpf.Variable `ebpf:"unused_lost_source"`
+	UnusedOffcpuEvent    *ebpf.Variable `ebpf:"unused_offcpu_event"`
+	UnusedSampleEvent    *ebpf.Variable `ebpf:"unused_sample_event"`
+	UnusedSockBytesEvent *ebpf.Variable `ebpf:"unused_sock_bytes_event"`
+	UnusedStackEvent     *ebpf.Variable `ebpf:"unused_stack_event"`
+	UnusedSyscallEvent   *ebpf.Variable `ebpf:"unused_syscall_event"`
+	UnusedTaskIo         *ebpf.Variable `ebpf:"unused_task_io"`
+	UnusedThrottleEvent  *ebpf.Variable `ebpf:"unused_throttle_event"`
+	UnusedUnlinkEvent    *ebpf.Variable `ebpf:"unused_unlink_event"`
+	UnusedUringEvent     *ebpf.Variable `ebpf:"unused_uring_event"`
+	UnusedWakerSock      *ebpf.Variable `ebpf:"unused_waker_sock"`
+	UnusedWritebackEvent *ebpf.Variable `ebpf:"unused_writeback_event"`
 }
 
 // whyslowPrograms contains all programs after they have been loaded into the kernel.

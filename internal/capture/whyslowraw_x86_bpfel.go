@@ -51,6 +51,13 @@ type whyslowRawConnKey struct {
 	Ino uint64
 }
 
+type whyslowRawConnState struct {
+	_    structs.HostLayout
+	Dir  uint8
+	Pad  uint8
+	Kept uint16
+}
+
 type whyslowRawDirtyKey struct {
 	_   structs.HostLayout
 	Pid uint32
@@ -520,6 +527,8 @@ const (
 	whyslowRawVarUnusedAggKey            = "unused_agg_key"
 	whyslowRawVarUnusedAggVal            = "unused_agg_val"
 	whyslowRawVarUnusedBlockEvent        = "unused_block_event"
+	whyslowRawVarUnusedConnBatchEvent    = "unused_conn_batch_event"
+	whyslowRawVarUnusedConnReadEvent     = "unused_conn_read_event"
 	whyslowRawVarUnusedCpuVal            = "unused_cpu_val"
 	whyslowRawVarUnusedDirtyKey          = "unused_dirty_key"
 	whyslowRawVarUnusedDirtyVal          = "unused_dirty_val"
@@ -533,8 +542,6 @@ const (
 	whyslowRawVarUnusedHdr               = "unused_hdr"
 	whyslowRawVarUnusedLostSource        = "unused_lost_source"
 	whyslowRawVarUnusedOffcpuEvent       = "unused_offcpu_event"
-	whyslowRawVarUnusedPayloadEvent      = "unused_payload_event"
-	whyslowRawVarUnusedPayloadReadEvent  = "unused_payload_read_event"
 	whyslowRawVarUnusedSampleEvent       = "unused_sample_event"
 	whyslowRawVarUnusedSockBytesEvent    = "unused_sock_bytes_event"
 	whyslowRawVarUnusedStackEvent        = "unused_stack_event"
@@ -652,58 +659,58 @@ type whyslowRawMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type whyslowRawVariableSpecs struct {
-	AllStacks              *ebpf.VariableSpec `ebpf:"all_stacks"`
-	ByRequest              *ebpf.VariableSpec `ebpf:"by_request"`
-	CallsWakeAt            *ebpf.VariableSpec `ebpf:"calls_wake_at"`
-	CaptureStartNs         *ebpf.VariableSpec `ebpf:"capture_start_ns"`
-	CheckRuns              *ebpf.VariableSpec `ebpf:"check_runs"`
-	DescribeHoldNs         *ebpf.VariableSpec `ebpf:"describe_hold_ns"`
-	EventsWakeAt           *ebpf.VariableSpec `ebpf:"events_wake_at"`
-	FollowPeers            *ebpf.VariableSpec `ebpf:"follow_peers"`
-	Full                   *ebpf.VariableSpec `ebpf:"full"`
-	GenericSites           *ebpf.VariableSpec `ebpf:"generic_sites"`
-	MetaWakeAt             *ebpf.VariableSpec `ebpf:"meta_wake_at"`
-	OtherSyncsOpen         *ebpf.VariableSpec `ebpf:"other_syncs_open"`
-	Payload                *ebpf.VariableSpec `ebpf:"payload"`
-	RequestsHeld           *ebpf.VariableSpec `ebpf:"requests_held"`
-	RunBelowNs             *ebpf.VariableSpec `ebpf:"run_below_ns"`
-	ScheduleRange          *ebpf.VariableSpec `ebpf:"schedule_range"`
-	SelfPid                *ebpf.VariableSpec `ebpf:"self_pid"`
-	SiteGuess              *ebpf.VariableSpec `ebpf:"site_guess"`
-	SiteTries              *ebpf.VariableSpec `ebpf:"site_tries"`
-	SiteWords              *ebpf.VariableSpec `ebpf:"site_words"`
-	SitesTold              *ebpf.VariableSpec `ebpf:"sites_told"`
-	SlowNs                 *ebpf.VariableSpec `ebpf:"slow_ns"`
-	SyscallHooks           *ebpf.VariableSpec `ebpf:"syscall_hooks"`
-	SystemWide             *ebpf.VariableSpec `ebpf:"system_wide"`
-	UnusedAggKey           *ebpf.VariableSpec `ebpf:"unused_agg_key"`
-	UnusedAggVal           *ebpf.VariableSpec `ebpf:"unused_agg_val"`
-	UnusedBlockEvent       *ebpf.VariableSpec `ebpf:"unused_block_event"`
-	UnusedCpuVal           *ebpf.VariableSpec `ebpf:"unused_cpu_val"`
-	UnusedDirtyKey         *ebpf.VariableSpec `ebpf:"unused_dirty_key"`
-	UnusedDirtyVal         *ebpf.VariableSpec `ebpf:"unused_dirty_val"`
-	UnusedEventKind        *ebpf.VariableSpec `ebpf:"unused_event_kind"`
-	UnusedExecEvent        *ebpf.VariableSpec `ebpf:"unused_exec_event"`
-	UnusedExitEvent        *ebpf.VariableSpec `ebpf:"unused_exit_event"`
-	UnusedFileEvent        *ebpf.VariableSpec `ebpf:"unused_file_event"`
-	UnusedFileKind         *ebpf.VariableSpec `ebpf:"unused_file_kind"`
-	UnusedFileRef          *ebpf.VariableSpec `ebpf:"unused_file_ref"`
-	UnusedForkEvent        *ebpf.VariableSpec `ebpf:"unused_fork_event"`
-	UnusedHdr              *ebpf.VariableSpec `ebpf:"unused_hdr"`
-	UnusedLostSource       *ebpf.VariableSpec `ebpf:"unused_lost_source"`
-	UnusedOffcpuEvent      *ebpf.VariableSpec `ebpf:"unused_offcpu_event"`
-	UnusedPayloadEvent     *ebpf.VariableSpec `ebpf:"unused_payload_event"`
-	UnusedPayloadReadEvent *ebpf.VariableSpec `ebpf:"unused_payload_read_event"`
-	UnusedSampleEvent      *ebpf.VariableSpec `ebpf:"unused_sample_event"`
-	UnusedSockBytesEvent   *ebpf.VariableSpec `ebpf:"unused_sock_bytes_event"`
-	UnusedStackEvent       *ebpf.VariableSpec `ebpf:"unused_stack_event"`
-	UnusedSyscallEvent     *ebpf.VariableSpec `ebpf:"unused_syscall_event"`
-	UnusedTaskIo           *ebpf.VariableSpec `ebpf:"unused_task_io"`
-	UnusedThrottleEvent    *ebpf.VariableSpec `ebpf:"unused_throttle_event"`
-	UnusedUnlinkEvent      *ebpf.VariableSpec `ebpf:"unused_unlink_event"`
-	UnusedUringEvent       *ebpf.VariableSpec `ebpf:"unused_uring_event"`
-	UnusedWakerSock        *ebpf.VariableSpec `ebpf:"unused_waker_sock"`
-	UnusedWritebackEvent   *ebpf.VariableSpec `ebpf:"unused_writeback_event"`
+	AllStacks            *ebpf.VariableSpec `ebpf:"all_stacks"`
+	ByRequest            *ebpf.VariableSpec `ebpf:"by_request"`
+	CallsWakeAt          *ebpf.VariableSpec `ebpf:"calls_wake_at"`
+	CaptureStartNs       *ebpf.VariableSpec `ebpf:"capture_start_ns"`
+	CheckRuns            *ebpf.VariableSpec `ebpf:"check_runs"`
+	DescribeHoldNs       *ebpf.VariableSpec `ebpf:"describe_hold_ns"`
+	EventsWakeAt         *ebpf.VariableSpec `ebpf:"events_wake_at"`
+	FollowPeers          *ebpf.VariableSpec `ebpf:"follow_peers"`
+	Full                 *ebpf.VariableSpec `ebpf:"full"`
+	GenericSites         *ebpf.VariableSpec `ebpf:"generic_sites"`
+	MetaWakeAt           *ebpf.VariableSpec `ebpf:"meta_wake_at"`
+	OtherSyncsOpen       *ebpf.VariableSpec `ebpf:"other_syncs_open"`
+	Payload              *ebpf.VariableSpec `ebpf:"payload"`
+	RequestsHeld         *ebpf.VariableSpec `ebpf:"requests_held"`
+	RunBelowNs           *ebpf.VariableSpec `ebpf:"run_below_ns"`
+	ScheduleRange        *ebpf.VariableSpec `ebpf:"schedule_range"`
+	SelfPid              *ebpf.VariableSpec `ebpf:"self_pid"`
+	SiteGuess            *ebpf.VariableSpec `ebpf:"site_guess"`
+	SiteTries            *ebpf.VariableSpec `ebpf:"site_tries"`
+	SiteWords            *ebpf.VariableSpec `ebpf:"site_words"`
+	SitesTold            *ebpf.VariableSpec `ebpf:"sites_told"`
+	SlowNs               *ebpf.VariableSpec `ebpf:"slow_ns"`
+	SyscallHooks         *ebpf.VariableSpec `ebpf:"syscall_hooks"`
+	SystemWide           *ebpf.VariableSpec `ebpf:"system_wide"`
+	UnusedAggKey         *ebpf.VariableSpec `ebpf:"unused_agg_key"`
+	UnusedAggVal         *ebpf.VariableSpec `ebpf:"unused_agg_val"`
+	UnusedBlockEvent     *ebpf.VariableSpec `ebpf:"unused_block_event"`
+	UnusedConnBatchEvent *ebpf.VariableSpec `ebpf:"unused_conn_batch_event"`
+	UnusedConnReadEvent  *ebpf.VariableSpec `ebpf:"unused_conn_read_event"`
+	UnusedCpuVal         *ebpf.VariableSpec `ebpf:"unused_cpu_val"`
+	UnusedDirtyKey       *ebpf.VariableSpec `ebpf:"unused_dirty_key"`
+	UnusedDirtyVal       *ebpf.VariableSpec `ebpf:"unused_dirty_val"`
+	UnusedEventKind      *ebpf.VariableSpec `ebpf:"unused_event_kind"`
+	UnusedExecEvent      *ebpf.VariableSpec `ebpf:"unused_exec_event"`
+	UnusedExitEvent      *ebpf.VariableSpec `ebpf:"unused_exit_event"`
+	UnusedFileEvent      *ebpf.VariableSpec `ebpf:"unused_file_event"`
+	UnusedFileKind       *ebpf.VariableSpec `ebpf:"unused_file_kind"`
+	UnusedFileRef        *ebpf.VariableSpec `ebpf:"unused_file_ref"`
+	UnusedForkEvent      *ebpf.VariableSpec `ebpf:"unused_fork_event"`
+	UnusedHdr            *ebpf.VariableSpec `ebpf:"unused_hdr"`
+	UnusedLostSource     *ebpf.VariableSpec `ebpf:"unused_lost_source"`
+	UnusedOffcpuEvent    *ebpf.VariableSpec `ebpf:"unused_offcpu_event"`
+	UnusedSampleEvent    *ebpf.VariableSpec `ebpf:"unused_sample_event"`
+	UnusedSockBytesEvent *ebpf.VariableSpec `ebpf:"unused_sock_bytes_event"`
+	UnusedStackEvent     *ebpf.VariableSpec `ebpf:"unused_stack_event"`
+	UnusedSyscallEvent   *ebpf.VariableSpec `ebpf:"unused_syscall_event"`
+	UnusedTaskIo         *ebpf.VariableSpec `ebpf:"unused_task_io"`
+	UnusedThrottleEvent  *ebpf.VariableSpec `ebpf:"unused_throttle_event"`
+	UnusedUnlinkEvent    *ebpf.VariableSpec `ebpf:"unused_unlink_event"`
+	UnusedUringEvent     *ebpf.VariableSpec `ebpf:"unused_uring_event"`
+	UnusedWakerSock      *ebpf.VariableSpec `ebpf:"unused_waker_sock"`
+	UnusedWritebackEvent *ebpf.VariableSpec `ebpf:"unused_writeback_event"`
 }
 
 // whyslowRawObjects contains all objects after they have been loaded into the kernel.
@@ -793,58 +800,58 @@ func (m *whyslowRawMaps) Close() error {
 //
 // It can be passed to loadWhyslowRawObjects or ebpf.CollectionSpec.LoadAndAssign.
 type whyslowRawVariables struct {
-	AllStacks              *ebpf.Variable `ebpf:"all_stacks"`
-	ByRequest              *ebpf.Variable `ebpf:"by_request"`
-	CallsWakeAt            *ebpf.Variable `ebpf:"calls_wake_at"`
-	CaptureStartNs         *ebpf.Variable `ebpf:"capture_start_ns"`
-	CheckRuns              *ebpf.Variable `ebpf:"check_runs"`
-	DescribeHoldNs         *ebpf.Variable `ebpf:"describe_hold_ns"`
-	EventsWakeAt           *ebpf.Variable `ebpf:"events_wake_at"`
-	FollowPeers            *ebpf.Variable `ebpf:"follow_peers"`
-	Full                   *ebpf.Variable `ebpf:"full"`
-	GenericSites           *ebpf.Variable `ebpf:"generic_sites"`
-	MetaWakeAt             *ebpf.Variable `ebpf:"meta_wake_at"`
-	OtherSyncsOpen         *ebpf.Variable `ebpf:"other_syncs_open"`
-	Payload                *ebpf.Variable `ebpf:"payload"`
-	RequestsHeld           *ebpf.Variable `ebpf:"requests_held"`
-	RunBelowNs             *ebpf.Variable `ebpf:"run_below_ns"`
-	ScheduleRange          *ebpf.Variable `ebpf:"schedule_range"`
-	SelfPid                *ebpf.Variable `ebpf:"self_pid"`
-	SiteGuess              *ebpf.Variable `ebpf:"site_guess"`
-	SiteTries              *ebpf.Variable `ebpf:"site_tries"`
-	SiteWords              *ebpf.Variable `ebpf:"site_words"`
-	SitesTold              *ebpf.Variable `ebpf:"sites_told"`
-	SlowNs                 *ebpf.Variable `ebpf:"slow_ns"`
-	SyscallHooks           *ebpf.Variable `ebpf:"syscall_hooks"`
-	SystemWide             *ebpf.Variable `ebpf:"system_wide"`
-	UnusedAggKey           *ebpf.Variable `ebpf:"unused_agg_key"`
-	UnusedAggVal           *ebpf.Variable `ebpf:"unused_agg_val"`
-	UnusedBlockEvent       *ebpf.Variable `ebpf:"unused_block_event"`
-	UnusedCpuVal           *ebpf.Variable `ebpf:"unused_cpu_val"`
-	UnusedDirtyKey         *ebpf.Variable `ebpf:"unused_dirty_key"`
-	UnusedDirtyVal         *ebpf.Variable `ebpf:"unused_dirty_val"`
-	UnusedEventKind        *ebpf.Variable `ebpf:"unused_event_kind"`
-	UnusedExecEvent        *ebpf.Variable `ebpf:"unused_exec_event"`
-	UnusedExitEvent        *ebpf.Variable `ebpf:"unused_exit_event"`
-	UnusedFileEvent        *ebpf.Variable `ebpf:"unused_file_event"`
-	UnusedFileKind         *ebpf.Variable `ebpf:"unused_file_kind"`
-	UnusedFileRef          *ebpf.Variable `ebpf:"unused_file_ref"`
-	UnusedForkEvent        *ebpf.Variable `ebpf:"unused_fork_event"`
-	UnusedHdr              *ebpf.Variable `ebpf:"unused_hdr"`
-	UnusedLostSource       *ebpf.Variable `ebpf:"unused_lost_source"`
-	UnusedOffcpuEvent      *ebpf.Variable `ebpf:"unused_offcpu_event"`
-	UnusedPayloadEvent     *ebpf.Variable `ebpf:"unused_payload_event"`
-	UnusedPayloadReadEvent *ebpf.Variable `ebpf:"unused_payload_read_event"`
-	UnusedSampleEvent      *ebpf.Variable `ebpf:"unused_sample_event"`
-	UnusedSockBytesEvent   *ebpf.Variable `ebpf:"unused_sock_bytes_event"`
-	UnusedStackEvent       *ebpf.Variable `ebpf:"unused_stack_event"`
-	UnusedSyscallEvent     *ebpf.Variable `ebpf:"unused_syscall_event"`
-	UnusedTaskIo           *ebpf.Variable `ebpf:"unused_task_io"`
-	UnusedThrottleEvent    *ebpf.Variable `ebpf:"unused_throttle_event"`
-	UnusedUnlinkEvent      *ebpf.Variable `ebpf:"unused_unlink_event"`
-	UnusedUringEvent       *ebpf.Variable `ebpf:"unused_uring_event"`
-	UnusedWakerSock        *ebpf.Variable `ebpf:"unused_waker_sock"`
-	UnusedWritebackEvent   *ebpf.Variable `ebpf:"unused_writeback_event"`
+	AllStacks            *ebpf.Variable `ebpf:"all_stacks"`
+	ByRequest            *ebpf.Variable `ebpf:"by_request"`
+	CallsWakeAt          *ebpf.Variable `ebpf:"calls_wake_at"`
+	CaptureStartNs       *ebpf.Variable `ebpf:"capture_start_ns"`
+	CheckRuns            *ebpf.Variable `ebpf:"check_runs"`
+	DescribeHoldNs       *ebpf.Variable `ebpf:"describe_hold_ns"`
+	EventsWakeAt         *ebpf.Variable `ebpf:"events_wake_at"`
+	FollowPeers          *ebpf.Variable `ebpf:"follow_peers"`
+	Full                 *ebpf.Variable `ebpf:"full"`
+	GenericSites         *ebpf.Variable `ebpf:"generic_sites"`
+	MetaWakeAt           *ebpf.Variable `ebpf:"meta_wake_at"`
+	OtherSyncsOpen       *ebpf.Variable `ebpf:"other_syncs_open"`
+	Payload              *ebpf.Variable `ebpf:"payload"`
+	RequestsHeld         *ebpf.Variable `ebpf:"requests_held"`
+	RunBelowNs           *ebpf.Variable `ebpf:"run_below_ns"`
+	ScheduleRange        *ebpf.Variable `ebpf:"schedule_range"`
+	SelfPid              *ebpf.Variable `ebpf:"self_pid"`
+	SiteGuess            *ebpf.Variable `ebpf:"site_guess"`
+	SiteTries            *ebpf.Variable `ebpf:"site_tries"`
+	SiteWords            *ebpf.Variable `ebpf:"site_words"`
+	SitesTold            *ebpf.Variable `ebpf:"sites_told"`
+	SlowNs               *ebpf.Variable `ebpf:"slow_ns"`
+	SyscallHooks         *ebpf.Variable `ebpf:"syscall_hooks"`
+	SystemWide           *ebpf.Variable `ebpf:"system_wide"`
+	UnusedAggKey         *ebpf.Variable `ebpf:"unused_agg_key"`
+	UnusedAggVal         *ebpf.Variable `ebpf:"unused_agg_val"`
+	UnusedBlockEvent     *ebpf.Variable `ebpf:"unused_block_event"`
+	UnusedConnBatchEvent *ebpf.Variable `ebpf:"unused_conn_batch_event"`
+	UnusedConnReadEvent  *ebpf.Variable `ebpf:"unused_conn_read_event"`
+	UnusedCpuVal         *ebpf.Variable `ebpf:"unused_cpu_val"`
+	UnusedDirtyKey       *ebpf.Variable `ebpf:"unused_dirty_key"`
+	UnusedDirtyVal       *ebpf.Variable `ebpf:"unused_dirty_val"`
+	UnusedEventKind      *ebpf.Variable `ebpf:"unused_event_kind"`
+	UnusedExecEvent      *ebpf.Variable `ebpf:"unused_exec_event"`
+	UnusedExitEvent      *ebpf.Variable `ebpf:"unused_exit_event"`
+	UnusedFileEvent      *ebpf.Variable `ebpf:"unused_file_event"`
+	UnusedFileKind       *ebpf.Variable `ebpf:"unused_file_kind"`
+	UnusedFileRef        *ebpf.Variable `ebpf:"unused_file_ref"`
+	UnusedForkEvent      *ebpf.Variable `ebpf:"unused_fork_event"`
+	UnusedHdr            *ebpf.Variable `ebpf:"unused_hdr"`
+	UnusedLostSource     *ebpf.Variable `ebpf:"unused_lost_source"`
+	UnusedOffcpuEvent    *ebpf.Variable `ebpf:"unused_offcpu_event"`
+	UnusedSampleEvent    *ebpf.Variable `ebpf:"unused_sample_event"`
+	UnusedSockBytesEvent *ebpf.Variable `ebpf:"unused_sock_bytes_event"`
+	UnusedStackEvent     *ebpf.Variable `ebpf:"unused_stack_event"`
+	UnusedSyscallEvent   *ebpf.Variable `ebpf:"unused_syscall_event"`
+	UnusedTaskIo         *ebpf.Variable `ebpf:"unused_task_io"`
+	UnusedThrottleEvent  *ebpf.Variable `ebpf:"unused_throttle_event"`
+	UnusedUnlinkEvent    *ebpf.Variable `ebpf:"unused_unlink_event"`
+	UnusedUringEvent     *ebpf.Variable `ebpf:"unused_uring_event"`
+	UnusedWakerSock      *ebpf.Variable `ebpf:"unused_waker_sock"`
+	UnusedWritebackEvent *ebpf.Variable `ebpf:"unused_writeback_event"`
 }
 
 // whyslowRawPrograms contains all programs after they have been loaded into the kernel.

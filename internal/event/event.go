@@ -192,7 +192,10 @@ type Exec struct {
 type Payload struct {
 	Header
 	Conn FileRef // the connection's socket
-	Data []byte
+	Data []byte  // the first bytes of the read the kernel kept (PayloadKept)
+	// Returned is how many bytes the read returned, Data the first of
+	// them; 0 when not told.
+	Returned int64
 	// Arrived is when the bytes reached the socket (TCP), before the
 	// server read them; 0 when unknown.
 	Arrived uint64

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -116,7 +117,7 @@ func startMeta(cfg Config, eng *capture.Engine, start time.Time) map[string]stri
 	} else if cfg.PID != 0 {
 		scope = "pid"
 	}
-	return map[string]string{
+	m := map[string]string{
 		"host":            event.EncodeText(host),
 		"kernel":          unix.ByteSliceToString(uts.Release[:]),
 		"arch":            runtime.GOARCH,
@@ -133,14 +134,12 @@ func startMeta(cfg Config, eng *capture.Engine, start time.Time) map[string]stri
 		"recording":       event.EncodeText(absPath(cfg.Path)),
 		// whyslow's own activity (its reads of kallsyms, its recording) is
 		// never a cause of the target's: the analyses count it apart.
-		"whyslow_pid":   fmt.Sprint(os.Getpid()),
-		"requests":      fmt.Sprint(cfg.Capture.Requests),
-		"payload_bytes": fmt.Sprint(payloadBytes(cfg.Capture)),
-		// Every read's first bytes are kept, not only a request's first:
-		// protocols framed by message are cut from them.
-		"payload_read_bytes": fmt.Sprint(payloadReadBytes(cfg.Capture)),
-		"arrivals":           event.ArrivalsPerConnection,
+		"whyslow_pid": fmt.Sprint(os.Getpid()),
+		"requests":    fmt.Sprint(cfg.Capture.Requests),
+		"arrivals":    event.ArrivalsPerConnection,
 	}
+	maps.Copy(m, event.PayloadMeta(cfg.Capture.Kept()))
+	return m
 }
 
 // monoOf converts a wall time near now to CLOCK_MONOTONIC ns.
@@ -200,21 +199,3 @@ type Reported struct{ Err error }
 
 func (r Reported) Error() string { return r.Err.Error() }
 func (r Reported) Unwrap() error { return r.Err }
-
-// payloadBytes is how many first bytes of each request were taken: 0 when
-// requests were not captured, or --no-payload.
-func payloadBytes(o capture.Options) int {
-	if !o.Requests || !o.Payload {
-		return 0
-	}
-	return capture.PayloadLen
-}
-
-// payloadReadBytes is how many first bytes of every read on a connection
-// were taken: 0 when payloads were not.
-func payloadReadBytes(o capture.Options) int {
-	if payloadBytes(o) == 0 {
-		return 0
-	}
-	return capture.PayloadReadLen
-}

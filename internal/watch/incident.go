@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/whyslow/whyslow/internal/capture"
 	"github.com/whyslow/whyslow/internal/event"
 	"github.com/whyslow/whyslow/internal/format"
 	"golang.org/x/sys/unix"
@@ -209,11 +209,7 @@ func (w *watcher) meta(win window, t *Trigger, pid uint32) map[string]string {
 	end := time.Unix(0, int64(win.end)+offset)
 	begin, exit := lifetime(win, pid)
 	opts := w.o.Capture
-	payload, readBytes := 0, 0
-	if opts.Requests && opts.Payload {
-		payload, readBytes = capture.PayloadLen, capture.PayloadReadLen
-	}
-	return map[string]string{
+	m := map[string]string{
 		"host": event.EncodeText(host), "kernel": unix.ByteSliceToString(uts.Release[:]), "arch": runtime.GOARCH,
 		"whyslow_version": Version,
 		"start_wall":      start.UTC().Format(time.RFC3339Nano), "end_wall": end.UTC().Format(time.RFC3339Nano),
@@ -223,7 +219,7 @@ func (w *watcher) meta(win window, t *Trigger, pid uint32) map[string]string {
 		"flavour": w.info.Flavour, "missing": strings.Join(w.info.Missing, ","),
 		"slow_ns": strconv.FormatInt(opts.Slow.Nanoseconds(), 10), "recording": event.EncodeText(path(w.o.Dir)),
 		"whyslow_pid": strconv.Itoa(int(w.self)), "requests": strconv.FormatBool(opts.Requests),
-		"payload_bytes": strconv.Itoa(payload), "payload_read_bytes": strconv.Itoa(readBytes), "arrivals": event.ArrivalsPerConnection,
+		"arrivals":   event.ArrivalsPerConnection,
 		"target_pid": strconv.Itoa(int(pid)), "exit_code": "-1",
 		"target_start_mono": strconv.FormatUint(begin, 10), "target_end_mono": strconv.FormatUint(exit, 10),
 		// What fired, for the incident's reader (docs/watch.md).
@@ -232,6 +228,8 @@ func (w *watcher) meta(win window, t *Trigger, pid uint32) map[string]string {
 		"trigger_cgroup": event.EncodeText(t.Cgroup),
 		"window_dropped": strconv.FormatUint(win.dropped, 10),
 	}
+	maps.Copy(m, event.PayloadMeta(opts.Kept()))
+	return m
 }
 
 func path(p string) string {

@@ -116,7 +116,7 @@ func (s *serving) payload(p *event.Payload) {
 		cn = &conn{}
 		s.conns[key] = cn
 	}
-	label, setup := cn.frame(p.Data)
+	label, setup := cn.frame(p.Data, int(p.Returned))
 	switch {
 	case setup && cn.begin != 0 && cn.label == "": // its read came first and opened a request
 		cn.begin = 0
@@ -131,8 +131,10 @@ func (s *serving) payload(p *event.Payload) {
 
 // frame reads a read's first bytes by the connection's protocol: the label
 // of the first request they hold, or setup when they are the connection's
-// start-up or authentication alone.
-func (cn *conn) frame(data []byte) (label string, setup bool) {
+// start-up or authentication alone. n is how many bytes the read returned
+// (0: not told, the bytes are all of it): a framer follows messages past
+// the kept bytes by their lengths.
+func (cn *conn) frame(data []byte, n int) (label string, setup bool) {
 	if !cn.known && len(data) > 0 {
 		cn.known = true
 		if p := protocol.Detect(data); p != nil && p.NewFramer != nil {
@@ -142,9 +144,7 @@ func (cn *conn) frame(data []byte) (label string, setup bool) {
 	if cn.framer == nil {
 		return protocol.Label(data, false), false
 	}
-	// Live, a read's length is what was taken of it: a longer read's
-	// messages past that are not followed (its label is).
-	frames := cn.framer.Feed(data, len(data))
+	frames := cn.framer.Feed(data, max(n, len(data)))
 	for _, f := range frames {
 		if !f.Setup {
 			return event.EncodeText(f.Label), false

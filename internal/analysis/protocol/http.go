@@ -5,9 +5,9 @@ import (
 	"strings"
 )
 
-// A request is labelled by its first bytes (those the kernel read: 128 of
-// a request's first read, 1024 of any read since payload_read_bytes), by the
-// first protocol whose Labeller knows them (Label).
+// A request is labelled by its first bytes (those the kernel kept: the
+// first 256 of its turn, event.PayloadKept; 128 in older recordings), by
+// the first protocol whose Labeller knows them (Label).
 
 // HTTP/1.x is cut by read-then-write: a client waits for each answer before
 // it asks again (pipelining is unused), and the request line is the label.

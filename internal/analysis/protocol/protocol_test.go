@@ -39,7 +39,7 @@ func TestFramers(t *testing.T) {
 		{name: "postgres message split across reads", p: postgresProtocol,
 			reads: splitAt(protocoltest.PostgresExtended("", "DELETE FROM q WHERE id = $1")+sync+protocoltest.Postgres('Q', "SELECT 2\x00"), 3, 40),
 			want:  []string{"postgres DELETE q", "postgres SELECT"}, back: []int{2, 0}},
-		{name: "postgres read longer than kept", p: postgresProtocol, kept: event.PayloadReadLen,
+		{name: "postgres read longer than kept", p: postgresProtocol, kept: event.PayloadLen,
 			reads: []string{protocoltest.PostgresExtended("", long) + sync, protocoltest.Postgres('Q', "SELECT 3\x00")},
 			want:  []string{"postgres SELECT pgbench_accounts", "postgres SELECT"}},
 		{name: "mysql", p: mysqlProtocol,

@@ -13,8 +13,9 @@ import (
 // read-then-write for the rest (cutRequests).
 
 // frameRequests cuts the target's connections into requests: those whose
-// protocol frames by message with its Framer, when the recording kept every
-// read's bytes (everyRead), the rest by read-then-write. clients are the
+// protocol frames by message with its Framer, when the recording kept the
+// first bytes of every read (everyRead: a header's at least, meta
+// payload_read_bytes), the rest by read-then-write. clients are the
 // connections the target opened (cutRequests).
 func frameRequests(calls []socketCall, bytesOf map[labelKey]firstBytes, everyRead bool) (reqs []*request, clients map[connKey]bool) {
 	var generic []socketCall

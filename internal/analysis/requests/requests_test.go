@@ -67,7 +67,7 @@ func TestRequestsSplitReadsFromWritesAsSQL(t *testing.T) {
 }
 
 // The kernel's request trigger (note_request in bpf/syscall.bpf.h, which
-// sends the first bytes of a server's reads) keeps the conversation's rule
+// keeps the first bytes of a server's reads) keeps the conversation's rule
 // as serverSide and the framers read it: it asks bpf/conversation.h,
 // generated from internal/event/conversation.go (gensyscalls' tests hold
 // the header to it), and writes no call or class of it again.
@@ -76,12 +76,12 @@ func TestTriggerAsksTheConversationRule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?s)void note_request\(.*?\n}\n`).Find(src)
+	m := regexp.MustCompile(`(?s)\bnote_request\(.*?\n}\n`).Find(src)
 	if m == nil {
 		t.Fatal("no note_request in bpf/syscall.bpf.h: has it moved?")
 	}
 	body := string(m)
-	for _, call := range []string{"conn_opened_end(in->nr)", "reads_conn(in->nr, cls)", "writes_conn(in->nr, cls)"} {
+	for _, call := range []string{"conn_opened_end(in->nr)", "reads_conn(in->nr, cls)", "writes_conn(in->nr, cls)", "payload_kept("} {
 		if !strings.Contains(body, call) {
 			t.Errorf("note_request does not ask %s", call)
 		}

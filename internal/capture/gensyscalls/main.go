@@ -80,7 +80,8 @@ enum syscall_nr {
 // makes it: the rule of a connection's conversation the kernel's request
 // trigger keeps (note_request, bpf/syscall.bpf.h), the one the Go framers
 // read by: the calls that read and write its bytes, those that open it, and
-// how many of a server's read's first bytes are sent.
+// how many of a server's read's first bytes are kept (event.PayloadKept,
+// written here as C).
 func conversation() []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
@@ -89,16 +90,32 @@ func conversation() []byte {
  * splits it (the requests' framers too): the calls that read and write its
  * bytes, those that open it with the end each makes the caller's
  * (event.Side's numbers), and the first bytes of a server's read that are
- * sent: PAYLOAD_LEN, or of a longer read PAYLOAD_READ_LEN. */
+ * kept: of a turn (its reads between two of the server's writes) its first
+ * PAYLOAD_LEN, of a longer first read up to PAYLOAD_BATCH_LEN, of each
+ * later read PAYLOAD_HEAD_LEN (event.PayloadKept). */
 #ifndef WHYSLOW_CONVERSATION_H
 #define WHYSLOW_CONVERSATION_H
 
 #include "syscalls.h"
 
 #define PAYLOAD_LEN %d
-#define PAYLOAD_READ_LEN %d
+#define PAYLOAD_BATCH_LEN %d
+#define PAYLOAD_HEAD_LEN %d
 
-`, event.PayloadLen, event.PayloadReadLen)
+/* How many of a server's read of ret bytes (ret > 0) are kept: first, it
+ * begins its turn; kept of the turn's bytes were kept before it. */
+static __always_inline __u32 payload_kept(bool first, __u32 kept, long ret)
+{
+	if (first) {
+		kept = 0;
+		if (ret > PAYLOAD_LEN)
+			return ret > PAYLOAD_BATCH_LEN ? PAYLOAD_BATCH_LEN : ret;
+	}
+	__u32 room = kept + PAYLOAD_HEAD_LEN < PAYLOAD_LEN ? PAYLOAD_LEN - kept : PAYLOAD_HEAD_LEN;
+	return ret > room ? room : ret;
+}
+
+`, event.PayloadLen, event.PayloadBatchLen, event.PayloadHeadLen)
 	for _, d := range []struct {
 		fn  string
 		dir event.Direction

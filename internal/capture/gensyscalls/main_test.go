@@ -65,7 +65,7 @@ func TestConversationIsGenerated(t *testing.T) {
 
 // The conversation header says what internal/event says, read back as C:
 // each direction's class and net calls, the calls that open a connection
-// with their end, and the bytes of a read that are sent.
+// with their end, and the lengths that say which bytes of a read are kept.
 func TestConversationSaysTheRule(t *testing.T) {
 	h := string(conversation())
 	for fn, d := range map[string]event.Direction{"reads_conn": event.Reads, "writes_conn": event.Writes} {
@@ -104,7 +104,8 @@ func TestConversationSaysTheRule(t *testing.T) {
 			t.Errorf("%s is %v in C, event.Side %d", want, m, o.End)
 		}
 	}
-	for name, n := range map[string]int{"PAYLOAD_LEN": event.PayloadLen, "PAYLOAD_READ_LEN": event.PayloadReadLen} {
+	for name, n := range map[string]int{"PAYLOAD_LEN": event.PayloadLen, "PAYLOAD_BATCH_LEN": event.PayloadBatchLen,
+		"PAYLOAD_HEAD_LEN": event.PayloadHeadLen} {
 		if !strings.Contains(h, "#define "+name+" "+strconv.Itoa(n)+"\n") {
 			t.Errorf("%s is not %d", name, n)
 		}
