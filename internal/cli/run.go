@@ -86,7 +86,7 @@ func runRun(o runOptions, argv []string) error {
 			report(err) // the recording may still explain something
 		}
 	}
-	src, done, err := finishedSource(res, path)
+	src, done, err := finishedSource(res, path, keep)
 	if err != nil {
 		report(err)
 		return childExit(res.ExitCode)
