@@ -72,6 +72,9 @@ func open(cfg Config) (*session, error) {
 		if werr == nil && cfg.Temporary {
 			s.w.CommitEvery(store.TemporaryCommitEvery)
 		}
+		if werr == nil && cfg.Created != nil {
+			cfg.Created(s.w.DB())
+		}
 		close(created)
 	}()
 	gated := make(chan struct{})

@@ -195,6 +195,12 @@ func (w *Writer) init(copied bool) error {
 	return w.dimensions()
 }
 
+// DB is the recording's pool of connections, for a caller that readies
+// its analysis while the recording is made (Finish hands it over for
+// analysis at the end); the writer's own rows go through its own
+// connection.
+func (w *Writer) DB() *sql.DB { return w.db }
+
 // SetMeta records key/value metadata (replacing earlier values).
 func (w *Writer) SetMeta(kv map[string]string) error {
 	if len(kv) == 0 {

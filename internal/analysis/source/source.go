@@ -39,6 +39,9 @@ type Source struct {
 	// query of an analysis goes through it.
 	conn *sql.Conn
 	ctx  context.Context
+	// readied is a connection made ready before the recording was
+	// finished, for the first Hold to take (Use).
+	readied *Readied
 }
 
 // New wraps an open recording.
@@ -118,14 +121,11 @@ func (s *Source) Hold() (held *Source, done func(), err error) {
 		return s, func() {}, nil
 	}
 	ctx := context.Background()
-	conn, err := s.DB.Conn(ctx)
-	if err != nil {
-		return nil, nil, fmt.Errorf("connecting to the recording: %w", err)
-	}
-	// The macros (sql/macros.sql) name target_pids: it is made first.
-	if _, err := conn.ExecContext(ctx, "CREATE OR REPLACE TEMP TABLE target_pids (pid UINTEGER);\n"+Macros()); err != nil {
-		conn.Close()
-		return nil, nil, fmt.Errorf("making the analyses' macros: %w", err)
+	conn := s.readied.take()
+	if conn == nil {
+		if conn, err = readyConn(ctx, s.DB); err != nil {
+			return nil, nil, err
+		}
 	}
 	h := *s
 	h.conn, h.ctx = conn, ctx
@@ -137,6 +137,63 @@ func (s *Source) Hold() (held *Source, done func(), err error) {
 		conn.Close()
 	}, nil
 }
+
+// readyConn takes a connection of db and makes what an analysis run's is
+// made with: target_pids (empty until the analysis names its target) and
+// the macros every analysis may use (Macros).
+func readyConn(ctx context.Context, db *sql.DB) (*sql.Conn, error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the recording: %w", err)
+	}
+	// The macros (sql/macros.sql) name target_pids: it is made first.
+	if _, err := conn.ExecContext(ctx, "CREATE OR REPLACE TEMP TABLE target_pids (pid UINTEGER);\n"+Macros()); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("making the analyses' macros: %w", err)
+	}
+	return conn, nil
+}
+
+// Readied is a connection made ready for an analysis run, as Hold makes
+// one, before its recording is finished: run readies its explanation's
+// while the programs load, off the path of the answer (DuckDB binding the
+// macros, ~5 ms). The first Hold of a Source given it (Use) takes it.
+type Readied struct {
+	mu   sync.Mutex
+	conn *sql.Conn
+}
+
+// Ready readies a connection of db for an analysis run. If it cannot, the
+// Hold it was for makes its own, and says why.
+func Ready(db *sql.DB) *Readied {
+	conn, _ := readyConn(context.Background(), db)
+	return &Readied{conn: conn}
+}
+
+// take hands the connection over, once; nil if there is none.
+func (r *Readied) take() *sql.Conn {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	conn := r.conn
+	r.conn = nil
+	return conn
+}
+
+// Close gives the connection back if no Hold took it. A nil Readied, or
+// one closed already, is closed.
+func (r *Readied) Close() error {
+	if conn := r.take(); conn != nil {
+		return conn.Close()
+	}
+	return nil
+}
+
+// Use gives the Source a connection readied for it (Ready): its first
+// Hold takes it instead of making one.
+func (s *Source) Use(r *Readied) { s.readied = r }
 
 // Held says whether the Source is an analysis run's, holding a connection.
 func (s *Source) Held() bool { return s.conn != nil }
