@@ -34,7 +34,7 @@ const waitReasonsColumns = "stack_id INTEGER, syscall_nr SMALLINT, state UTINYIN
 var derivedTables = []string{"wait_reasons", "socket_users"}
 
 // IsDerived says whether a table is a derived one: the loads do not fill it,
-// and analysis keeps a reader's temporary copy when it drops a run's tables.
+// and a reader's temporary copy is made on each of its connections.
 func IsDerived(name string) bool { return slices.Contains(derivedTables, name) }
 
 // queryFunc runs a query and returns its rows' values.
