@@ -52,6 +52,15 @@ func New(r *store.Recording) *Source {
 	dur, _ := strconv.ParseUint(r.Meta["duration_ns"], 10, 64)
 	s := &Source{DB: r.DB, Meta: r.Meta, Clock: Clock{OffsetNS: off, StartMono: start, EndMono: start + dur}, Lost: r.Lost(),
 		filled: &filled{}}
+	if r.Filled != nil {
+		// The writer that just finished it knows which tables hold rows.
+		s.filled.once.Do(func() {
+			s.filled.tables = map[string]bool{}
+			for _, t := range skippable {
+				s.filled.tables[t] = r.Filled[t]
+			}
+		})
+	}
 	if dur == 0 {
 		// cut short (SIGKILL): the end is the last event
 		var last sql.NullInt64
