@@ -598,8 +598,13 @@ func open(opts Options, flavour string, spec *ebpf.CollectionSpec, layout mapLay
 		return nil, err
 	}
 	// kallsyms, read since Open began (loadKallsyms), may still be on its
-	// way: the kernel side reuses no stack until told (sites_told).
-	go e.markGenericSites(loadKallsyms)
+	// way: the kernel side reuses no stack until told (sites_told). Told
+	// once loading's garbage is collected: the pages of kallsyms it reads
+	// (~4 MiB of the copy mapped) are not in memory beside that garbage.
+	go func() {
+		<-collected
+		e.markGenericSites(loadKallsyms)
+	}()
 	return e, nil
 }
 
