@@ -828,6 +828,51 @@ Profiles: ` + "`bpftool prog show`" + ` with ` + "`kernel.bpf_stats_enabled=1`" 
   their rows (aggregates' resize and joins' memset, ~15 ms); the kernel's BTF index ~15 ms
   (sorting its names) beside the object's parse ~10; the maps ~12. Peak: ~54 MiB once the
   recording is finished, +10 MiB of DuckDB's in the explanation, which is the run's peak.
+  Fourth round (issue 50, item 6; 06f3842 → 76fe1c5). Phase by phase, wall ms since exec,
+  medians of 31 alternating runs of builds with timing marks (load ~1.5): ` + "`main`" + ` 7.2 → 7.5; the
+  object parsed 17.3 → 14.7; its maps made (new: beside the kernel's types) → 25.7; the kernel's
+  types ready 28.2 → 25.8; the programs verified 114.1 → 82.1 (maps and verifier 86 ms before,
+  the verifier 56 now); attached 117.8 → 85.0; loading's garbage collected 122.2 → 89.2; the gate
+  open 126.4 → 93.4; capture stopped 131.7 → 98.2; the recording finished 140.8 → 108.0;
+  explained 159.1 → 118.5; the end of ` + "`main`" + ` 164.7 → 118.8 (CPU there 187 → 184). Done: the
+  kernel verifies the programs on two threads, each program in a collection of its own that
+  takes copies of maps made before (a collection of the maps alone, the sections of settings
+  and globals with them, so that all programs share one ` + "`.bss`" + `) and shares the kernel's types
+  (` + "`btf.Cache`" + `); each thread takes the largest program left, so ` + "`sched_switch`" + ` (20.5k of the
+  43.8k instructions verified, half the verifier's time) runs beside the others: 61 → 42 ms for
+  all of them alone (medians of 11, load 0.6-1.2; under load 2-4 it had gained nothing, the
+  other sessions' work taking the second vCPU), about 5 ms more CPU. The second round's two
+  threads had split the maps too and weighed the groups by instructions; this one makes the
+  maps first and balances by taking turns. Loading is ` + "`Prepare`" + ` (parse, maps, the kernel's
+  types) then ` + "`Load`" + ` (verify, attach): the maps, ~10 ms of the kernel's, are made while the
+  kernel's BTF decodes, and DuckDB's create and the gate shell start beside the verifier,
+  not beside the parse (on one verifier thread: -7 ms; beside the parse again with two threads:
+  the same within 1.5 ms). ` + "`run`" + ` readies its explanation's connection (target_pids and the
+  macros, ~5 ms of binding) as soon as the recording exists (-5 ms). An analysis closes its
+  connection when done instead of asking the catalog for its temporary tables and dropping
+  them (2.4 → 0.2 ms; ` + "`report explain`" + ` and ` + "`report usage`" + ` of a short recording -5.6 and -7.6
+  ms); a temporary recording is left open at exit (closing it was ~4 ms of DuckDB freeing its
+  catalog and buffers); the recording the writer leaves open says which tables it filled, so
+  the derivation of reasons skips the empty ones' queries and the explanation does not ask
+  (~5 ms of CPU). kallsyms' copy keeps the symbols by name (` + "`/run/whyslow/kallsyms-v2`" + `): the
+  five lookups of the wait sites read all 120k names (~2 ms) and mapped the whole copy; they
+  now run once loading's garbage is collected, and the peak during the collection fell 72.9
+  → 68.9 MiB (marks build). Tried and dropped: waiting for the collection only before the gate,
+  the metadata written meanwhile (attach to gate 12.4 → 12.6 ms under load: both are CPU);
+  DuckDB's ` + "`block_allocator_memory`" + ` at 64 MiB for the explanation (no change). Left, where the
+  ~119 ms go now (the bench adds ~5-10 ms of fork, exec and exit): to ` + "`main`" + ` 7.5 (the loader and
+  ~500 packages' initialisers of a 91 MB binary, mostly page faults); the parse 6.5 and the maps
+  11 (the kernel's types decode beside them, ~10 ms of which the index sort is half); the
+  verifier 56 (sched_switch alone ~25-30 ms, more when the other thread and DuckDB's create
+  share the CPUs); attaching 3 and the collection 4; the metadata and the gate 4; stopping 5
+  (links detached, rings drained); finishing the recording 10 (appenders closed 3, reasons
+  derived 1-4, the commit); explaining 10.5 (planning over the views; a preempted ` + "`true`" + ` adds
+  ` + "`target_offcpu`" + `, ~16 ms). Per run ~10k page faults (~12% of the CPU: the binary's pages, the
+  Go heap's garbage, DuckDB's hash tables sized for the CPU's cache whatever their rows). To
+  reach 100 ms: the verifier's work back near the third round's (34k instructions:
+  ` + "`send_offcpu`" + ` and ` + "`fill_offcpu`" + ` as global functions were the next step named there), which
+  only the BPF side can do, and the explanation's planning; the pre-verifier phase is CPU-bound
+  on two CPUs, and the rest is a few ms each.
 - **Memory.** ` + "`run -- true`" + ` peaks at ~58 MiB (was ~100, then ~75, then ~65), when the rings are mapped:
   ~34 MiB of the binary's file pages (~23 MiB already at ` + "`main`" + `: package and C++ initialisers,
   the whole pclntab; opening DuckDB, a third of it loading its static extensions, adds most of

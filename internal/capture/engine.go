@@ -4,11 +4,15 @@
 package capture
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -248,11 +252,49 @@ func Tracepoints() []string {
 // Open loads and attaches the programs. Nothing is traced until targets are
 // added (or SystemWide is set).
 func Open(opts Options) (*Engine, error) {
-	e, err := openEngine(opts)
-	if errors.Is(err, os.ErrPermission) {
-		err = fmt.Errorf("%w: %w", ErrNotPermitted, err)
+	p, err := Prepare(opts)
+	if err != nil {
+		return nil, err
 	}
-	return e, err
+	return p.Load()
+}
+
+// Prepared is the capture on its way into the kernel: its object parsed,
+// its settings set, its maps made and the kernel's types decoded, the
+// verifier still to come (Load). The verifier is most of a start's time,
+// one CPU in the kernel while the other waits: what a caller starts
+// between Prepare and Load (a recording created, a command started) runs
+// beside it instead of before it.
+type Prepared struct {
+	opts    Options
+	flavour string               // the flavour Load tries first
+	spec    *ebpf.CollectionSpec // its object, set up for opts
+	layout  mapLayout
+	// maps are spec's maps, the sections of settings and globals too,
+	// made while the kernel's types decoded (makeMaps); the programs'
+	// collections take copies of them (MapReplacements).
+	maps   *ebpf.Collection
+	kernel *kernelTypes
+	// restoreGC turns the collector back on (collectOnceWhileLoading),
+	// once Load is done or Close called.
+	restoreGC func()
+	done      sync.Once
+}
+
+// Prepare does what loading the programs needs before the verifier: the
+// object's parse and the maps' creation (~10 ms each) while the kernel's
+// types decode. Load, or Close, must follow.
+func Prepare(opts Options) (*Prepared, error) {
+	p, err := prepare(opts)
+	return p, permitted(err)
+}
+
+// permitted tells the kernel refusing the capture (ErrNotPermitted) apart.
+func permitted(err error) error {
+	if errors.Is(err, os.ErrPermission) {
+		return fmt.Errorf("%w: %w", ErrNotPermitted, err)
+	}
+	return err
 }
 
 // ErrNotPermitted is the kernel refusing to load or attach the programs: a
@@ -261,22 +303,43 @@ func Open(opts Options) (*Engine, error) {
 // not a missing privilege of capture.
 var ErrNotPermitted = errors.New("the kernel refused the capture")
 
-func openEngine(opts Options) (*Engine, error) {
-	defer collectOnceWhileLoading()()
+func prepare(opts Options) (*Prepared, error) {
+	p := &Prepared{opts: opts, flavour: "tp_btf", restoreGC: collectOnceWhileLoading()}
+	if opts.Flavour != "" {
+		p.flavour = opts.Flavour
+	}
 	go loadKallsyms() // needed at the first off-CPU event; read it meanwhile
 	if err := rlimit.RemoveMemlock(); err != nil {
+		p.Close()
 		return nil, fmt.Errorf("removing memlock limit: %w", err)
 	}
-	flavours := []string{"tp_btf", "raw_tp"}
-	if opts.Flavour != "" {
-		flavours = []string{opts.Flavour}
+	p.kernel = newKernelTypes()
+	var err error
+	if p.spec, p.layout, err = setUp(opts, p.flavour); err != nil {
+		p.Close()
+		return nil, fmt.Errorf("%s: %w", p.flavour, err)
+	}
+	if p.maps, err = makeMaps(p.spec); err != nil {
+		p.Close()
+		return nil, err
+	}
+	// The verifier waits for the kernel's types: so does Prepare, so that
+	// what the caller starts next runs beside the verifier, not beside them.
+	p.kernel.wait()
+	return p, nil
+}
+
+// Load verifies the programs, attaches them and maps the rings: the
+// flavour asked, or tp_btf, then raw_tp where the kernel refuses tp_btf.
+func (p *Prepared) Load() (*Engine, error) {
+	defer p.Close()
+	flavours := []string{p.flavour}
+	if p.opts.Flavour == "" {
+		flavours = append(flavours, "raw_tp")
 	}
 	var errs []error
 	for _, fl := range flavours {
-		// A flavour tried after another failed decodes the kernel's types
-		// again (~30 ms, rarely): nothing holds them while the programs
-		// attach, and what loading left is collected meanwhile.
-		e, err := open(opts, fl, newKernelTypes())
+		e, err := p.load(fl)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", fl, err))
 			continue
@@ -287,7 +350,50 @@ func openEngine(opts Options) (*Engine, error) {
 		}
 		return e, nil
 	}
-	return nil, errors.Join(errs...)
+	return nil, permitted(errors.Join(errs...))
+}
+
+// load loads one flavour: the object Prepare set up and its maps, or, for
+// the flavour tried after another failed, its own object and new maps
+// (the first flavour's programs may have written into theirs).
+func (p *Prepared) load(flavour string) (*Engine, error) {
+	spec, layout, maps := p.spec, p.layout, p.maps
+	p.spec, p.maps = nil, nil
+	if spec == nil || flavour != p.flavour {
+		closeMaps(maps)
+		var err error
+		if spec, layout, err = setUp(p.opts, flavour); err != nil {
+			return nil, err
+		}
+		if maps, err = makeMaps(spec); err != nil {
+			return nil, err
+		}
+	}
+	kernel := p.kernel
+	if kernel == nil {
+		// A flavour tried after another failed decodes the kernel's types
+		// again (~30 ms, rarely): nothing holds them while the programs
+		// attach, and what loading left is collected meanwhile.
+		kernel = newKernelTypes()
+	}
+	p.kernel = nil
+	return open(p.opts, flavour, spec, layout, maps, kernel)
+}
+
+// Close gives back what Prepare made and Load did not take, and turns the
+// collector back on. Load closes its Prepared; closing twice is harmless.
+func (p *Prepared) Close() {
+	p.done.Do(func() {
+		closeMaps(p.maps)
+		p.maps, p.spec, p.kernel = nil, nil, nil
+		p.restoreGC()
+	})
+}
+
+func closeMaps(maps *ebpf.Collection) {
+	if maps != nil {
+		maps.Close()
+	}
 }
 
 // collectOnceWhileLoading turns Go's collector off while the programs load
@@ -316,26 +422,42 @@ const loadingHeapLimit = 64 << 20
 // loader decodes the kernel's BTF a second time (~30 ms and ~20 MiB).
 type kernelTypes struct {
 	cache *btf.Cache
-	spec  chan *btf.Spec
+	spec  *btf.Spec
+	ready chan struct{}
 }
 
 func newKernelTypes() *kernelTypes {
-	k := &kernelTypes{cache: btf.NewCache(), spec: make(chan *btf.Spec, 1)}
+	k := &kernelTypes{cache: btf.NewCache(), ready: make(chan struct{})}
 	go func() {
-		spec, _ := k.cache.Kernel() // on error, the loader finds it itself and says why
-		k.spec <- spec
+		k.spec, _ = k.cache.Kernel() // on error, the loader finds it itself and says why
+		close(k.ready)
 	}()
 	return k
 }
 
-func open(opts Options, flavour string, kernel *kernelTypes) (*Engine, error) {
-	prefix := map[string]string{"tp_btf": "btf_", "raw_tp": "raw_"}[flavour]
-	if prefix == "" {
-		return nil, fmt.Errorf("unknown flavour %q", flavour)
+// wait returns the kernel's types once decoded (nil if they were not).
+func (k *kernelTypes) wait() *btf.Spec {
+	<-k.ready
+	return k.spec
+}
+
+// mapLayout is what setUp decided of the maps that the engine needs again:
+// the rings of calls are made after the programs load, one per CPU.
+type mapLayout struct {
+	callsInner *ebpf.MapSpec
+	cpus       int
+}
+
+// setUp parses one flavour's object and sets it up for opts: which
+// programs load, the settings, the maps' sizes.
+func setUp(opts Options, flavour string) (*ebpf.CollectionSpec, mapLayout, error) {
+	prefix, err := prefixOf(flavour)
+	if err != nil {
+		return nil, mapLayout{}, err
 	}
 	spec, err := loadFlavour(flavour)
 	if err != nil {
-		return nil, fmt.Errorf("loading BPF spec: %w", err)
+		return nil, mapLayout{}, fmt.Errorf("loading BPF spec: %w", err)
 	}
 	for name := range spec.Programs {
 		if len(name) < len(prefix) || name[:len(prefix)] != prefix || !opts.attaches(name[len(prefix):]) {
@@ -350,7 +472,7 @@ func open(opts Options, flavour string, kernel *kernelTypes) (*Engine, error) {
 	// to compile here, not at load time.
 	var vars whyslowVariableSpecs
 	if err := spec.Assign(&vars); err != nil {
-		return nil, fmt.Errorf("finding settings in the BPF spec: %w", err)
+		return nil, mapLayout{}, fmt.Errorf("finding settings in the BPF spec: %w", err)
 	}
 	for _, v := range []struct {
 		spec  *ebpf.VariableSpec
@@ -373,26 +495,26 @@ func open(opts Options, flavour string, kernel *kernelTypes) (*Engine, error) {
 		{vars.CheckRuns, opts.checkRuns},
 	} {
 		if err := v.spec.Set(v.value); err != nil {
-			return nil, fmt.Errorf("setting %s: %w", v.spec.Name, err)
+			return nil, mapLayout{}, fmt.Errorf("setting %s: %w", v.spec.Name, err)
 		}
 	}
 	var mapSpecs whyslowMapSpecs
 	if err := spec.Assign(&mapSpecs); err != nil {
-		return nil, fmt.Errorf("finding maps in the BPF spec: %w", err)
+		return nil, mapLayout{}, fmt.Errorf("finding maps in the BPF spec: %w", err)
 	}
 	sizeMaps(&mapSpecs, opts, sysinfo.Host.PIDMax())
 	// The programs wake the reader when a ring is a quarter full.
 	if err := vars.EventsWakeAt.Set(uint64(mapSpecs.Events.MaxEntries / 4)); err != nil {
-		return nil, fmt.Errorf("setting events_wake_at: %w", err)
+		return nil, mapLayout{}, fmt.Errorf("setting events_wake_at: %w", err)
 	}
 	if err := vars.MetaWakeAt.Set(uint64(mapSpecs.Meta.MaxEntries / 4)); err != nil {
-		return nil, fmt.Errorf("setting meta_wake_at: %w", err)
+		return nil, mapLayout{}, fmt.Errorf("setting meta_wake_at: %w", err)
 	}
 	// The per-call hooks' syscall records go to a ring per CPU (calls),
 	// together CallsRingBytes, or the size of the events ring.
 	cpus, err := ebpf.PossibleCPU()
 	if err != nil {
-		return nil, fmt.Errorf("counting CPUs: %w", err)
+		return nil, mapLayout{}, fmt.Errorf("counting CPUs: %w", err)
 	}
 	callsTotal := mapSpecs.Events.MaxEntries
 	if opts.CallsRingBytes > 0 {
@@ -402,16 +524,51 @@ func open(opts Options, flavour string, kernel *kernelTypes) (*Engine, error) {
 	mapSpecs.Calls.MaxEntries = uint32(cpus)
 	mapSpecs.Calls.InnerMap.MaxEntries = callsRing
 	if err := vars.CallsWakeAt.Set(uint64(callsRing / 4)); err != nil {
-		return nil, fmt.Errorf("setting calls_wake_at: %w", err)
+		return nil, mapLayout{}, fmt.Errorf("setting calls_wake_at: %w", err)
 	}
-	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: <-kernel.spec}, Cache: kernel.cache})
+	return spec, mapLayout{callsInner: mapSpecs.Calls.InnerMap, cpus: cpus}, nil
+}
+
+// prefixOf is the prefix of a flavour's programs' names.
+func prefixOf(flavour string) (string, error) {
+	prefix := map[string]string{"tp_btf": "btf_", "raw_tp": "raw_"}[flavour]
+	if prefix == "" {
+		return "", fmt.Errorf("unknown flavour %q", flavour)
+	}
+	return prefix, nil
+}
+
+// makeMaps creates spec's maps, for the programs' collections to take
+// (MapReplacements): they need nothing of the kernel's types, so they are
+// made while those decode (~10 ms of the kernel's, mostly preallocating
+// hash maps). A collection of maps alone: the sections of settings and
+// globals (.rodata, .bss) are made and filled from the variables as the
+// programs' own collection would, and every group of programs shares
+// them.
+func makeMaps(spec *ebpf.CollectionSpec) (*ebpf.Collection, error) {
+	maps, err := ebpf.NewCollectionWithOptions(&ebpf.CollectionSpec{
+		Maps: spec.Maps, Variables: spec.Variables, Types: spec.Types, ByteOrder: spec.ByteOrder,
+	}, ebpf.CollectionOptions{})
 	if err != nil {
-		var ve *ebpf.VerifierError
-		if errors.As(err, &ve) {
-			return nil, fmt.Errorf("loading programs: %+v", ve)
-		}
-		return nil, fmt.Errorf("loading programs: %w", err)
+		return nil, fmt.Errorf("creating maps: %w", err)
 	}
+	return maps, nil
+}
+
+// open loads one flavour's programs, spec set up by setUp, into its maps
+// (made by makeMaps), and attaches them.
+func open(opts Options, flavour string, spec *ebpf.CollectionSpec, layout mapLayout, made *ebpf.Collection, kernel *kernelTypes) (*Engine, error) {
+	prefix, err := prefixOf(flavour)
+	if err != nil {
+		closeMaps(made)
+		return nil, err
+	}
+	progs, err := loadPrograms(spec, made, kernel)
+	if err != nil {
+		closeMaps(made)
+		return nil, err
+	}
+	coll := &ebpf.Collection{Programs: progs, Maps: made.Maps, Variables: made.Variables}
 	// Loading left ~10 MiB of garbage (the parsed object, the kernel types
 	// decoded for CO-RE, the BTF marshalled for the kernel) and under 1 MiB
 	// live. Its pages go back to the system before the rings are mapped,
@@ -435,7 +592,7 @@ func open(opts Options, flavour string, kernel *kernelTypes) (*Engine, error) {
 	e := &Engine{opts: opts, coll: coll, maps: maps, flavour: flavour, resolver: newResolver(sysinfo.Host)}
 	if opts.Hooks() {
 		// Without the hooks the slots stay empty: nothing writes there.
-		if err := e.makeCallRings(mapSpecs.Calls.InnerMap, cpus); err != nil {
+		if err := e.makeCallRings(layout.callsInner, layout.cpus); err != nil {
 			e.Close()
 			return nil, err
 		}
@@ -445,9 +602,91 @@ func open(opts Options, flavour string, kernel *kernelTypes) (*Engine, error) {
 		return nil, err
 	}
 	// kallsyms, read since Open began (loadKallsyms), may still be on its
-	// way: the kernel side reuses no stack until told (sites_told).
-	go e.markGenericSites(loadKallsyms)
+	// way: the kernel side reuses no stack until told (sites_told). Told
+	// once loading's garbage is collected: the pages of kallsyms it reads
+	// (~4 MiB of the copy mapped) are not in memory beside that garbage.
+	go func() {
+		<-collected
+		e.markGenericSites(loadKallsyms)
+	}()
 	return e, nil
+}
+
+// loadPrograms has the kernel verify spec's programs, into the maps made
+// for them, on two threads where there are two CPUs or more: the verifier
+// is most of a start's time, and runs on the thread that loads. Each
+// thread takes the largest program left (by instructions), so that the
+// largest (sched_switch, about half the verifier's time) runs beside the
+// others rather than after them: 42 ms against 61 one after the other on
+// two CPUs (medians of 11, a quiet host).
+func loadPrograms(spec *ebpf.CollectionSpec, maps *ebpf.Collection, kernel *kernelTypes) (map[string]*ebpf.Program, error) {
+	names := make([]string, 0, len(spec.Programs))
+	for name := range spec.Programs {
+		names = append(names, name)
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		if c := cmp.Compare(len(spec.Programs[b].Instructions), len(spec.Programs[a].Instructions)); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	next := make(chan string, len(names))
+	for _, name := range names {
+		next <- name
+	}
+	close(next)
+	types := kernel.wait()
+	var mu sync.Mutex
+	progs := map[string]*ebpf.Program{}
+	var errs []error
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), 2) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for name := range next {
+				p, err := loadProgram(spec, name, maps, types, kernel.cache)
+				mu.Lock()
+				if err != nil {
+					errs = append(errs, err)
+				} else {
+					progs[name] = p
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		for _, p := range progs {
+			p.Close()
+		}
+		return nil, errors.Join(errs...)
+	}
+	return progs, nil
+}
+
+// loadProgram loads one of spec's programs into maps: a collection of the
+// one program, which takes copies of the maps (MapReplacements) and shares
+// the kernel's types (cache). spec's maps and types are only read: the
+// collection copies what it changes, and loads run at once.
+func loadProgram(spec *ebpf.CollectionSpec, name string, maps *ebpf.Collection, types *btf.Spec, cache *btf.Cache) (*ebpf.Program, error) {
+	coll, err := ebpf.NewCollectionWithOptions(&ebpf.CollectionSpec{
+		Maps: spec.Maps, Programs: map[string]*ebpf.ProgramSpec{name: spec.Programs[name]}, Types: spec.Types, ByteOrder: spec.ByteOrder,
+	}, ebpf.CollectionOptions{
+		MapReplacements: maps.Maps,
+		Programs:        ebpf.ProgramOptions{KernelTypes: types},
+		Cache:           cache,
+	})
+	if err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return nil, fmt.Errorf("loading programs: %+v", ve)
+		}
+		return nil, fmt.Errorf("loading programs: %w", err)
+	}
+	defer coll.Close() // its copies of the maps
+	return coll.DetachProgram(name), nil
 }
 
 // loadFlavour parses the object of one flavour's programs: each is an

@@ -72,7 +72,7 @@ func runAttach(o attachOptions) error {
 		}
 		report(err)
 	}
-	src, done, err := finishedSource(res, path)
+	src, done, err := finishedSource(res, path, keep)
 	if err != nil {
 		return err
 	}

@@ -153,12 +153,18 @@ func openErr(err error) error {
 // finishedSource is the recording run or attach just made: still open when
 // the recorder left it so (no close, checkpoint and reopen before the
 // answer), else opened from its file (a recording stopped by a full disk).
-func finishedSource(res *recorder.Result, path string) (src *explain.Source, done func() error, err error) {
+// A temporary recording the recorder left open (keep false) is not closed
+// by done: whyslow removes its files and exits next, and closing it first
+// (DuckDB freeing its catalog and buffers one by one, ~4 ms of every run)
+// would only delay the exit, which gives it all back at once.
+func finishedSource(res *recorder.Result, path string, keep bool) (src *explain.Source, done func() error, err error) {
 	rec := res.Recording
 	if rec == nil {
 		if rec, err = store.Open(path); err != nil {
 			return nil, nil, openErr(err)
 		}
+	} else if !keep {
+		return explain.NewSource(rec), func() error { return nil }, nil
 	}
 	return explain.NewSource(rec), rec.Close, nil
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/recorder"
 )
 
@@ -74,8 +76,12 @@ func runRun(o runOptions, argv []string) error {
 	signal.Notify(forward, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(forward)
 
+	// The explanation's connection is readied while the programs load.
+	var ready *source.Readied
+	defer func() { ready.Close() }()
 	res, err := recorder.Record(context.Background(), recorder.Config{
 		Path: path, Capture: copts, Command: argv, Linger: o.linger, Forward: forward, KeepOpen: true, Temporary: !keep,
+		Created: func(db *sql.DB) { ready = source.Ready(db) },
 	})
 	if err != nil {
 		if res == nil {
@@ -86,11 +92,12 @@ func runRun(o runOptions, argv []string) error {
 			report(err) // the recording may still explain something
 		}
 	}
-	src, done, err := finishedSource(res, path)
+	src, done, err := finishedSource(res, path, keep)
 	if err != nil {
 		report(err)
 		return childExit(res.ExitCode)
 	}
+	src.Use(ready)
 	x, err := explainTo(src, uint32(res.TargetPID), o.jsonPath)
 	if err != nil {
 		report(err)

@@ -4,6 +4,7 @@ package recorder
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"maps"
@@ -51,6 +52,10 @@ type Config struct {
 	// analysis at once (run, attach); the caller closes it. Temporary says
 	// the caller removes it after: it is not checkpointed.
 	KeepOpen, Temporary bool
+	// Created, if set, is called with the recording's database once it is
+	// created, while the programs load: run readies its explanation's
+	// connection there, off the path of the answer.
+	Created func(*sql.DB)
 }
 
 // Result is what a recording produced.

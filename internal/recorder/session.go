@@ -44,10 +44,12 @@ type session struct {
 	listening []int
 }
 
-// open creates the recording and loads the capture engine, both at once
-// (the verifier and DuckDB's create take tens of milliseconds each), and
-// meanwhile starts the command behind its gate (its shell's start is
-// whyslow's start-up too). On error nothing is left behind.
+// open loads the capture engine and creates the recording. The recording
+// is created, and the command started behind its gate (its shell's start
+// is whyslow's start-up too), while the kernel verifies the programs: the
+// verifier keeps one CPU busy for most of the start, and DuckDB's create
+// beside the object's parse and the kernel's types had delayed both. On
+// error nothing is left behind.
 func open(cfg Config) (*session, error) {
 	s := &session{cfg: cfg, opts: cfg.Capture, targetDone: make(chan struct{}), self: os.Getpid()}
 	s.opts.SystemWide = len(cfg.Command) == 0 && cfg.PID == 0
@@ -59,12 +61,19 @@ func open(cfg Config) (*session, error) {
 			return nil, err
 		}
 	}
+	prepared, err := capture.Prepare(s.opts)
+	if err != nil {
+		return nil, fmt.Errorf("starting capture: %w", err)
+	}
 	var werr error
 	created := make(chan struct{})
 	go func() {
 		s.w, werr = store.Create(cfg.Path)
 		if werr == nil && cfg.Temporary {
 			s.w.CommitEvery(store.TemporaryCommitEvery)
+		}
+		if werr == nil && cfg.Created != nil {
+			cfg.Created(s.w.DB())
 		}
 		close(created)
 	}()
@@ -75,7 +84,7 @@ func open(cfg Config) (*session, error) {
 		}
 		close(gated)
 	}()
-	eng, err := capture.Open(s.opts)
+	eng, err := prepared.Load()
 	<-created
 	<-gated
 	if err != nil || werr != nil {

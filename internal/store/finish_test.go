@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/whyslow/whyslow/internal/event"
@@ -124,5 +125,51 @@ func TestFinishGivesAnalysesTheirThreads(t *testing.T) {
 	defer fresh.Close()
 	if got, want := setting(t, rec.DB, "threads"), setting(t, fresh, "threads"); got != want {
 		t.Errorf("%s threads for the analyses, want DuckDB's default %s", got, want)
+	}
+}
+
+// TestFinishKnowsWhatItFilled: the recording Finish leaves open says which
+// tables hold rows (an analysis skips its steps over the others without
+// asking), as its tables do, and the reasons the writer derived with that
+// knowledge, asking nothing of the empty tables, are a reader's.
+func TestFinishKnowsWhatItFilled(t *testing.T) {
+	for _, waits := range []bool{true, false} {
+		w, err := store.Create(filepath.Join(t.TempDir(), "rec.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := func(ts uint64, pid uint32) event.Header {
+			return event.Header{Time: ts, PID: pid, TID: pid, Comm: "c"}
+		}
+		batch := []event.Event{&event.Fork{Header: h(5, 1), ChildPID: 2, ChildTID: 2}}
+		var want [][]any
+		if waits {
+			batch = append(batch,
+				&event.OffCPU{Header: h(10, 1), Off: 5, State: 'D', StackID: 3, Syscall: 1,
+					Stack: []string{"schedule", "io_schedule_timeout", "balance_dirty_pages", "ext4_buffered_write_iter"}},
+				// polls: process 2 used a TCP socket (seen in a sample), 3 none
+				&event.OffCPU{Header: h(20, 2), Off: 5, State: 'S', StackID: -1, Syscall: 7, WakerSyscall: -1},
+				&event.OffCPU{Header: h(30, 3), Off: 5, State: 'S', StackID: -1, Syscall: 7, WakerSyscall: -1},
+				&event.Sample{Header: h(40, 2), Syscall: 45, File: event.FileRef{Dev: 1, Ino: 2, Kind: event.KindSocketInet}})
+			want = [][]any{{"dirty-throttle"}, {"network"}, {"ipc"}}
+		}
+		w.Write(batch)
+		rec, err := w.Finish(nil, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, table := range []string{"forks", "offcpu_raw", "samples", "stacks", "syscall_raw", "syscall_totals_raw", "block_raw", "uring_raw", "existing", "dirtied", "unlink_raw"} {
+			var has bool
+			if err := rec.DB.QueryRow("SELECT EXISTS (SELECT 1 FROM " + table + ")").Scan(&has); err != nil {
+				t.Fatal(err)
+			}
+			if rec.Filled[table] != has {
+				t.Errorf("waits %v: Filled says %s holds rows %v, it does %v", waits, table, rec.Filled[table], has)
+			}
+		}
+		if got := queryRows(t, rec, "SELECT reason FROM offcpu ORDER BY ts"); !reflect.DeepEqual(got, want) {
+			t.Errorf("waits %v: reasons\n got %s\nwant %s", waits, show(got), show(want))
+		}
+		rec.Close()
 	}
 }

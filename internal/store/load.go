@@ -26,6 +26,9 @@ type tableLoad struct {
 	cols []column
 	size int // rows a chunk holds (DuckDB's vector size)
 	n    int // rows in the chunk
+	// rows is every row added, for the tables a finished recording says
+	// it filled (Writer.filled).
+	rows int
 	// pending is rows handed to the appender since its last flush.
 	pending int
 	// wrong and err are the first row written wrongly (a value of another
@@ -333,6 +336,7 @@ func (r row) end() error {
 		return t.err
 	}
 	t.n++
+	t.rows++
 	if t.n == t.size {
 		return t.appendChunk()
 	}

@@ -47,6 +47,11 @@ func fileErr(err error) error {
 type Recording struct {
 	DB   *sql.DB
 	Meta map[string]string
+	// Filled, for the recording a writer just finished (Writer.Finish),
+	// says which tables hold rows (by name, the syscall_raw view too): what
+	// an analysis would ask first, known without asking. Nil when opened
+	// from a file.
+	Filled map[string]bool
 	// close, set by Writer.Finish, closes the writer's database.
 	close func() error
 }

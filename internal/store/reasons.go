@@ -34,7 +34,7 @@ const waitReasonsColumns = "stack_id INTEGER, syscall_nr SMALLINT, state UTINYIN
 var derivedTables = []string{"wait_reasons", "socket_users"}
 
 // IsDerived says whether a table is a derived one: the loads do not fill it,
-// and analysis keeps a reader's temporary copy when it drops a run's tables.
+// and a reader's temporary copy is made on each of its connections.
 func IsDerived(name string) bool { return slices.Contains(derivedTables, name) }
 
 // queryFunc runs a query and returns its rows' values.
@@ -44,19 +44,36 @@ type queryFunc func(q string) ([][]any, error)
 // none): numbers and our own reason words, never input.
 type derived struct{ reasons, sockets string }
 
-// derive reads a recording's wait facts and names their reasons.
-func derive(query queryFunc) (derived, error) {
+// derive reads a recording's wait facts and names their reasons. filled
+// is nil for a reader; a writer, deriving its own recording, knows which
+// tables it filled (queries over empty ones are not asked: ~1 ms of
+// planning each) and that the recording has this version's columns.
+func derive(query queryFunc, filled map[string]bool) (derived, error) {
+	has := func(table string) bool { return filled == nil || filled[table] }
 	inet := uint8(event.KindSocketInet)
-	using, err := query(fmt.Sprintf(`SELECT pid FROM syscall_raw WHERE fkind = %[1]d
-	  UNION SELECT pid FROM syscall_totals_raw WHERE fkind = %[1]d
-	  UNION SELECT pid FROM samples WHERE fkind = %[1]d
-	  UNION SELECT pid FROM offcpu_raw WHERE fkind = %[1]d ORDER BY pid`, inet))
-	if err != nil {
-		return derived{}, fmt.Errorf("finding the processes that used sockets: %w", err)
+	var parts []string
+	for _, t := range []string{"syscall_raw", "syscall_totals_raw", "samples", "offcpu_raw"} {
+		if has(t) {
+			parts = append(parts, fmt.Sprintf("SELECT pid FROM %s WHERE fkind = %d", t, inet))
+		}
+	}
+	var using [][]any
+	if len(parts) > 0 {
+		var err error
+		if using, err = query(strings.Join(parts, "\n	  UNION ") + " ORDER BY pid"); err != nil {
+			return derived{}, fmt.Errorf("finding the processes that used sockets: %w", err)
+		}
 	}
 	pids := make([]string, len(using))
 	for i, u := range using {
 		pids[i] = fmt.Sprint(Int64(u[0]))
+	}
+	d := derived{}
+	if len(pids) > 0 {
+		d.sockets = "(" + strings.Join(pids, "), (") + ")"
+	}
+	if !has("offcpu_raw") {
+		return d, nil // no wait, no reason
 	}
 	frames := map[int64][]string{}
 	stacks, err := query(`SELECT stack_id, frames FROM stacks WHERE stack_id IN (SELECT DISTINCT stack_id FROM offcpu_raw)`)
@@ -93,10 +110,7 @@ func derive(query queryFunc) (derived, error) {
 			Quota: quota})
 		rows[i] = fmt.Sprintf("(%d, %d, %d, %d, %d, %d, %t, %t, '%s')", stack, nr, state, fkind, wkind, wnr, sockets, quota, r)
 	}
-	d := derived{reasons: strings.Join(rows, ", ")}
-	if len(pids) > 0 {
-		d.sockets = "(" + strings.Join(pids, "), (") + ")"
-	}
+	d.reasons = strings.Join(rows, ", ")
 	return d, nil
 }
 
@@ -185,7 +199,7 @@ func (r *readerDerived) onConnect(ex driver.ExecerContext) {
 			r.err = r.older.failed(r.err)
 			return
 		}
-		if r.d, r.err = derive(query); r.err != nil {
+		if r.d, r.err = derive(query, nil); r.err != nil {
 			return
 		}
 		exec(r.d.fill(true))

@@ -75,6 +75,19 @@ func (l *loads) close() []error {
 	return errs
 }
 
+// filled says which tables the loads added rows to, by table name, and the
+// syscall_raw view by syscall_packed's.
+func (l *loads) filled() map[string]bool {
+	out := map[string]bool{}
+	for name, f := range l.byName() {
+		if *f != nil && (*f).rows > 0 {
+			out[name] = true
+		}
+	}
+	out["syscall_raw"] = out["syscall_packed"]
+	return out
+}
+
 // dimensions writes the small tables that name the numbers of high-rate rows.
 func (w *Writer) dimensions() error {
 	for nr, n := range event.SyscallNames() {

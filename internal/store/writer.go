@@ -25,8 +25,10 @@ type Writer struct {
 	db        *sql.DB
 	duck      *loadConn // the loads' connection to the same database
 	t         loads
-	comms     map[uint32]string // tid -> comm, for kernel aggregates that carry none
-	commIDs   map[string]uint32 // the comms dimension
+	// filled: the tables the loads added rows to, once finished.
+	filled  map[string]bool
+	comms   map[uint32]string // tid -> comm, for kernel aggregates that carry none
+	commIDs map[string]uint32 // the comms dimension
 	// threads and named cache comm ids by thread (rows.go).
 	threads, named [256]commSlot
 	stacks         map[int32]bool
@@ -194,6 +196,12 @@ func (w *Writer) init(copied bool) error {
 	w.t = *l
 	return w.dimensions()
 }
+
+// DB is the recording's pool of connections, for a caller that readies
+// its analysis while the recording is made (Finish hands it over for
+// analysis at the end); the writer's own rows go through its own
+// connection.
+func (w *Writer) DB() *sql.DB { return w.db }
 
 // SetMeta records key/value metadata (replacing earlier values).
 func (w *Writer) SetMeta(kv map[string]string) error {
@@ -385,7 +393,7 @@ func (w *Writer) Finish(lost map[string]uint64, temporary bool) (*Recording, err
 	if temporary {
 		lockdown = "PRAGMA disable_checkpoint_on_shutdown; " + lockdown
 	}
-	r := &Recording{DB: w.db}
+	r := &Recording{DB: w.db, Filled: w.filled}
 	if _, err := w.db.Exec(lockdown); err != nil {
 		w.closeDB(!temporary)
 		return nil, fmt.Errorf("locking the recording for analysis: %w", err)
@@ -412,6 +420,7 @@ func (w *Writer) finish(lost map[string]uint64) []error {
 		return nil
 	}
 	errs := w.endRows(lost)
+	w.filled = w.t.filled()
 	// The tables' last rows in one transaction: a commit each was a sync
 	// of the WAL each, a dozen at the end of every recording.
 	tx := w.inTx || w.duck.exec("BEGIN TRANSACTION") == nil
@@ -445,7 +454,7 @@ func (w *Writer) writeDerived() error {
 		if !ok {
 			return errors.New("the connection cannot run statements")
 		}
-		d, err := derive(func(q string) ([][]any, error) { return driverQueryAll(ex, q) })
+		d, err := derive(func(q string) ([][]any, error) { return driverQueryAll(ex, q) }, w.filled)
 		if err == nil {
 			_, err = ex.ExecContext(context.Background(), d.fill(false), nil)
 		}

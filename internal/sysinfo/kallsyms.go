@@ -3,10 +3,13 @@ package sysinfo
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"unsafe"
 )
 
@@ -17,6 +20,10 @@ type Kallsyms struct {
 	addrs        []uint64
 	starts, ends []uint32 // symbol i's name is names[starts[i]:ends[i]]
 	names        string
+	// byName is every symbol's index, by name, then by address (index):
+	// Range looks a name up in it, touching a few pages of the table, not
+	// all of it. Nil until indexed (indexNames): Range then reads them all.
+	byName []uint32
 }
 
 // Len is the number of symbols.
@@ -131,12 +138,53 @@ func (k *Kallsyms) Name(ip uint64) string {
 }
 
 // Range is the addresses of the function name: from its address to the
-// next symbol's. ok is false when the table lacks it.
+// next symbol's. ok is false when the table lacks it. Of two symbols of the
+// name, the one at the lower address.
 func (k *Kallsyms) Range(name string) (lo, hi uint64, ok bool) {
-	for i := range k.addrs {
-		if _, n := k.Symbol(i); n == name && i+1 < len(k.addrs) {
+	if k.byName == nil {
+		for i := range k.addrs {
+			if _, n := k.Symbol(i); n == name && i+1 < len(k.addrs) {
+				return k.addrs[i], k.addrs[i+1], true
+			}
+		}
+		return 0, 0, false
+	}
+	nameAt := func(j int) (int, string) {
+		i := int(k.byName[j])
+		if i >= len(k.addrs) { // a damaged copy: no name
+			return i, ""
+		}
+		_, n := k.Symbol(i)
+		return i, n
+	}
+	at := sort.Search(len(k.byName), func(j int) bool {
+		_, n := nameAt(j)
+		return n >= name
+	})
+	for ; at < len(k.byName); at++ {
+		i, n := nameAt(at)
+		if n != name {
+			break
+		}
+		if i+1 < len(k.addrs) {
 			return k.addrs[i], k.addrs[i+1], true
 		}
 	}
 	return 0, 0, false
+}
+
+// indexNames sorts the symbols by name for Range (byName).
+func (k *Kallsyms) indexNames() {
+	k.byName = make([]uint32, len(k.addrs))
+	for i := range k.byName {
+		k.byName[i] = uint32(i)
+	}
+	slices.SortFunc(k.byName, func(a, b uint32) int {
+		_, na := k.Symbol(int(a))
+		_, nb := k.Symbol(int(b))
+		if c := strings.Compare(na, nb); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
 }

@@ -29,12 +29,13 @@ func (fsys FS) CachedKallsyms(dir string) (*Kallsyms, error) {
 	if !ok {
 		return fsys.Kallsyms()
 	}
-	path := filepath.Join(dir, "kallsyms")
+	path := filepath.Join(dir, kallsymsFile)
 	if k := mapKallsyms(path, key); k != nil {
 		return k, nil
 	}
 	k, err := fsys.Kallsyms()
 	if err == nil && k.Len() > 0 {
+		k.indexNames()
 		saveKallsyms(dir, path, key, k) // best effort: the next start reads /proc again
 	}
 	return k, err
@@ -55,8 +56,16 @@ func (fsys FS) kallsymsKey() ([32]byte, bool) {
 }
 
 // The copy's layout: a header, then the table's arrays as they are in
-// memory (this machine's byte order), then the names.
-const kallsymsMagic = "whyslowK\x01\x00\x00\x00"
+// memory (this machine's byte order: addresses, the names' starts and
+// ends, the symbols by name), then the names. Version 2 added the symbols
+// by name: a lookup by name (Range) reads a few pages, where a scan of
+// every name put the whole copy, 5 MB, in the process's memory.
+const kallsymsMagic = "whyslowK\x02\x00\x00\x00"
+
+// kallsymsFile is the copy's name in its directory, one for each version
+// of the layout: a whyslow of another version beside this one keeps its
+// own copy, rather than each replacing the other's at every start.
+const kallsymsFile = "kallsyms-v2"
 
 type kallsymsHeader struct {
 	Magic    [12]byte
@@ -87,7 +96,7 @@ func mapKallsyms(path string, key [32]byte) *Kallsyms {
 	h := (*kallsymsHeader)(unsafe.Pointer(&data[0]))
 	n, names := int(h.N), int(h.Names)
 	if string(h.Magic[:]) != kallsymsMagic || h.Key != key || n == 0 || names == 0 ||
-		len(data) != kallsymsHeaderSize+16*n+names {
+		len(data) != kallsymsHeaderSize+20*n+names {
 		unix.Munmap(data)
 		return nil
 	}
@@ -97,6 +106,8 @@ func mapKallsyms(path string, key [32]byte) *Kallsyms {
 	k.starts = unsafe.Slice((*uint32)(unsafe.Pointer(&data[at])), n)
 	at += 4 * n
 	k.ends = unsafe.Slice((*uint32)(unsafe.Pointer(&data[at])), n)
+	at += 4 * n
+	k.byName = unsafe.Slice((*uint32)(unsafe.Pointer(&data[at])), n)
 	at += 4 * n
 	k.names = unsafe.String(&data[at], names)
 	return k
@@ -121,6 +132,7 @@ func saveKallsyms(dir, path string, key [32]byte, k *Kallsyms) error {
 		unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(k.addrs))), 8*n),
 		unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(k.starts))), 4*n),
 		unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(k.ends))), 4*n),
+		unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(k.byName))), 4*n),
 		unsafe.Slice(unsafe.StringData(k.names), len(k.names)),
 	} {
 		if _, err := f.Write(b); err != nil {

@@ -51,7 +51,7 @@ func TestCachedKallsyms(t *testing.T) {
 		if got, want := k.Name(0xffffffff81c3a2c4), "schedule"; got != want {
 			t.Errorf("read %d: Name = %q, want %q", i, got, want)
 		}
-		st, err := os.Stat(filepath.Join(dir, "kallsyms"))
+		st, err := os.Stat(filepath.Join(dir, kallsymsFile))
 		if err != nil {
 			t.Fatalf("read %d: no copy: %v", i, err)
 		}
@@ -60,7 +60,7 @@ func TestCachedKallsyms(t *testing.T) {
 		}
 	}
 	key, _ := fs.kallsymsKey()
-	if mapKallsyms(filepath.Join(dir, "kallsyms"), key) == nil {
+	if mapKallsyms(filepath.Join(dir, kallsymsFile), key) == nil {
 		t.Error("the copy is not mapped")
 	}
 	for _, other := range []FS{
@@ -68,12 +68,38 @@ func TestCachedKallsyms(t *testing.T) {
 		kallsymsRoot(t, "b1\n", "ext4 1000 1 - Live 0xffffffffc0b00000\n"),
 	} {
 		key, _ := other.kallsymsKey()
-		if mapKallsyms(filepath.Join(dir, "kallsyms"), key) != nil {
+		if mapKallsyms(filepath.Join(dir, kallsymsFile), key) != nil {
 			t.Errorf("a copy of another boot or other modules is used (%s)", other.Root)
 		}
 	}
-	os.Chmod(filepath.Join(dir, "kallsyms"), 0o666)
-	if mapKallsyms(filepath.Join(dir, "kallsyms"), key) != nil {
+	os.Chmod(filepath.Join(dir, kallsymsFile), 0o666)
+	if mapKallsyms(filepath.Join(dir, kallsymsFile), key) != nil {
 		t.Error("a copy others could have written is used")
+	}
+}
+
+// TestCachedKallsymsRange: the mapped copy finds a name by its index of
+// names, as the table read from /proc does by reading them all.
+func TestCachedKallsymsRange(t *testing.T) {
+	fs := kallsymsRoot(t, "b1\n", "")
+	dir := filepath.Join(t.TempDir(), "cache")
+	read, err := fs.Kallsyms()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs.CachedKallsyms(dir) // makes the copy
+	mapped, err := fs.CachedKallsyms(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mapped.byName == nil {
+		t.Fatal("the mapped copy has no index of names")
+	}
+	for _, name := range []string{"schedule", "io_schedule", "_stext", "ext4_sync_file", "nvme_queue_rq", "missing"} {
+		lo, hi, ok := read.Range(name)
+		mlo, mhi, mok := mapped.Range(name)
+		if lo != mlo || hi != mhi || ok != mok {
+			t.Errorf("Range(%q): %#x-%#x %v from the copy, %#x-%#x %v from /proc", name, mlo, mhi, mok, lo, hi, ok)
+		}
 	}
 }

@@ -72,3 +72,30 @@ func symbols(k *Kallsyms) (addrs []uint64, names []string) {
 	}
 	return addrs, names
 }
+
+// TestRangeByName: a name's range is the same looked up in the names'
+// index (the cached copy's) as found by reading every name, for each
+// symbol, a name two symbols share (the lower one's), and a missing one.
+func TestRangeByName(t *testing.T) {
+	in := "ffffffff81000000 T _stext\nffffffff81000100 T schedule\nffffffff81000200 t dup\n" +
+		"ffffffff81000300 T io_schedule\nffffffff81000400 t dup\nffffffff81000500 T zzz_last_but_one\nffffffff81000600 T a_last\n"
+	scan, err := parseKallsyms(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	indexed, _ := parseKallsyms(strings.NewReader(in))
+	indexed.indexNames()
+	for _, name := range []string{"_stext", "schedule", "dup", "io_schedule", "zzz_last_but_one", "a_last", "missing", ""} {
+		lo, hi, ok := scan.Range(name)
+		ilo, ihi, iok := indexed.Range(name)
+		if lo != ilo || hi != ihi || ok != iok {
+			t.Errorf("Range(%q): %#x-%#x %v by the index, %#x-%#x %v by reading every name", name, ilo, ihi, iok, lo, hi, ok)
+		}
+	}
+	if lo, hi, ok := indexed.Range("dup"); !ok || lo != 0xffffffff81000200 || hi != 0xffffffff81000300 {
+		t.Errorf("Range(dup) = %#x-%#x %v, want the lower one's", lo, hi, ok)
+	}
+	if _, _, ok := indexed.Range("a_last"); ok {
+		t.Error("the last symbol has a range: nothing says where it ends")
+	}
+}

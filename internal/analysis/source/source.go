@@ -9,6 +9,7 @@ package source
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"slices"
 	"strconv"
@@ -39,6 +40,9 @@ type Source struct {
 	// query of an analysis goes through it.
 	conn *sql.Conn
 	ctx  context.Context
+	// readied is a connection made ready before the recording was
+	// finished, for the first Hold to take (Use).
+	readied *Readied
 }
 
 // New wraps an open recording.
@@ -48,6 +52,15 @@ func New(r *store.Recording) *Source {
 	dur, _ := strconv.ParseUint(r.Meta["duration_ns"], 10, 64)
 	s := &Source{DB: r.DB, Meta: r.Meta, Clock: Clock{OffsetNS: off, StartMono: start, EndMono: start + dur}, Lost: r.Lost(),
 		filled: &filled{}}
+	if r.Filled != nil {
+		// The writer that just finished it knows which tables hold rows.
+		s.filled.once.Do(func() {
+			s.filled.tables = map[string]bool{}
+			for _, t := range skippable {
+				s.filled.tables[t] = r.Filled[t]
+			}
+		})
+	}
 	if dur == 0 {
 		// cut short (SIGKILL): the end is the last event
 		var last sql.NullInt64
@@ -111,56 +124,96 @@ type filled struct {
 // connection is made with target_pids (empty until the analysis names its
 // target) and the macros every analysis may use (Macros). A Source already
 // held (an analysis run inside another: requests explain) is returned as it
-// is, with a done that does nothing. done drops the run's temporary tables
-// and gives the connection back to the pool.
+// is, with a done that does nothing. done closes the connection, and the
+// run's temporary tables with it (discard).
 func (s *Source) Hold() (held *Source, done func(), err error) {
 	if s.conn != nil {
 		return s, func() {}, nil
 	}
 	ctx := context.Background()
-	conn, err := s.DB.Conn(ctx)
-	if err != nil {
-		return nil, nil, fmt.Errorf("connecting to the recording: %w", err)
-	}
-	// The macros (sql/macros.sql) name target_pids: it is made first.
-	if _, err := conn.ExecContext(ctx, "CREATE OR REPLACE TEMP TABLE target_pids (pid UINTEGER);\n"+Macros()); err != nil {
-		conn.Close()
-		return nil, nil, fmt.Errorf("making the analyses' macros: %w", err)
+	conn := s.readied.take()
+	if conn == nil {
+		if conn, err = readyConn(ctx, s.DB); err != nil {
+			return nil, nil, err
+		}
 	}
 	h := *s
 	h.conn, h.ctx = conn, ctx
 	if h.filled == nil {
 		h.filled = &filled{}
 	}
-	return &h, func() {
-		dropTemporary(ctx, conn)
-		conn.Close()
-	}, nil
+	return &h, func() { discard(conn) }, nil
 }
+
+// discard closes a run's connection instead of giving it back to the pool:
+// its temporary tables and macros go with it, and no later run reads
+// them. Dropping them one by one to keep the connection (a query of the
+// catalog, then the drops) cost ~2 ms of every analysis; a new connection
+// is made, with the derived tables of the recording, in a fraction of it.
+func discard(conn *sql.Conn) {
+	conn.Raw(func(any) error { return driver.ErrBadConn }) // not pooled again: closed
+	conn.Close()
+}
+
+// readyConn takes a connection of db and makes what an analysis run's is
+// made with: target_pids (empty until the analysis names its target) and
+// the macros every analysis may use (Macros).
+func readyConn(ctx context.Context, db *sql.DB) (*sql.Conn, error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the recording: %w", err)
+	}
+	// The macros (sql/macros.sql) name target_pids: it is made first.
+	if _, err := conn.ExecContext(ctx, "CREATE OR REPLACE TEMP TABLE target_pids (pid UINTEGER);\n"+Macros()); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("making the analyses' macros: %w", err)
+	}
+	return conn, nil
+}
+
+// Readied is a connection made ready for an analysis run, as Hold makes
+// one, before its recording is finished: run readies its explanation's
+// while the programs load, off the path of the answer (DuckDB binding the
+// macros, ~5 ms). The first Hold of a Source given it (Use) takes it.
+type Readied struct {
+	mu   sync.Mutex
+	conn *sql.Conn
+}
+
+// Ready readies a connection of db for an analysis run. If it cannot, the
+// Hold it was for makes its own, and says why.
+func Ready(db *sql.DB) *Readied {
+	conn, _ := readyConn(context.Background(), db)
+	return &Readied{conn: conn}
+}
+
+// take hands the connection over, once; nil if there is none.
+func (r *Readied) take() *sql.Conn {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	conn := r.conn
+	r.conn = nil
+	return conn
+}
+
+// Close gives the connection back if no Hold took it. A nil Readied, or
+// one closed already, is closed.
+func (r *Readied) Close() error {
+	if conn := r.take(); conn != nil {
+		return conn.Close()
+	}
+	return nil
+}
+
+// Use gives the Source a connection readied for it (Ready): its first
+// Hold takes it instead of making one.
+func (s *Source) Use(r *Readied) { s.readied = r }
 
 // Held says whether the Source is an analysis run's, holding a connection.
 func (s *Source) Held() bool { return s.conn != nil }
-
-// dropTemporary drops the temporary tables of a run, so that the pooled
-// connection keeps no memory of it, and no later run reads them. The
-// derived tables every connection is made with (store.IsDerived) stay.
-func dropTemporary(ctx context.Context, conn *sql.Conn) {
-	rows, err := conn.QueryContext(ctx, "SELECT table_name FROM duckdb_tables() WHERE temporary")
-	if err != nil {
-		return
-	}
-	var drops strings.Builder
-	for rows.Next() {
-		var n string
-		if rows.Scan(&n) == nil && !store.IsDerived(n) {
-			drops.WriteString(`DROP TABLE IF EXISTS temp.main."` + strings.ReplaceAll(n, `"`, `""`) + `";` + "\n")
-		}
-	}
-	rows.Close()
-	if drops.Len() > 0 {
-		conn.ExecContext(ctx, drops.String()) // one round trip through cgo, not one a table
-	}
-}
 
 // Query, QueryRow and Exec run q on the connection the analysis holds.
 // Outside one (a step called without Hold) they panic: another connection
