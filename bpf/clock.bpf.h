@@ -35,12 +35,6 @@ static __always_inline __u64 rq_clock_of(struct task_struct *t)
 	return CAST(struct rq, CAST(struct cfs_rq, cfs)->rq)->clock;
 }
 
-/* The time from ts to now, 0 if now is before it. */
-static __always_inline __u64 since(__u64 now, __u64 ts)
-{
-	return now > ts ? now - ts : 0;
-}
-
 /* ---- a wakeup's wait for a CPU ----
  *
  * The wakeup notes the task's run delay so far (sched_info.run_delay: its
@@ -63,18 +57,22 @@ static __always_inline void note_run_delay(struct waker *w, struct task_struct *
 }
 
 /* How long task t, switching in at now, waited for a CPU since the wakeup
- * w. */
-static __always_inline __u64 queued_since(struct task_struct *t, struct waker *w, __u64 now)
+ * w: no longer than its wait, off (the run queue's clock and the switch's
+ * are read apart). */
+static __always_inline __u64 queued_since(struct task_struct *t, struct waker *w, __u64 now, __u64 off)
 {
-	if (!kernel_stamps())
-		return now > w->ts ? now - w->ts : 0;
-	struct task_struct *tt = CAST(struct task_struct, t);
-	__u64 q = tt->sched_info.run_delay - w->run_delay;
-	__u64 queued = tt->sched_info.last_queued;
-	__u64 rq = rq_clock_of(t);
-	if (queued && rq > queued)
-		q += rq - queued;
-	return q;
+	__u64 q;
+	if (!kernel_stamps()) {
+		q = now > w->ts ? now - w->ts : 0;
+	} else {
+		struct task_struct *tt = CAST(struct task_struct, t);
+		q = tt->sched_info.run_delay - w->run_delay;
+		__u64 queued = tt->sched_info.last_queued;
+		__u64 rq = rq_clock_of(t);
+		if (queued && rq > queued)
+			q += rq - queued;
+	}
+	return q < off ? q : off;
 }
 
 #endif

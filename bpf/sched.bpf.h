@@ -50,7 +50,7 @@ static __always_inline void emit_wait(struct task_struct *task, __u32 pid, __u32
 	if (!e)
 		return;
 	fill_hdr_of(&e->h, EV_SYSCALL, s->ts, task, pid, tid);
-	e->dur = since(now, s->ts);
+	e->dur = now - s->ts;
 	e->ret = 0;
 	e->req = s->req;
 	e->fd = s->fd;
@@ -128,7 +128,7 @@ static __always_inline void fill_offcpu(struct offcpu_event *e, struct task_stru
 					struct offstart *s, struct wait_slot *slot, __u64 now)
 {
 	fill_hdr_of(&e->h, EV_OFFCPU, now, next, tgid, tid);
-	e->off_ns = since(now, s->ts);
+	e->off_ns = now - s->ts;
 	e->state = s->state;
 	e->stack_id = s->stack_id;
 	e->syscall = s->syscall;
@@ -154,8 +154,7 @@ static __always_inline void fill_offcpu(struct offcpu_event *e, struct task_stru
 	e->start_ts = s->ts;
 	if (slot && woken_by(slot, s)) {
 		struct waker *w = &slot->wk;
-		__u64 q = queued_since(next, w, now);
-		e->runq_ns = q < e->off_ns ? q : e->off_ns;
+		e->runq_ns = queued_since(next, w, now, e->off_ns);
 		e->waker_pid = w->pid;
 		e->waker_tid = w->tid;
 		__builtin_memcpy(e->waker_comm, w->comm, sizeof(e->waker_comm));
@@ -185,13 +184,12 @@ static __always_inline void add_to_run(struct task_struct *next, __u32 tgid, __u
 {
 	struct offcpu_event *r = &slot->run;
 	bool woken = woken_by(slot, s);
-	__u64 off = since(now, s->ts);
-	if (r->waits && since(now, r->start_ts) < RUN_SPAN_NS && same_run(r, s, &slot->wk, woken)) {
+	__u64 off = now - s->ts;
+	if (r->waits && now - r->start_ts < RUN_SPAN_NS && same_run(r, s, &slot->wk, woken)) {
 		r->off_ns += off;
-		if (woken) {
-			__u64 q = queued_since(next, &slot->wk, now);
-			r->runq_ns += q < off ? q : off;
-		} else if (s->state == 'R' && !s->quota)
+		if (woken)
+			r->runq_ns += queued_since(next, &slot->wk, now, off);
+		else if (s->state == 'R' && !s->quota)
 			r->runq_ns += off;
 		r->h.ts = now;
 		r->waits++;
@@ -584,7 +582,7 @@ static __always_inline void end_wait(struct task_struct *next, __u32 tgid, __u32
 				     __u64 now)
 {
 	struct offstart *s = &slot->w;
-	if (since(now, s->ts) < run_below_ns && s->state != 'D' && !s->other) {
+	if (now - s->ts < run_below_ns && s->state != 'D' && !s->other) {
 		if (check_runs) {
 			struct offcpu_event *e = reserve_event(sizeof(*e), LOST_OFFCPU);
 			if (e) {
