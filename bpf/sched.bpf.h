@@ -503,6 +503,8 @@ static __always_inline struct wait_slot *ran_since_attach(struct task_struct *p,
 	if (slot) {
 		slot->cpu.pid = tgid;
 		slot->cpu.gone = 0;
+		slot->cpu.life = CAST(struct task_struct, p)->start_time;
+		slot->cpu.life_base = slot->cpu.oncpu_ns;
 		/* it ran all along since it was noted */
 		__u64 exec = CAST(struct task_struct, p)->se.sum_exec_runtime, ran = bpf_ktime_get_ns() - *since;
 		slot->cpu.exec_base = exec > ran ? exec - ran : 0;
@@ -818,17 +820,29 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		struct wait_slot *slot = bpf_map_lookup_elem(&offcpu_start, &next_tid);
 		/* followed: this thread ran as a target before, so its last
 		 * switch-out opened a wait that this switch-in closes */
-		bool followed = slot && slot->cpu.pid == next_tgid && !slot->cpu.gone && !slot->w.other;
+		__u64 life = nx->start_time;
+		bool followed = slot && slot->cpu.pid == next_tgid && slot->cpu.life == life && !slot->cpu.gone &&
+				!slot->w.other;
 		if (!slot) {
 			/* made meanwhile by another CPU (a wakeup) if it fails: found all the same */
 			bpf_map_update_elem(&offcpu_start, &next_tid, &empty_slot, BPF_NOEXIST);
 			slot = bpf_map_lookup_elem(&offcpu_start, &next_tid);
 		}
 		if (slot) {
-			/* a new thread, or a tid reused before user space retired the last one's slot */
-			if (slot->cpu.pid != next_tgid || slot->cpu.gone) {
+			/* A new thread, or a tid reused before user space took the
+			 * last one's slot out: its time goes on from the last life's
+			 * count, which is kept with whose it was, for user space to
+			 * report what that life ran since it last read the slot.
+			 * The last life's stretch on a CPU, if its dying switch was
+			 * not seen, is unknown and ends at its last switch-in. */
+			if (slot->cpu.pid != next_tgid || slot->cpu.gone || slot->cpu.life != life) {
+				slot->cpu.life_base = slot->cpu.oncpu_ns;
+				slot->cpu.before_pid = slot->cpu.pid;
+				__builtin_memcpy(slot->cpu.before_comm, slot->cpu.comm, sizeof(slot->cpu.comm));
 				slot->cpu.pid = next_tgid;
 				slot->cpu.gone = 0;
+				slot->cpu.life = life;
+				slot->cpu.on_since = 0;
 				task_comm(next, slot->cpu.comm);
 			} else if (followed && !slot->w.ts && !bpf_map_lookup_elem(&waiting_at_start, &next_tid)) {
 				missed_switch_out(next, next_tgid, next_tid, slot, now);

@@ -382,9 +382,20 @@ struct cpu_val {
 	__u64 oncpu_ns;  /* the thread's CPU time from its first switch-in seen to its last switch-out */
 	__u64 on_since;  /* its last switch-in, while it runs (0: off CPU) */
 	__u64 exec_base; /* its se.sum_exec_runtime less oncpu_ns, modulo 2^64: the kernel's own account is the clock */
+	/* The life whose time this is: the thread's start_time (CLOCK_MONOTONIC
+	 * at its fork). A thread id comes round again while its slot still
+	 * holds the last life's time; the switch-in tells lives apart by it,
+	 * and user space takes out only a slot whose life ended (drain.go). */
+	__u64 life;
+	/* The count when this life took the slot, and whose the life before
+	 * was: a tid comes round again within a drain period, and what the
+	 * last life ran since user space last read it is that thread's. */
+	__u64 life_base;
+	__u32 before_pid;
 	__u32 pid;
 	__u32 gone;
 	char comm[TASK_COMM_LEN];
+	char before_comm[TASK_COMM_LEN];
 };
 
 #endif

@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"github.com/cilium/ebpf"
 	"github.com/whyslow/whyslow/internal/event"
 	"github.com/whyslow/whyslow/internal/sysinfo"
 	"golang.org/x/sys/unix"
@@ -45,6 +46,10 @@ func (e *Engine) drain(final bool) []event.Event {
 		if cv.Pid == 0 {
 			return
 		}
+		if d := e.cpuSeen.lifeBefore(*tid, cv.Life, cv.LifeBase); d > 0 && cv.BeforePid != 0 {
+			// the tid's last life, which died since the last pass
+			out = append(out, &event.CPUTime{Header: event.Header{Time: now, PID: cv.BeforePid, TID: *tid, Comm: dec.comm(cv.BeforeComm)}, OnCPU: d})
+		}
 		total := cv.OncpuNs
 		if cv.OnSince != 0 && now > cv.OnSince {
 			total = runningTotal(cv, *tid, now)
@@ -56,16 +61,16 @@ func (e *Engine) drain(final bool) []event.Event {
 			gone = append(gone, *tid) // its last switch is past: this was its last time
 		}
 	})
-	dead := e.cpuSeen.retire()
+	due := e.cpuSeen.due()
 	e.cpuSeen.endRound(complete)
-	for _, tid := range gone {
-		e.cpuSeen.forget(tid)
-	}
 	if !final {
-		// Its slot, once read after it died, holds nothing more. At the
+		// A slot read after its thread died holds nothing more. At the
 		// end, the slots are read once more below.
-		for _, tid := range append(dead, gone...) {
-			e.retireSlot(tid)
+		for _, tid := range gone {
+			out = e.takeOut(out, dec, tid, now, diedSlot)
+		}
+		for _, x := range due {
+			out = e.takeOut(out, dec, x.tid, x.at, lifeBefore(x.at))
 		}
 	}
 
@@ -96,20 +101,54 @@ func (e *Engine) drain(final bool) []event.Event {
 	return out
 }
 
-// retireSlot takes a dead thread's slot out of the kernel's map, unless its
-// thread id has a new life already: a thread made since (its first wait,
-// for a CPU, opened at its wakeup) or one that ran (its switch-in cleared
-// gone). Taking that out would lose the wait it has open, in silence: the
-// kernel would see the new thread's switch-in as a new thread's.
-func (e *Engine) retireSlot(tid uint32) {
+// takeOut takes thread tid's slot out of the kernel's map if it still holds
+// a life that ended (ended says so, of the slot as taken), and reports what
+// that life ran since the last report; its end is at. A slot that a new life
+// of the tid holds already (it was forked since, or ran: the kernel carries
+// it on from the last life's count) is put back as it was. Taken and put
+// back, not looked at and then deleted: between the two, the new life's
+// switch could write the slot, and its write, its wait, would be lost.
+func (e *Engine) takeOut(out []event.Event, dec *decoder, tid uint32, at uint64, ended func(*whyslowWaitSlot) bool) []event.Event {
 	var slot whyslowWaitSlot
-	if err := e.maps.OffcpuStart.Lookup(tid, &slot); err != nil {
-		return // gone already
+	if err := e.maps.OffcpuStart.LookupAndDelete(tid, &slot); err != nil {
+		return out // gone already
 	}
-	if slot.Cpu.Gone == 0 || slot.W.Ts != 0 {
-		return
+	if !ended(&slot) {
+		if err := e.maps.OffcpuStart.Update(tid, &slot, ebpf.UpdateNoExist); err != nil {
+			// The new life's next switch made a slot of its own in
+			// between, counting from nothing: what it ran before is lost.
+			e.cpuSeen.forget(tid)
+			e.slotRaces.Add(1)
+		}
+		return out
 	}
-	e.maps.OffcpuStart.Delete(tid)
+	cv := &slot.Cpu
+	if d := e.cpuSeen.lifeBefore(tid, cv.Life, cv.LifeBase); d > 0 && cv.BeforePid != 0 {
+		out = append(out, &event.CPUTime{Header: event.Header{Time: at, PID: cv.BeforePid, TID: tid, Comm: dec.comm(cv.BeforeComm)}, OnCPU: d})
+	}
+	total := cv.OncpuNs
+	if cv.OnSince != 0 && at > cv.OnSince { // its dying switch was not seen
+		total += at - cv.OnSince
+	}
+	if d := e.cpuSeen.report(tid, total); d > 0 {
+		out = append(out, &event.CPUTime{Header: event.Header{Time: at, PID: cv.Pid, TID: tid, Comm: dec.comm(cv.Comm)}, OnCPU: d})
+	}
+	e.cpuSeen.forget(tid)
+	return out
+}
+
+// diedSlot: the slot's thread died (its dying switch was seen), and no
+// new life has taken its tid since.
+func diedSlot(s *whyslowWaitSlot) bool { return s.Cpu.Gone != 0 && s.W.Ts == 0 && s.Run.Waits == 0 }
+
+// lifeBefore: the slot counts a life that began before at (the exit of the
+// thread whose tid it is; its dying switch was not seen) and holds no wait
+// open or short waits unsent; a life begun since is a new thread's. A slot
+// that never counted a target's time is not the dead thread's.
+func lifeBefore(at uint64) func(*whyslowWaitSlot) bool {
+	return func(s *whyslowWaitSlot) bool {
+		return s.W.Ts == 0 && s.Run.Waits == 0 && s.Cpu.Pid != 0 && s.Cpu.Life < at
+	}
 }
 
 // runningTotal is the CPU time of a thread on a CPU right now (its last

@@ -177,6 +177,9 @@ type Engine struct {
 	// undecodable counts ring records that did not decode: lost like the
 	// kernel's, but in user space (LostDecode).
 	undecodable atomic.Uint64
+	// slotRaces counts slots taken out that a new life had taken, and that
+	// could not be put back (LostCPUSlot).
+	slotRaces atomic.Uint64
 	// spooling is the spool while Run fills it (Held); heldMost the most
 	// it held at once (HeldMost).
 	spooling atomic.Pointer[spool]

@@ -30,8 +30,15 @@ var LostSources = func() []string {
 // kernel, and shown wherever the kernel's lost counts are.
 const LostDecode = "decode"
 
+// LostCPUSlot is the lost source of a thread's CPU time that user space could
+// not keep: taking a dead thread's slot out of the kernel's map, it found a
+// new life of the tid there, and before it was put back the new life made a
+// slot of its own (drain.go, takeOut). What the new life ran before is lost.
+const LostCPUSlot = "cpu_slot"
+
 // Lost sums the per-CPU lost-event counters by source, with the records
-// user space could not decode under LostDecode.
+// user space could not decode under LostDecode, and the CPU time lost
+// taking slots out under LostCPUSlot.
 func (e *Engine) Lost() (map[string]uint64, error) {
 	out := make(map[string]uint64, len(LostSources)+1)
 	m := e.maps.Lost
@@ -47,5 +54,6 @@ func (e *Engine) Lost() (map[string]uint64, error) {
 		out[name] = sum
 	}
 	out[LostDecode] = e.undecodable.Load()
+	out[LostCPUSlot] = e.slotRaces.Load()
 	return out, nil
 }

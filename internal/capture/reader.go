@@ -165,7 +165,7 @@ func (e *Engine) consume(out, spooled <-chan []event.Event, st *stacks, sink Sin
 			case *event.Fork:
 				e.cpuSeen.fork(v.ChildTID)
 			case *event.Exit:
-				e.cpuSeen.exit(v.TID)
+				e.cpuSeen.exit(v.TID, v.Time)
 				if v.GroupDead {
 					st.exited(v.PID)
 				}

@@ -92,13 +92,18 @@ type whyslowConnState struct {
 }
 
 type whyslowCpuVal struct {
-	_        structs.HostLayout
-	OncpuNs  uint64
-	OnSince  uint64
-	ExecBase uint64
-	Pid      uint32
-	Gone     uint32
-	Comm     [16]int8
+	_          structs.HostLayout
+	OncpuNs    uint64
+	OnSince    uint64
+	ExecBase   uint64
+	Life       uint64
+	LifeBase   uint64
+	BeforePid  uint32
+	Pid        uint32
+	Gone       uint32
+	Comm       [16]int8
+	BeforeComm [16]int8
+	_          [4]byte
 }
 
 type whyslowDirtyKey struct {
