@@ -42,7 +42,8 @@ static __always_inline __u64 rq_clock_of(struct task_struct *t)
  * adds what it waited since: the delay grown meanwhile (queued on another
  * CPU first, then moved) and the time since it was queued on this CPU
  * (sched_info.last_queued, which the kernel clears only after this
- * tracepoint). No clock is read at the wakeup. This is the kernel's own
+ * tracepoint). No clock is read at the wakeup, but where the kernel queued
+ * the task while it slept (note_run_delay). This is the kernel's own
  * account, with its two limits: the time from the wakeup to the queueing
  * (an idle CPU's interrupt, a halted virtual CPU woken) is not in it, and
  * where a preempting wakeup left the run queue's clock behind (above), the
@@ -50,10 +51,20 @@ static __always_inline __u64 rq_clock_of(struct task_struct *t)
  * switch to correct the latter cost the switch what the wakeup saved. */
 static __always_inline void note_run_delay(struct waker *w, struct task_struct *p)
 {
-	if (kernel_stamps())
-		w->run_delay = CAST(struct task_struct, p)->sched_info.run_delay;
-	else
+	if (kernel_stamps()) {
+		struct task_struct *t = CAST(struct task_struct, p);
+		w->run_delay = t->sched_info.run_delay;
+		/* Queued while it slept: a sleeper whose dequeue the scheduler
+		 * delayed (EEVDF's DELAY_DEQUEUE) stays on its run queue, and
+		 * moved to another CPU it is queued there, last_queued set,
+		 * seconds before its wakeup (seen: a select() of 1.5 s counted
+		 * 1.47 s waiting for a CPU). Then the wakeup reads the clock. */
+		w->queued = t->sched_info.last_queued;
+		if (w->queued)
+			w->ts = bpf_ktime_get_ns();
+	} else {
 		w->ts = bpf_ktime_get_ns();
+	}
 }
 
 /* How long task t, switching in at now, waited for a CPU since the wakeup
@@ -68,9 +79,13 @@ static __always_inline __u64 queued_since(struct task_struct *t, struct waker *w
 		struct task_struct *tt = CAST(struct task_struct, t);
 		q = tt->sched_info.run_delay - w->run_delay;
 		__u64 queued = tt->sched_info.last_queued;
-		__u64 rq = rq_clock_of(t);
-		if (queued && rq > queued)
-			q += rq - queued;
+		if (queued && queued == w->queued) {
+			q += now > w->ts ? now - w->ts : 0; /* queued before its wakeup: from the wakeup */
+		} else if (queued) {
+			__u64 rq = rq_clock_of(t);
+			if (rq > queued)
+				q += rq - queued;
+		}
 	}
 	return q < off ? q : off;
 }

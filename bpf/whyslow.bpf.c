@@ -270,9 +270,10 @@ struct {
  * (clock.bpf.h). */
 #define WOKEN_UNOPENED (~0ULL)
 struct waker {
-	__u64 ts;         /* when, read only where the kernel keeps no stamps (clock.bpf.h) */
+	__u64 ts;         /* when, read only where the kernel's stamps cannot tell (clock.bpf.h) */
 	__u64 of;
 	__u64 run_delay;  /* the thread's sched_info.run_delay then */
+	__u64 queued;     /* its sched_info.last_queued then: 0 but for a sleeper the kernel queued (clock.bpf.h) */
 	__u32 pid;
 	__u32 tid;
 	char comm[TASK_COMM_LEN];

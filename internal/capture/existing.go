@@ -102,6 +102,9 @@ func (e *Engine) completeBefore(o *event.OffCPU, st *stacks) []event.Event {
 		return nil
 	}
 	o.State, o.Syscall, o.Stack, o.StackID = w.State, w.Syscall, w.Frames, id
+	if o.State == 'R' && o.Runq == 0 {
+		o.Runq = o.Off // runnable all along: no wakeup of it was seen
+	}
 	if o.PID == 0 {
 		o.PID = w.PID
 	}
@@ -186,4 +189,29 @@ func kindOfMode(mode uint32) event.FileKind {
 		return event.KindSocketOther
 	}
 	return event.KindUnknown
+}
+
+// Released notes the command run (pid, one thread), held at its gate until
+// now, as waiting for a CPU from now: its time starts as the gate opens.
+// Woken by the gate, or still starting up when it opened, it waits for a CPU
+// until its first switch-in, which sends that wait; already on a CPU, its
+// first switch-out counts its CPU time from now (ran_since_attach). Without
+// the note, that first stretch was neither a wait nor CPU time (under load,
+// tens of ms read as "not accounted"). Called right before the gate opens.
+func (e *Engine) Released(pid uint32) error {
+	now := monotonicNow()
+	th := sysinfo.Thread{PID: pid, TID: pid, Comm: event.EncodeText(sysinfo.Host.Comm(pid)), State: 'R', Syscall: -1}
+	w := waitingThread{Thread: th, since: now}
+	w.ranNS, _ = sysinfo.Host.ThreadRunTime(int(pid), int(pid))
+	e.existing.mu.Lock()
+	defer e.existing.mu.Unlock()
+	if e.existing.waiting == nil {
+		e.existing.waiting = map[uint32]waitingThread{}
+		e.existing.nextStack = firstSyntheticStack
+	}
+	e.existing.waiting[pid] = w
+	if err := e.maps.WaitingAtStart.Put(pid, now); err != nil {
+		return fmt.Errorf("noting the command's start: %w", err)
+	}
+	return nil
 }

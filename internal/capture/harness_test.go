@@ -16,6 +16,7 @@ type captured struct {
 	events []event.Event
 	files  map[event.FileRef]*event.File
 	lost   map[string]uint64
+	opened uint64 // CLOCK_MONOTONIC as the gate opened: the command's time starts
 }
 
 // runCaptured runs argv as a gated child with only its target set captured,
@@ -65,6 +66,10 @@ func runCapturedBeside(t *testing.T, opts Options, others []uint32, watch func(*
 			}
 		})
 	}()
+	c.opened = monotonicNow()
+	if err := eng.Released(c.pid); err != nil {
+		t.Fatal(err)
+	}
 	if err := g.Open(); err != nil {
 		t.Fatal(err)
 	}

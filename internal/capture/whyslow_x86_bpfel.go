@@ -489,6 +489,7 @@ type whyslowWaitSlot struct {
 		Ts       uint64
 		Of       uint64
 		RunDelay uint64
+		Queued   uint64
 		Pid      uint32
 		Tid      uint32
 		Comm     [16]int8

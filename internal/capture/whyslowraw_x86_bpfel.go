@@ -352,6 +352,7 @@ type whyslowRawWaitSlot struct {
 		Ts       uint64
 		Of       uint64
 		RunDelay uint64
+		Queued   uint64
 		Pid      uint32
 		Tid      uint32
 		Comm     [16]int8

@@ -204,6 +204,9 @@ func (s *session) openGate(ctx context.Context) error {
 		}
 		return nil
 	}
+	if err := s.eng.Released(uint32(s.gated.PID())); err != nil {
+		return err
+	}
 	if err := s.gated.Open(); err != nil {
 		return err
 	}
