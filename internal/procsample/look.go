@@ -19,6 +19,9 @@ func (s *Sampler) lookAt(p *proc) []*event.ProcSample {
 	var out []*event.ProcSample
 	for tid, t := range p.tasks {
 		sm, err := s.lookAtTask(p, t)
+		if err == errExited {
+			continue // a zombie: its time is over, its parent's to reap
+		}
 		if err != nil {
 			// Exited between the listing and the read: its look is dropped.
 			s.stats.Vanished++
@@ -80,6 +83,9 @@ func (s *Sampler) lookAtTask(p *proc, t *task) (*event.ProcSample, error) {
 	st, ok := parseStat(b)
 	if !ok {
 		return nil, errGone
+	}
+	if st.State == 'Z' || st.State == 'X' {
+		return nil, errExited
 	}
 	sm := &event.ProcSample{Header: event.Header{Time: s.now, PID: uint32(p.pid), TID: uint32(t.tid), Comm: event.EncodeText(st.Comm)},
 		State: st.State, Syscall: -1, FD: -1, StackID: -1}

@@ -37,7 +37,10 @@ type facts struct {
 	stack   []string
 }
 
-var errGone = errors.New("task gone")
+var (
+	errGone   = errors.New("task gone")
+	errExited = errors.New("task exited, not yet reaped")
+)
 
 func openTask(root string, pid, tid int) (*task, error) {
 	dir := filepath.Join(root, "proc", strconv.Itoa(pid), "task", strconv.Itoa(tid))

@@ -107,7 +107,7 @@ func open(cfg Config) (*session, error) {
 	// openGate waits for it, so it is in the file before the target runs.
 	s.meta = make(chan struct{})
 	go func() {
-		s.metaErr = s.w.SetMeta(startMeta(cfg, eng, s.res.Started))
+		s.metaErr = s.w.SetMeta(startMeta(cfg, eng.Flavour(), strings.Join(eng.Missing(), ","), s.res.Started))
 		close(s.meta)
 	}()
 	return s, nil
