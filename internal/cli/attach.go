@@ -47,7 +47,7 @@ a verdict with evidence, and which other processes caused its waits.`,
 }
 
 func runAttach(o attachOptions) error {
-	copts, err := o.capture.preflight(nil, o.pid)
+	copts, choice, err := o.capture.preflight(nil, o.pid)
 	if err != nil {
 		return err
 	}
@@ -62,10 +62,10 @@ func runAttach(o attachOptions) error {
 	defer cleanup()
 	ctx, stop := interruptible()
 	defer stop()
-	res, err := recorder.Record(ctx, recorder.Config{
+	res, err := record(ctx, recorder.Config{
 		Path: path, Capture: copts, PID: o.pid, Duration: o.duration, Status: statusWriter(), KeepOpen: true, Temporary: !keep,
 		Announce: func() { announce(o.pid, o.recording, o.duration) },
-	})
+	}, &choice)
 	if err != nil {
 		if res == nil {
 			return err // capture could not start: exit 1, or 4 for a missing privilege
@@ -76,7 +76,9 @@ func runAttach(o attachOptions) error {
 	if err != nil {
 		return err
 	}
-	if copts.Requests {
+	if choice.sampled {
+		err = sampledTo(src, o.jsonPath)
+	} else if copts.Requests {
 		// A server: its requests, each explained, say more than one verdict
 		// over the whole window.
 		err = requestsTo(src, path, o.jsonPath)

@@ -46,7 +46,7 @@ waits. whyslow exits with the command's exit code (128+N for a signal death).`,
 }
 
 func runRun(o runOptions, argv []string) error {
-	copts, err := o.capture.preflight(argv, 0)
+	copts, choice, err := o.capture.preflight(argv, 0)
 	if err != nil {
 		return err
 	}
@@ -79,10 +79,10 @@ func runRun(o runOptions, argv []string) error {
 	// The explanation's connection is readied while the programs load.
 	var ready *source.Readied
 	defer func() { ready.Close() }()
-	res, err := recorder.Record(context.Background(), recorder.Config{
+	res, err := record(context.Background(), recorder.Config{
 		Path: path, Capture: copts, Command: argv, Linger: o.linger, Forward: forward, KeepOpen: true, Temporary: !keep,
-		Created: func(db *sql.DB) { ready = source.Ready(db) },
-	})
+		Created: func(db *sql.DB) { ready.Close(); ready = source.Ready(db) },
+	}, &choice)
 	if err != nil {
 		if res == nil {
 			return err
@@ -98,6 +98,21 @@ func runRun(o runOptions, argv []string) error {
 		return childExit(res.ExitCode)
 	}
 	src.Use(ready)
+	if choice.sampled {
+		if o.htmlPath != "" {
+			report(fmt.Errorf("--html: the sampled capture has no HTML report yet; its explanation is above"))
+		}
+		if err := sampledTo(src, o.jsonPath); err != nil {
+			report(err)
+		}
+		if err := done(); err != nil {
+			report(err)
+		}
+		if keep {
+			fmt.Fprintf(os.Stderr, "\nrecording kept in %s (whyslow report --help)\n", path)
+		}
+		return childExit(res.ExitCode)
+	}
 	x, err := explainTo(src, uint32(res.TargetPID), o.jsonPath)
 	if err != nil {
 		report(err)

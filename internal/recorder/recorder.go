@@ -207,3 +207,11 @@ type Reported struct{ Err error }
 
 func (r Reported) Error() string { return r.Err.Error() }
 func (r Reported) Unwrap() error { return r.Err }
+
+// StartError is a capture the kernel would not start (a program refused,
+// a map not made): nothing of the target ran, and the recording is gone.
+// run, attach and record under --sampler auto sample /proc instead.
+type StartError struct{ Err error }
+
+func (e StartError) Error() string { return e.Err.Error() }
+func (e StartError) Unwrap() error { return e.Err }

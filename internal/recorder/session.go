@@ -63,7 +63,7 @@ func open(cfg Config) (*session, error) {
 	}
 	prepared, err := capture.Prepare(s.opts)
 	if err != nil {
-		return nil, fmt.Errorf("starting capture: %w", err)
+		return nil, StartError{fmt.Errorf("starting capture: %w", err)}
 	}
 	var werr error
 	created := make(chan struct{})
@@ -95,7 +95,7 @@ func open(cfg Config) (*session, error) {
 			s.w.Close(nil)
 			os.Remove(cfg.Path)
 		}
-		return nil, fmt.Errorf("starting capture: %w", err)
+		return nil, StartError{fmt.Errorf("starting capture: %w", err)}
 	}
 	if werr != nil {
 		eng.Close()

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/classify"
@@ -17,8 +18,12 @@ import (
 // 1/n of it. Every share comes with its error: a 95% bound from the n
 // samples (binomial, Wilson's interval).
 type Sampled struct {
-	Hz    int     `json:"hz"`
-	WallS float64 `json:"wall_s"`
+	Target SampledTarget `json:"target"`
+	// Verdict: the largest share; kind "top" when it has half or more of
+	// the wall time, "mixed" when none has, "none" without a sample.
+	Verdict SampledVerdict `json:"verdict"`
+	Hz      int            `json:"hz"`
+	WallS   float64        `json:"wall_s"`
 	// Samples are the ticks charged to a thread; Looks all the threads'
 	// looks in them.
 	Samples int `json:"samples"`
@@ -36,6 +41,24 @@ type Sampled struct {
 	// exited meanwhile, dropped.
 	NoStack  bool   `json:"no_stack"`
 	Vanished uint64 `json:"vanished"`
+}
+
+// SampledTarget is what was sampled, from the recording's meta.
+type SampledTarget struct {
+	Command  string `json:"command"`
+	PID      int    `json:"pid"`
+	ExitCode *int   `json:"exit_code,omitempty"`
+}
+
+// SampledVerdict is the largest share of the wall time.
+type SampledVerdict struct {
+	Basis  string       `json:"basis"` // "samples"
+	Kind   string       `json:"kind"`
+	Reason event.Reason `json:"reason"`
+	Share  float64      `json:"share"`
+	Error  float64      `json:"error"`
+	// Summary is output's sentence of these fields (filled by output).
+	Summary string `json:"summary"`
 }
 
 // SampledShare is one reason's share of the wall time.
@@ -72,7 +95,7 @@ func SampledTime(s *source.Source) (*Sampled, error) {
 		return nil, err
 	}
 	defer release()
-	out := &Sampled{}
+	out := &Sampled{Target: sampledTarget(s.Meta), Verdict: SampledVerdict{Basis: "samples", Kind: "none"}}
 	out.Hz, _ = strconv.Atoi(s.Meta["hz"])
 	out.Vanished, _ = strconv.ParseUint(s.Meta["samples_vanished"], 10, 64)
 	out.NoStack = s.Meta["samples_no_stack"] == "true"
@@ -153,6 +176,13 @@ func SampledTime(s *source.Source) (*Sampled, error) {
 		}
 		return out.Shares[i].Reason < out.Shares[j].Reason
 	})
+	if len(out.Shares) > 0 {
+		top := out.Shares[0]
+		out.Verdict.Reason, out.Verdict.Share, out.Verdict.Error, out.Verdict.Kind = top.Reason, top.Share, top.Error, "mixed"
+		if top.Share >= 0.5 {
+			out.Verdict.Kind = "top"
+		}
+	}
 	for _, th := range threads {
 		for r, k := range th.ByReason {
 			if k <= 0 {
@@ -183,6 +213,17 @@ func SampledTime(s *source.Source) (*Sampled, error) {
 		out.Objects = out.Objects[:5]
 	}
 	return out, nil
+}
+
+func sampledTarget(meta map[string]string) SampledTarget {
+	t := SampledTarget{Command: strings.Join(strings.Split(meta["command"], "\x00"), " ")}
+	t.PID, _ = strconv.Atoi(meta["target_pid"])
+	if meta["scope"] == "command" {
+		if code, err := strconv.Atoi(meta["exit_code"]); err == nil && code >= 0 {
+			t.ExitCode = &code
+		}
+	}
+	return t
 }
 
 func procSampleStacks(s *source.Source) (map[int32][]string, error) {
