@@ -22,8 +22,11 @@ type Sample struct {
 	FileKind      event.FileKind
 	PollOnSockets bool
 	// RanNS and RunDelayNS: how the thread's time on a CPU and its time
-	// waiting for one grew over the interval (schedstat).
-	RanNS, RunDelayNS uint64
+	// waiting for one grew over the interval (schedstat); IntervalNS is the
+	// interval, and WasRunnable says the thread was runnable at its start
+	// too.
+	RanNS, RunDelayNS, IntervalNS uint64
+	WasRunnable                   bool
 	// Throttled: its cgroup's CPU quota throttled it over the interval.
 	Throttled bool
 }
@@ -32,11 +35,18 @@ type Sample struct {
 // runnable thread the reason of the part of the interval it waited for a
 // CPU, which is cpuShare's complement (cpu the rest). /proc cannot tell a
 // thread on a CPU from one queued for it: schedstat's growth over the
-// interval splits the interval between them.
+// interval splits the interval between them. The run delay grows only
+// when the thread gets a CPU, so a thread runnable at both ends of the
+// interval waited all of it that it did not run (held by a quota for a
+// whole period, it had no arrival to book its delay at).
 func SampleReason(s Sample) (reason event.Reason, cpuShare float64) {
 	if s.State == 'R' {
-		total := s.RanNS + s.RunDelayNS
-		if total == 0 || s.RunDelayNS == 0 {
+		waited := s.RunDelayNS
+		if s.WasRunnable && s.IntervalNS > s.RanNS {
+			waited = max(waited, s.IntervalNS-s.RanNS)
+		}
+		total := s.RanNS + waited
+		if total == 0 || waited == 0 {
 			return event.ReasonCPU, 1
 		}
 		// Throttled by its quota: the kernel's quota reason, as a traced

@@ -20,6 +20,10 @@ type ProcSample struct {
 	// time runnable waiting for one grew since its previous look
 	// (/proc/.../schedstat): a runnable thread's interval is split by them.
 	RanNS, RunDelayNS uint64
+	// IntervalNS is the time since its previous look (0: the first);
+	// WasRunnable, that it was runnable then too.
+	IntervalNS  uint64
+	WasRunnable bool
 	// Throttled: its cgroup's CPU quota held it off (cpu.stat's
 	// throttled_time grew since the previous tick).
 	Throttled bool

@@ -92,9 +92,11 @@ func (s *Sampler) lookAtTask(p *proc, t *task) (*event.ProcSample, error) {
 	if t.looked {
 		sm.RanNS = now.Ran - min(now.Ran, t.last.Ran)
 		sm.RunDelayNS = now.Delay - min(now.Delay, t.last.Delay)
+		sm.IntervalNS = s.now - min(s.now, t.lastLook)
+		sm.WasRunnable = t.prev.state == 'R'
 	}
 	sameWait := t.looked && now.Runs == t.last.Runs && st.State == t.prev.state
-	t.last, t.looked = now, true
+	t.last, t.looked, t.lastLook = now, true, s.now
 	if st.State == 'R' {
 		sm.Throttled = p.quota != nil && p.quota.grew
 		t.prev = facts{state: 'R'}

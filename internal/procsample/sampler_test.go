@@ -2,6 +2,7 @@ package procsample
 
 import (
 	"context"
+	"math"
 	"os/exec"
 	"testing"
 	"time"
@@ -35,7 +36,7 @@ func sample(t *testing.T, d time.Duration, argv ...string) (map[event.Reason]flo
 				continue
 			}
 			r, cpu := classify.SampleReason(classify.Sample{State: sm.State, Syscall: sm.Syscall, Frames: sm.Stack, Wchan: sm.Wchan,
-				FileKind: sm.FileKind, PollOnSockets: sm.PollOnSockets, RanNS: sm.RanNS, RunDelayNS: sm.RunDelayNS, Throttled: sm.Throttled})
+				FileKind: sm.FileKind, PollOnSockets: sm.PollOnSockets, RanNS: sm.RanNS, RunDelayNS: sm.RunDelayNS, IntervalNS: sm.IntervalNS, WasRunnable: sm.WasRunnable, Throttled: sm.Throttled})
 			shares[event.ReasonCPU] += cpu
 			shares[r] += 1 - cpu
 		}
@@ -63,10 +64,14 @@ func TestSamplerSeesWhatAProgramDoes(t *testing.T) {
 			for _, v := range shares {
 				total += v
 			}
-			if st.Ticks < 10 || total != float64(st.Ticks) {
+			if st.Ticks < 10 || math.Abs(total-float64(st.Ticks)) > 1e-6 {
 				t.Fatalf("%d ticks, %.1f charged: %v", st.Ticks, total, shares)
 			}
-			if shares[tc.want] < 0.8*total {
+			got := shares[tc.want]
+			if tc.want == event.ReasonCPU {
+				got += shares[event.ReasonRunqueue] // a busy machine's other work
+			}
+			if got < 0.8*total {
 				t.Errorf("want mostly %s, got %v", tc.want, shares)
 			}
 		})

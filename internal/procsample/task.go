@@ -21,6 +21,7 @@ type task struct {
 	schedstat *os.File
 	last      schedstat
 	looked    bool // last is a reading (the first look has nothing to grow from)
+	lastLook  uint64
 	// prev is the previous look's facts: a thread that has not run since
 	// (schedstat's run count unchanged) is in the same wait, and its
 	// syscall, file and wait channel are not read again.

@@ -72,11 +72,15 @@ func (s *Sampler) discover() {
 	}
 }
 
-// quota is a cgroup's CPU quota, read again each tick: grew says its
-// throttled time grew since the last.
+// quota is a cgroup's CPU quota, read again each tick. grew says it
+// throttled its tasks lately: its count of throttled periods or its
+// throttled time grew within a period (and a tick) of now. Neither says
+// "throttled now": the count grows when a period's throttling begins, the
+// time when it ends; between the two, ticks see neither grow.
 type quota struct {
-	q    sysinfo.CPUQuota
-	grew bool
+	q     sysinfo.CPUQuota
+	grew  bool
+	since uint64 // when growth was last seen, CLOCK_MONOTONIC ns
 }
 
 // quotaOf is the quota of pid's cgroup, shared by the processes in it; nil
@@ -104,7 +108,11 @@ func (s *Sampler) readQuotas() {
 			c.grew = false
 			continue
 		}
-		c.grew = now.ThrottledNS > c.q.ThrottledNS || now.Throttled > c.q.Throttled
+		if now.ThrottledNS > c.q.ThrottledNS || now.Throttled > c.q.Throttled {
+			c.since = s.now
+		}
+		window := uint64(now.PeriodUS)*1000 + uint64(s.Interval())
+		c.grew = c.since != 0 && s.now-c.since <= window
 		c.q = now
 	}
 }

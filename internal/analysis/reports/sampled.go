@@ -119,23 +119,23 @@ func SampledTime(s *source.Source) (*Sampled, error) {
 	procs := map[uint32]bool{}
 	for rows.Next() {
 		var l struct {
-			pid, tid                 uint32
-			comm, object, wchan      string
-			state                    uint8
-			nr                       int16
-			fkind                    uint8
-			stack                    int32
-			ran, delay               uint64
-			throttled, sockets, path bool
+			pid, tid                           uint32
+			comm, object, wchan                string
+			state                              uint8
+			nr                                 int16
+			fkind                              uint8
+			stack                              int32
+			ran, delay, interval               uint64
+			runnable, throttled, sockets, path bool
 		}
 		if err := rows.Scan(&l.pid, &l.tid, &l.comm, &l.state, &l.nr, &l.fkind, &l.object, &l.wchan, &l.stack,
-			&l.ran, &l.delay, &l.throttled, &l.sockets, &l.path); err != nil {
+			&l.ran, &l.delay, &l.interval, &l.runnable, &l.throttled, &l.sockets, &l.path); err != nil {
 			return nil, fmt.Errorf("reading the samples: %w", err)
 		}
 		out.Looks++
 		procs[l.pid] = true
 		r, cpu := classify.SampleReason(classify.Sample{State: l.state, Syscall: int32(l.nr), Frames: frames[l.stack], Wchan: l.wchan,
-			FileKind: event.FileKind(l.fkind), PollOnSockets: l.sockets, RanNS: l.ran, RunDelayNS: l.delay, Throttled: l.throttled})
+			FileKind: event.FileKind(l.fkind), PollOnSockets: l.sockets, RanNS: l.ran, RunDelayNS: l.delay, IntervalNS: l.interval, WasRunnable: l.runnable, Throttled: l.throttled})
 		th := threads[l.tid]
 		if th == nil {
 			th = &SampledThread{PID: l.pid, TID: l.tid, Comm: l.comm, ByReason: map[event.Reason]float64{}}
