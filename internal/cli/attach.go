@@ -24,7 +24,9 @@ func newAttach() *cobra.Command {
 		Short: "Watch a running process and explain where its time went",
 		Long: `Follows a running process, its threads and its descendants until the
 duration passes, Ctrl-C, or the process exits; then prints where its time went,
-a verdict with evidence, and which other processes caused its waits.`,
+a verdict with evidence, and which other processes caused its waits. Where
+eBPF cannot load, it samples the process's threads in /proc instead
+(--sampler, --hz), and says so in one line.`,
 		Example: `  whyslow attach -p 4242 -d 10s
   whyslow attach -p $(pgrep -o apache2) --requests -d 30s   # each request, slowest first`,
 		Args: cobra.NoArgs,

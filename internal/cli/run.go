@@ -31,7 +31,11 @@ func newRun() *cobra.Command {
 		Long: `Runs CMD as a child with its stdin, stdout and stderr untouched, follows it,
 its threads and all its descendants, and when it exits prints to stderr where
 its time went, a verdict with evidence, and which other processes caused its
-waits. whyslow exits with the command's exit code (128+N for a signal death).`,
+waits. whyslow exits with the command's exit code (128+N for a signal death).
+
+Where eBPF cannot load (no CAP_BPF and CAP_PERFMON, lockdown, an old kernel)
+it samples the command's threads in /proc instead (--sampler, --hz), says so
+in one line, and gives the shares of the wall time with their error bounds.`,
 		Example: `  whyslow run -- python3 app.py
   whyslow run --json out.json -o rec.db -- ./build.sh`,
 		Args: cobra.MinimumNArgs(1),
