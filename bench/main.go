@@ -27,7 +27,7 @@ var (
 	pairs    = flag.Int("pairs", 3, "A B pairs per tool")
 	runtimeS = flag.Int("runtime", 3, "seconds per fio run")
 	bigS     = flag.Int("big", 30, "seconds of fio for the 10M-event recording")
-	sections = flag.String("sections", "overhead,realistic,loss,analysis,startup,peers,requests,watch,pipeline,bystanders,busy-server", "which sections to run, by name (a subset writes a partial file); explain-build runs only the parallel build's part of analysis")
+	sections = flag.String("sections", "overhead,realistic,loss,analysis,startup,peers,requests,watch,pipeline,bystanders,busy-server,sampled", "which sections to run, by name (a subset writes a partial file); explain-build runs only the parallel build's part of analysis")
 	baseline = flag.String("baseline", "", "peers, requests, overhead (record --full), startup, bystanders, busy-server, realistic: an earlier whyslow binary to compare with, measured in the same rounds")
 	pingSrv  = flag.String("pingpong-server", "", "internal: serve the ping-pong on this Unix socket path or TCP address")
 	pingCli  = flag.String("pingpong-client", "", "internal: the ping-pong client, of this Unix socket path or TCP address")
@@ -82,7 +82,7 @@ func main() {
 	for _, sec := range []struct {
 		name string
 		run  func(io.Writer)
-	}{{"overhead", overhead}, {"realistic", realistic}, {"loss", loss}, {"analysis", analysis}, {"explain-build", explainBuild}, {"startup", startup}, {"peers", peers}, {"requests", requests}, {"watch", watchCost}, {"pipeline", pipeline}, {"bystanders", bystanders}, {"busy-server", busyServer}} {
+	}{{"overhead", overhead}, {"realistic", realistic}, {"loss", loss}, {"analysis", analysis}, {"explain-build", explainBuild}, {"startup", startup}, {"peers", peers}, {"requests", requests}, {"watch", watchCost}, {"pipeline", pipeline}, {"bystanders", bystanders}, {"busy-server", busyServer}, {"sampled", sampled}} {
 		if slices.Contains(chosen, sec.name) {
 			sec.run(w)
 		}

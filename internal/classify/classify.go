@@ -150,8 +150,9 @@ const reasonDirect event.Reason = "direct"
 // one table of numbers.
 var (
 	// syncSyscalls are the calls whose whole wait is the cost of syncing.
-	syncSyscalls = ofClass(event.ClassSync)
-	readSyscalls = ofClass(event.ClassRead)
+	syncSyscalls  = ofClass(event.ClassSync)
+	readSyscalls  = ofClass(event.ClassRead)
+	writeSyscalls = ofClass(event.ClassWrite)
 	// lockSyscalls wait for a file lock: flock, fcntl (record locks only are followed).
 	lockSyscalls = ofClass(event.ClassLock)
 	pollSyscalls = named(event.PollSyscalls...)
@@ -358,12 +359,21 @@ func hasFrame(frames []string, prefix string) bool {
 }
 
 // byFileKind tells a wait with no stack by its syscall's file: a socket is
-// the network, a pipe or a unix socket another process, a file lock a lock.
+// the network, a pipe or a unix socket another process, a file lock a lock,
+// an uninterruptible read or write of a file the disk (a sample read from
+// /proc without root has no stack).
 func byFileKind(in Input) (event.Reason, bool) {
 	if lockSyscalls[in.Syscall] {
 		return event.ReasonLock, true
 	}
 	switch in.FileKind {
+	case event.KindRegular, event.KindBlock:
+		switch {
+		case in.State == 'D' && readSyscalls[in.Syscall]:
+			return event.ReasonDiskRead, true
+		case in.State == 'D' && writeSyscalls[in.Syscall]:
+			return event.ReasonDiskWrite, true
+		}
 	case event.KindSocketInet:
 		return event.ReasonNetwork, true
 	case event.KindSocketUnix, event.KindPipe:

@@ -24,7 +24,9 @@ func newAttach() *cobra.Command {
 		Short: "Watch a running process and explain where its time went",
 		Long: `Follows a running process, its threads and its descendants until the
 duration passes, Ctrl-C, or the process exits; then prints where its time went,
-a verdict with evidence, and which other processes caused its waits.`,
+a verdict with evidence, and which other processes caused its waits. Where
+eBPF cannot load, it samples the process's threads in /proc instead
+(--sampler, --hz), and says so in one line.`,
 		Example: `  whyslow attach -p 4242 -d 10s
   whyslow attach -p $(pgrep -o apache2) --requests -d 30s   # each request, slowest first`,
 		Args: cobra.NoArgs,
@@ -47,7 +49,7 @@ a verdict with evidence, and which other processes caused its waits.`,
 }
 
 func runAttach(o attachOptions) error {
-	copts, err := o.capture.preflight(nil, o.pid)
+	copts, choice, err := o.capture.preflight(nil, o.pid)
 	if err != nil {
 		return err
 	}
@@ -62,10 +64,10 @@ func runAttach(o attachOptions) error {
 	defer cleanup()
 	ctx, stop := interruptible()
 	defer stop()
-	res, err := recorder.Record(ctx, recorder.Config{
+	res, err := record(ctx, recorder.Config{
 		Path: path, Capture: copts, PID: o.pid, Duration: o.duration, Status: statusWriter(), KeepOpen: true, Temporary: !keep,
 		Announce: func() { announce(o.pid, o.recording, o.duration) },
-	})
+	}, &choice)
 	if err != nil {
 		if res == nil {
 			return err // capture could not start: exit 1, or 4 for a missing privilege
@@ -76,7 +78,9 @@ func runAttach(o attachOptions) error {
 	if err != nil {
 		return err
 	}
-	if copts.Requests {
+	if choice.sampled {
+		err = sampledTo(src, o.jsonPath)
+	} else if copts.Requests {
 		// A server: its requests, each explained, say more than one verdict
 		// over the whole window.
 		err = requestsTo(src, path, o.jsonPath)

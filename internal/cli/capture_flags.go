@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/whyslow/whyslow/internal/capture"
+	"github.com/whyslow/whyslow/internal/procsample"
 	"github.com/whyslow/whyslow/internal/sysinfo"
 	"github.com/whyslow/whyslow/internal/target"
 	"golang.org/x/sys/unix"
@@ -29,6 +30,8 @@ type captureFlags struct {
 	requests  bool
 	noPayload bool
 	noPeers   bool
+	sampler   string
+	hz        int
 }
 
 func (c *captureFlags) bind(fs *pflag.FlagSet) {
@@ -38,6 +41,8 @@ func (c *captureFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&c.ring, "ring-size", "", "ring buffer for events (a power of two, 4K to 1G; default 4M; the rings of calls of --syscalls and --full share 8M, or this size when given): bigger rides out bursts")
 	fs.BoolVar(&c.requests, "requests", false, "capture every socket call of the target, so that 'report requests' can cut its requests")
 	fs.BoolVar(&c.noPayload, "no-payload", false, "with --requests: do not take the first bytes of each read on a socket (labels, e.g. the HTTP request line, and message framing)")
+	fs.StringVar(&c.sampler, "sampler", samplerAuto, "the capture: bpf (trace with eBPF), proc (sample every thread in /proc, where eBPF cannot load: no root or CAP_BPF, lockdown, an old kernel), or auto: bpf when it can load, else proc, said in one line")
+	fs.IntVar(&c.hz, "hz", procsample.DefaultHz, "with the sampled capture: looks at each thread per second")
 	fs.BoolVar(&c.noPeers, "no-peers", false, "do not follow the processes outside the target that it waits on (a server, a lock holder): the critical path then stops at them; following them costs every process a little at each context switch (BENCHMARKS.md)")
 }
 
@@ -77,30 +82,37 @@ func (c *captureFlags) options() (capture.Options, error) {
 }
 
 // preflight checks what run, attach and record check before capture starts,
-// in the order a user fixes them: flags, privileges, then the command to run
-// (126 not executable, 127 not found) or the process to attach (2).
-func (c *captureFlags) preflight(argv []string, pid int) (capture.Options, error) {
+// in the order a user fixes them: flags, the capture (privileges for
+// --sampler bpf), then the command to run (126 not executable, 127 not
+// found) or the process to attach (2).
+func (c *captureFlags) preflight(argv []string, pid int) (capture.Options, captureChoice, error) {
 	o, err := c.options()
 	if err != nil {
-		return o, err
+		return o, captureChoice{}, err
 	}
-	if err := needPrivileges(); err != nil {
-		return o, err
+	ch, err := c.choose()
+	if err != nil {
+		return o, ch, err
 	}
+	return o, ch, checkTarget(argv, pid)
+}
+
+// checkTarget: the command exists and can run, or the pid is a process.
+func checkTarget(argv []string, pid int) error {
 	if len(argv) > 0 {
 		if _, err := target.Resolve(argv[0]); err != nil {
 			if errors.Is(err, fs.ErrPermission) {
-				return o, withCode(ExitNotExec, fmt.Errorf("%s: permission denied", argv[0]))
+				return withCode(ExitNotExec, fmt.Errorf("%s: permission denied", argv[0]))
 			}
-			return o, withCode(ExitNotFound, fmt.Errorf("%s: command not found", argv[0]))
+			return withCode(ExitNotFound, fmt.Errorf("%s: command not found", argv[0]))
 		}
 	}
 	if pid != 0 {
 		if err := target.Exists(pid); err != nil {
-			return o, withCode(ExitUsage, err)
+			return withCode(ExitUsage, err)
 		}
 	}
-	return o, nil
+	return nil
 }
 
 // writableDir checks, before a command runs, that an output file (--json,

@@ -11,6 +11,7 @@ import (
 	"github.com/cilium/ebpf/features"
 	"github.com/spf13/cobra"
 	"github.com/whyslow/whyslow/internal/capture"
+	"github.com/whyslow/whyslow/internal/procsample"
 	"github.com/whyslow/whyslow/internal/sysinfo"
 )
 
@@ -22,7 +23,9 @@ func newCheck() *cobra.Command {
 Under each missing piece, a "fix:" line gives the command, capability or
 kernel option that supplies it. Exits 0 when full capture works, 4 when
 capture is impossible or degraded, with one sentence per missing piece
-saying what will be missing.
+saying what will be missing. The last line says which capture run, attach
+and record will use: eBPF, or, where it cannot load, the sampled capture
+from /proc, and why.
 
 whyslow needs Linux 6.2 or later with BTF, and root or the capabilities
 CAP_BPF and CAP_PERFMON (CAP_SYSLOG too, to name kernel stacks).`,
@@ -114,6 +117,7 @@ func runCheck(w io.Writer, fs sysinfo.FS) int {
 		}
 		line(ok, "tracepoint", tp, "events from "+tp+" will be missing", tracepointFix(tp))
 	}
+	loaded := false
 	if canTrace {
 		eng, err := capture.Open(capture.Options{})
 		if err != nil {
@@ -123,6 +127,7 @@ func runCheck(w io.Writer, fs sysinfo.FS) int {
 			}
 			line(false, "load and attach", firstLine(err), "capture cannot start", fix)
 		} else {
+			loaded = true
 			line(true, "load and attach", "all programs verified and attached ("+eng.Flavour()+")", "", "")
 			for _, m := range eng.Missing() {
 				line(false, "attach", m, "events from "+m+" will be missing", tracepointFix(m))
@@ -134,7 +139,22 @@ func runCheck(w io.Writer, fs sysinfo.FS) int {
 	line(fs.HasPSI(), "PSI", "/proc/pressure (pressure stall information; watch --psi needs it)", "", fixPSI)
 	line(fs.DelayAccounting() == "on", "delay accounting", "kernel.task_delayacct = "+fs.DelayAccounting()+" (not needed by capture)", "", fixDelayacct)
 	line(true, "cgroup", cgroupWords(fs), "", "")
+	fmt.Fprintf(w, "\ncapture: %s\n", captureWords(fs, canTrace && loaded))
 	return missing
+}
+
+// captureWords says which capture run, attach and record use by default
+// (--sampler auto), and why.
+func captureWords(fs sysinfo.FS, loaded bool) string {
+	if loaded {
+		return "eBPF (run, attach and record trace; --sampler proc samples /proc instead)"
+	}
+	why := bpfMissing(fs)
+	if why == "" {
+		why = "the kernel refused the programs (load and attach above)"
+	}
+	return fmt.Sprintf("sampled from /proc at %d Hz, because %s: shares of wall time with error bounds; no waker, no path across processes, no requests (README, \"Without eBPF\")",
+		procsample.DefaultHz, why)
 }
 
 func firstLine(err error) string {

@@ -62,7 +62,7 @@ with 'whyslow report' or 'whyslow sql'.`,
 }
 
 func runRecord(o recordOptions, argv []string) error {
-	copts, err := o.capture.preflight(argv, o.pid)
+	copts, choice, err := o.capture.preflight(argv, o.pid)
 	if err != nil {
 		return err
 	}
@@ -80,11 +80,18 @@ func runRecord(o recordOptions, argv []string) error {
 	if len(argv) == 0 { // a command's own output says it has started
 		cfg.Announce = func() { announce(o.pid, o.output, o.duration) }
 	}
-	res, err := recorder.Record(ctx, cfg)
+	if choice.sampled && len(argv) == 0 && o.pid == 0 {
+		return withCode(ExitNoCapture, fmt.Errorf("a system-wide recording needs the eBPF capture (%s): the sampled one follows a command or -p PID", choice.why))
+	}
+	res, err := record(ctx, cfg, &choice)
 	if res == nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "recorded %d events in %s to %s", res.Rows, time.Since(res.Started).Round(time.Millisecond), format.Safe(o.output))
+	what := "events"
+	if choice.sampled {
+		what = "samples"
+	}
+	fmt.Fprintf(os.Stderr, "recorded %d %s in %s to %s", res.Rows, what, time.Since(res.Started).Round(time.Millisecond), format.Safe(o.output))
 	if lost, sources := output.LostWords(res.Lost); lost > 0 {
 		fmt.Fprintf(os.Stderr, " (%d lost: %s)", lost, sources)
 	}

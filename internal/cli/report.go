@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/whyslow/whyslow/internal/analysis/explain"
+	"github.com/whyslow/whyslow/internal/analysis/reports"
 	"github.com/whyslow/whyslow/internal/analysis/requests"
 	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/event"
@@ -221,6 +222,18 @@ func newExplain() *cobra.Command {
 			} else if err := holdsProcess(src, uint32(pid)); err != nil {
 				return err
 			}
+			if src.Meta["capture"] == recorder.CaptureSampled {
+				// Sampled from /proc: shares of the wall time by samples.
+				s, err := reports.SampledTime(src.Source)
+				if err != nil {
+					return err
+				}
+				if f.json {
+					return output.SampledExplanationJSON(cmd.OutOrStdout(), s)
+				}
+				output.SampledExplanation(cmd.OutOrStdout(), s)
+				return nil
+			}
 			x, err := explain.Explain(src, uint32(pid))
 			if err != nil {
 				return err
@@ -253,6 +266,25 @@ first (as 'report requests' prints them, the 5 slowest explained).`
 	cmd.Flags().UintVar(&pid, "pid", 0, "the process to explain (default: the recording's target)")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print JSON (schema whyslow.run/v1)")
 	return cmd
+}
+
+// sampledTo prints the explanation of a sampled run to stderr, and JSON to
+// jsonPath when given.
+func sampledTo(src *explain.Source, jsonPath string) error {
+	s, err := reports.SampledTime(src.Source)
+	if err != nil {
+		return fmt.Errorf("explaining: %w", err)
+	}
+	output.SampledExplanation(os.Stderr, s)
+	if jsonPath != "" {
+		f, err := os.Create(jsonPath)
+		if err != nil {
+			return fmt.Errorf("writing JSON: %w", err)
+		}
+		defer f.Close()
+		return output.SampledExplanationJSON(f, s)
+	}
+	return nil
 }
 
 // explainTo prints the explanation of a finished run to stderr, and JSON to

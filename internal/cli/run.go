@@ -31,7 +31,11 @@ func newRun() *cobra.Command {
 		Long: `Runs CMD as a child with its stdin, stdout and stderr untouched, follows it,
 its threads and all its descendants, and when it exits prints to stderr where
 its time went, a verdict with evidence, and which other processes caused its
-waits. whyslow exits with the command's exit code (128+N for a signal death).`,
+waits. whyslow exits with the command's exit code (128+N for a signal death).
+
+Where eBPF cannot load (no CAP_BPF and CAP_PERFMON, lockdown, an old kernel)
+it samples the command's threads in /proc instead (--sampler, --hz), says so
+in one line, and gives the shares of the wall time with their error bounds.`,
 		Example: `  whyslow run -- python3 app.py
   whyslow run --json out.json -o rec.db -- ./build.sh`,
 		Args: cobra.MinimumNArgs(1),
@@ -46,7 +50,7 @@ waits. whyslow exits with the command's exit code (128+N for a signal death).`,
 }
 
 func runRun(o runOptions, argv []string) error {
-	copts, err := o.capture.preflight(argv, 0)
+	copts, choice, err := o.capture.preflight(argv, 0)
 	if err != nil {
 		return err
 	}
@@ -79,10 +83,10 @@ func runRun(o runOptions, argv []string) error {
 	// The explanation's connection is readied while the programs load.
 	var ready *source.Readied
 	defer func() { ready.Close() }()
-	res, err := recorder.Record(context.Background(), recorder.Config{
+	res, err := record(context.Background(), recorder.Config{
 		Path: path, Capture: copts, Command: argv, Linger: o.linger, Forward: forward, KeepOpen: true, Temporary: !keep,
-		Created: func(db *sql.DB) { ready = source.Ready(db) },
-	})
+		Created: func(db *sql.DB) { ready.Close(); ready = source.Ready(db) },
+	}, &choice)
 	if err != nil {
 		if res == nil {
 			return err
@@ -98,6 +102,21 @@ func runRun(o runOptions, argv []string) error {
 		return childExit(res.ExitCode)
 	}
 	src.Use(ready)
+	if choice.sampled {
+		if o.htmlPath != "" {
+			report(fmt.Errorf("--html: the sampled capture has no HTML report yet; its explanation is above"))
+		}
+		if err := sampledTo(src, o.jsonPath); err != nil {
+			report(err)
+		}
+		if err := done(); err != nil {
+			report(err)
+		}
+		if keep {
+			fmt.Fprintf(os.Stderr, "\nrecording kept in %s (whyslow report --help)\n", path)
+		}
+		return childExit(res.ExitCode)
+	}
 	x, err := explainTo(src, uint32(res.TargetPID), o.jsonPath)
 	if err != nil {
 		report(err)

@@ -8,6 +8,6 @@ func All() []Event {
 	return []Event{
 		&Syscall{}, &File{}, &OffCPU{}, &Block{}, &Throttle{}, &Writeback{}, &Fork{}, &Exec{},
 		&Payload{}, &Sample{}, &Existing{}, &Exit{}, &SockBytes{}, &IOSnapshot{}, &Uring{},
-		&SyscallTotals{}, &CPUQuota{}, &MemoryLimit{}, &IOLimit{}, &Dirtied{}, &CPUTime{}, &Unlink{},
+		&SyscallTotals{}, &CPUQuota{}, &MemoryLimit{}, &IOLimit{}, &Dirtied{}, &CPUTime{}, &Unlink{}, &ProcSample{},
 	}
 }

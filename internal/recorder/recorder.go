@@ -102,7 +102,9 @@ func Record(ctx context.Context, cfg Config) (*Result, error) {
 	return s.close(user, system)
 }
 
-func startMeta(cfg Config, eng *capture.Engine, start time.Time) map[string]string {
+// startMeta is the metadata known at the start; flavour and missing are
+// the BPF capture's (empty for the sampled one).
+func startMeta(cfg Config, flavour, missing string, start time.Time) map[string]string {
 	host, _ := os.Hostname()
 	var uts unix.Utsname
 	unix.Uname(&uts)
@@ -133,8 +135,9 @@ func startMeta(cfg Config, eng *capture.Engine, start time.Time) map[string]stri
 		"level":           cfg.Capture.Level.String(),
 		"scope":           scope,
 		"command":         strings.Join(words, "\x00"),
-		"flavour":         eng.Flavour(),
-		"missing":         strings.Join(eng.Missing(), ","),
+		"flavour":         flavour,
+		"missing":         missing,
+		"capture":         CaptureBPF,
 		"slow_ns":         fmt.Sprint(cfg.Capture.Slow.Nanoseconds()),
 		"recording":       event.EncodeText(absPath(cfg.Path)),
 		// whyslow's own activity (its reads of kallsyms, its recording) is
@@ -204,3 +207,11 @@ type Reported struct{ Err error }
 
 func (r Reported) Error() string { return r.Err.Error() }
 func (r Reported) Unwrap() error { return r.Err }
+
+// StartError is a capture the kernel would not start (a program refused,
+// a map not made): nothing of the target ran, and the recording is gone.
+// run, attach and record under --sampler auto sample /proc instead.
+type StartError struct{ Err error }
+
+func (e StartError) Error() string { return e.Err.Error() }
+func (e StartError) Unwrap() error { return e.Err }

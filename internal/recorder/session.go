@@ -63,7 +63,7 @@ func open(cfg Config) (*session, error) {
 	}
 	prepared, err := capture.Prepare(s.opts)
 	if err != nil {
-		return nil, fmt.Errorf("starting capture: %w", err)
+		return nil, StartError{fmt.Errorf("starting capture: %w", err)}
 	}
 	var werr error
 	created := make(chan struct{})
@@ -95,7 +95,7 @@ func open(cfg Config) (*session, error) {
 			s.w.Close(nil)
 			os.Remove(cfg.Path)
 		}
-		return nil, fmt.Errorf("starting capture: %w", err)
+		return nil, StartError{fmt.Errorf("starting capture: %w", err)}
 	}
 	if werr != nil {
 		eng.Close()
@@ -107,7 +107,7 @@ func open(cfg Config) (*session, error) {
 	// openGate waits for it, so it is in the file before the target runs.
 	s.meta = make(chan struct{})
 	go func() {
-		s.metaErr = s.w.SetMeta(startMeta(cfg, eng, s.res.Started))
+		s.metaErr = s.w.SetMeta(startMeta(cfg, eng.Flavour(), strings.Join(eng.Missing(), ","), s.res.Started))
 		close(s.meta)
 	}()
 	return s, nil

@@ -10,7 +10,7 @@ import (
 // loads holds every table's load but meta's (written through SQL).
 type loads struct {
 	files, syscalls, secondFiles, comms, syscallNames, kinds, syscallTotals, offcpuRaw, stacks,
-	blockRaw, throttle, writeback, dirtied, cputime, forks, execs, exits, taskIO, tcpBytes, payloads, samples,
+	blockRaw, throttle, writeback, dirtied, cputime, forks, execs, exits, taskIO, tcpBytes, payloads, samples, procSamples,
 	existing, uring, unlinkRaw, lost, devices, interfaces, cpuQuotas, memoryLimits, ioLimits *tableLoad
 	all []*tableLoad
 }
@@ -22,7 +22,7 @@ func (l *loads) byName() map[string]**tableLoad {
 		"kinds": &l.kinds, "syscall_totals_raw": &l.syscallTotals, "offcpu_raw": &l.offcpuRaw,
 		"stacks": &l.stacks, "block_raw": &l.blockRaw, "throttle": &l.throttle, "writeback": &l.writeback,
 		"dirtied": &l.dirtied, "cputime": &l.cputime, "forks": &l.forks, "execs": &l.execs, "exits": &l.exits,
-		"task_io": &l.taskIO, "tcp_bytes": &l.tcpBytes, "payloads": &l.payloads, "samples": &l.samples, "existing": &l.existing, "uring_raw": &l.uring,
+		"task_io": &l.taskIO, "tcp_bytes": &l.tcpBytes, "payloads": &l.payloads, "samples": &l.samples, "proc_samples_raw": &l.procSamples, "existing": &l.existing, "uring_raw": &l.uring,
 		"unlink_raw": &l.unlinkRaw, "lost": &l.lost, "devices": &l.devices, "interfaces": &l.interfaces,
 		"cpu_quotas": &l.cpuQuotas, "memory_limits": &l.memoryLimits, "io_limits": &l.ioLimits,
 	}
@@ -271,6 +271,17 @@ func (w *Writer) append(ev event.Event) error {
 		}
 		return t.samples.row().u64(e.Time).u32(e.PID).u32(e.TID).u32(cid).bool(e.User).i16(syscallNr(e.Syscall)).i32(e.FD).
 			u32(e.File.Dev).u64(e.File.Ino).u32(e.File.Gen).u8(uint8(e.File.Kind)).str(e.Path).i32(e.StackID).end()
+	case *event.ProcSample:
+		if err := w.stack(e.StackID, e.Stack); err != nil {
+			return err
+		}
+		cid, err := w.headerCommID(&e.Header)
+		if err != nil {
+			return err
+		}
+		return t.procSamples.row().u64(e.Time).u32(e.PID).u32(e.TID).u32(cid).u8(e.State).i16(syscallNr(e.Syscall)).i32(e.FD).
+			u8(uint8(e.FileKind)).str(e.Object).str(e.Wchan).i32(e.StackID).u64(e.RanNS).u64(e.RunDelayNS).u64(e.IntervalNS).bool(e.WasRunnable).
+			bool(e.Throttled).bool(e.PollOnSockets).bool(e.OnPath).end()
 	case *event.Payload:
 		return t.payloads.row().u64(e.Time).u32(e.PID).u32(e.TID).u32(e.Conn.Dev).u64(e.Conn.Ino).u32(e.Conn.Gen).blob(e.Data).u64(e.Arrived).end()
 	case *event.Existing:

@@ -9,7 +9,7 @@ import (
 
 // readsToo are the earlier versions whyslow also reads, each as a recording
 // of this version (additions says how).
-var readsToo = []int{3, 4}
+var readsToo = []int{3, 4, 5}
 
 // ReadVersions are the schema versions whyslow reads, oldest first: readsToo
 // and SchemaVersion.
@@ -79,6 +79,8 @@ var additions = []addition{
 		{"offcpu_raw", "quota", "false"}, // never held off the CPU by its cgroup's quota
 		{"existing", "cgroup", "''"},     // not read: as a thread whose cgroup /proc did not give
 	}},
+	// The sampled capture's looks at threads in /proc.
+	{version: 6, tables: []string{"proc_samples_raw"}},
 }
 
 // syscallPacked is syscall_packed's fields as a STRUCT literal's, each the

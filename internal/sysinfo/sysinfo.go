@@ -122,3 +122,19 @@ func (fs FS) CgroupControllers() (v1, v2 []string) {
 	}
 	return v1, v2
 }
+
+// Lockdown is the kernel's lockdown mode (/sys/kernel/security/lockdown:
+// "none [integrity] confidentiality", the bracketed one), "" when unknown.
+// In confidentiality mode BPF may not read kernel memory.
+func (fs FS) Lockdown() string {
+	b, err := os.ReadFile(fs.path("/sys/kernel/security/lockdown"))
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	open, end := strings.IndexByte(s, '['), strings.IndexByte(s, ']')
+	if open < 0 || end < open {
+		return ""
+	}
+	return s[open+1 : end]
+}

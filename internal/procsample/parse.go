@@ -1,0 +1,59 @@
+package procsample
+
+import (
+	"bytes"
+	"strconv"
+)
+
+// taskStat is what a tick needs of /proc/PID/task/TID/stat.
+type taskStat struct {
+	Comm  string
+	State byte
+	PPID  int
+}
+
+// parseStat reads a stat line: "PID (COMM) S PPID ...". The name may hold
+// spaces and parentheses: it ends at the last ')'.
+func parseStat(b []byte) (taskStat, bool) {
+	open := bytes.IndexByte(b, '(')
+	end := bytes.LastIndexByte(b, ')')
+	if open < 0 || end < open || end+4 > len(b) {
+		return taskStat{}, false
+	}
+	st := taskStat{Comm: string(b[open+1 : end]), State: b[end+2]}
+	rest := b[end+4:]
+	if sp := bytes.IndexByte(rest, ' '); sp > 0 {
+		rest = rest[:sp]
+	}
+	st.PPID, _ = strconv.Atoi(string(rest))
+	return st, true
+}
+
+// schedstat is /proc/PID/task/TID/schedstat: time on a CPU, time runnable
+// waiting for one (run delay), both ns, and how many times it got one.
+type schedstat struct{ Ran, Delay, Runs uint64 }
+
+func parseSchedstat(b []byte) (schedstat, bool) {
+	f := bytes.Fields(b)
+	if len(f) < 3 {
+		return schedstat{}, false
+	}
+	var s schedstat
+	var err error
+	for i, p := range []*uint64{&s.Ran, &s.Delay, &s.Runs} {
+		if *p, err = strconv.ParseUint(string(f[i]), 10, 64); err != nil {
+			return schedstat{}, false
+		}
+	}
+	return s, true
+}
+
+// parseWchan: the function a blocked task waits in; "0" is none (running,
+// or hidden from this reader).
+func parseWchan(b []byte) string {
+	s := string(bytes.TrimSpace(b))
+	if s == "0" {
+		return ""
+	}
+	return s
+}

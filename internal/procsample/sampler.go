@@ -1,0 +1,255 @@
+// Package procsample is the sampled capture: where BPF cannot load (no
+// CAP_BPF/CAP_PERFMON, unprivileged_bpf_disabled, lockdown, an old kernel
+// or one without BTF), it looks at every thread of the target in /proc at a
+// fixed rate and hands each look on as an event.ProcSample: the facts
+// classify names (classify.SampleReason), as it names a traced wait.
+//
+// A look tells a thread's state, syscall and that call's file, its wait
+// channel (and stack, for root), and how its run delay grew; it cannot tell
+// who ended a wait, the path across processes, or a request's bounds.
+package procsample
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/whyslow/whyslow/internal/classify"
+	"github.com/whyslow/whyslow/internal/event"
+	"golang.org/x/sys/unix"
+)
+
+// DefaultHz is the sampling rate without --hz: 50 ms between looks, fine
+// enough for a cause that lasts half a second (10 samples), cheap enough
+// for 1,000 threads (BENCHMARKS.md).
+const DefaultHz = 20
+
+// Options say what to sample.
+type Options struct {
+	Root string // the file system /proc is under: "/" (fixtures elsewhere)
+	Hz   int
+	PID  int // the target: this process, its threads and its descendants
+	// Notify, if set, is told once of each thing the sampler could not read
+	// (an unreadable stack), in one line.
+	Notify func(string)
+}
+
+// Stats count what the looks found.
+type Stats struct {
+	Ticks   uint64 // looks at the target taken
+	Samples uint64 // threads looked at, in all
+	// Vanished counts threads that exited between being listed and read:
+	// their look is dropped.
+	Vanished uint64
+	// NoStack: the kernel stacks were unreadable (no root): waits were told
+	// by their syscall, file and wait channel.
+	NoStack bool
+	// Busiest is the most threads one tick looked at.
+	Busiest int
+}
+
+// Sampler looks at the target's threads at each tick of its rate.
+type Sampler struct {
+	o       Options
+	procs   map[int]*proc
+	tick    uint64
+	now     uint64
+	buf     []byte
+	stacks  map[string]int32
+	stats   Stats
+	cgroups map[string]*quota
+	// discoverEvery: the process tree is read again at every tick while a
+	// thread waits for a child (its children come and go), else once a
+	// second: a walk of all of /proc at 20 Hz costs more than the looks.
+	childWait bool
+	lastTree  uint64
+}
+
+// proc is one process of the target.
+type proc struct {
+	pid, ppid int
+	comm      string
+	tasks     map[int]*task
+	sockets   sockets
+	files     map[int32]linked // by fd: its link and what it is
+	inet      struct {
+		tick uint64
+		has  bool
+	}
+	quota *quota
+	seen  uint64 // the last tick it was found in the tree
+}
+
+type linked struct {
+	link string
+	file fileOf
+}
+
+// New checks that the target can be looked at.
+func New(o Options) (*Sampler, error) {
+	if o.Root == "" {
+		o.Root = "/"
+	}
+	if o.Hz <= 0 {
+		o.Hz = DefaultHz
+	}
+	if _, err := os.Stat(filepath.Join(o.Root, "proc", strconv.Itoa(o.PID), "task")); err != nil {
+		return nil, fmt.Errorf("sampling pid %d: %w", o.PID, err)
+	}
+	return &Sampler{o: o, procs: map[int]*proc{}, buf: make([]byte, 8192), stacks: map[string]int32{}, cgroups: map[string]*quota{}}, nil
+}
+
+// Stats says what the looks found so far.
+func (s *Sampler) Stats() Stats { return s.stats }
+
+// Interval is the time between two looks.
+func (s *Sampler) Interval() time.Duration { return time.Second / time.Duration(s.o.Hz) }
+
+// Run looks at the target at every tick until ctx ends or the target is
+// gone, handing each tick's samples to sink.
+func (s *Sampler) Run(ctx context.Context, sink func([]event.Event)) error {
+	defer s.close()
+	t := time.NewTicker(s.Interval())
+	defer t.Stop()
+	for {
+		batch, alive := s.Tick()
+		if len(batch) > 0 {
+			sink(batch)
+		}
+		if !alive {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func (s *Sampler) close() {
+	for _, p := range s.procs {
+		for _, t := range p.tasks {
+			t.close()
+		}
+	}
+	s.procs = map[int]*proc{}
+}
+
+// Tick looks at every thread of the target once. alive is false once the
+// target's main process is gone.
+func (s *Sampler) Tick() (batch []event.Event, alive bool) {
+	s.tick++
+	s.now = monotonicNow()
+	if s.tick == 1 || s.childWait || s.tick-s.lastTree >= uint64(s.o.Hz) {
+		s.discover()
+	}
+	s.readQuotas()
+	looks := map[int][]*event.ProcSample{}
+	childWait := false
+	n := 0
+	for _, p := range s.procs {
+		for _, sm := range s.lookAt(p) {
+			looks[p.pid] = append(looks[p.pid], sm)
+			if sm.State != 'R' && isChildWait(sm.Syscall) {
+				childWait = true
+			}
+			n++
+		}
+	}
+	s.childWait = childWait
+	if _, ok := s.procs[s.o.PID]; !ok || len(looks[s.o.PID]) == 0 {
+		return nil, false
+	}
+	s.stats.Ticks++
+	s.stats.Samples += uint64(n)
+	s.stats.Busiest = max(s.stats.Busiest, n)
+	s.markPath(looks)
+	pids := make([]int, 0, len(looks))
+	for pid := range looks {
+		pids = append(pids, pid)
+	}
+	sort.Ints(pids)
+	for _, pid := range pids {
+		for _, sm := range looks[pid] {
+			batch = append(batch, sm)
+		}
+	}
+	return batch, true
+}
+
+// markPath charges the tick's wall time to one thread: the target's main
+// thread, or, while it waits for a child, that child's main thread, and so
+// on down. /proc tells a parent's children; it does not tell which thread
+// or process ended any other wait, so the path stops there.
+func (s *Sampler) markPath(looks map[int][]*event.ProcSample) {
+	pid := s.o.PID
+	for depth := 0; depth < 64; depth++ {
+		var main *event.ProcSample
+		for _, sm := range looks[pid] {
+			if int(sm.TID) == pid {
+				main = sm
+			}
+		}
+		if main == nil {
+			return
+		}
+		if main.State == 'R' || !isChildWait(main.Syscall) {
+			main.OnPath = true
+			return
+		}
+		child := s.childOf(pid, looks)
+		if child == 0 {
+			main.OnPath = true
+			return
+		}
+		pid = child
+	}
+}
+
+// childOf is the child process of pid a wait for a child waits on: the
+// youngest one still looked at (a shell runs its commands one by one).
+func (s *Sampler) childOf(pid int, looks map[int][]*event.ProcSample) int {
+	best := 0
+	for cpid, p := range s.procs {
+		if p.ppid == pid && len(looks[cpid]) > 0 && cpid > best {
+			best = cpid
+		}
+	}
+	return best
+}
+
+// isChildWait: wait4, waitid, vfork.
+func isChildWait(nr int32) bool {
+	r, _ := classify.SampleReason(classify.Sample{State: 'S', Syscall: nr})
+	return r == event.ReasonChild
+}
+
+func monotonicNow() uint64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return uint64(ts.Nano())
+}
+
+// noStack is said once when a stack cannot be read.
+func (s *Sampler) noStack(path string, err error) {
+	if s.stats.NoStack {
+		return
+	}
+	s.stats.NoStack = true
+	if s.o.Notify != nil {
+		s.o.Notify(fmt.Sprintf("%s: %v: waits are told by their syscall, file and wait channel (the stack needs root)",
+			path, unwrapErrno(err)))
+	}
+}
+
+func unwrapErrno(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
+	}
+	return err
+}

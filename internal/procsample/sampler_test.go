@@ -1,0 +1,90 @@
+package procsample
+
+import (
+	"context"
+	"math"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/whyslow/whyslow/internal/classify"
+	"github.com/whyslow/whyslow/internal/event"
+	"github.com/whyslow/whyslow/test/harness"
+)
+
+// sample runs argv and looks at it for d, returning the reasons of the
+// looks the wall time was charged to.
+func sample(t *testing.T, d time.Duration, argv ...string) (map[event.Reason]float64, Stats) {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	time.Sleep(100 * time.Millisecond) // let it exec
+	s, err := New(Options{PID: cmd.Process.Pid, Hz: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	shares := map[event.Reason]float64{}
+	err = s.Run(ctx, func(batch []event.Event) {
+		for _, e := range batch {
+			sm := e.(*event.ProcSample)
+			if !sm.OnPath {
+				continue
+			}
+			r, cpu := classify.SampleReason(classify.Sample{State: sm.State, Syscall: sm.Syscall, Frames: sm.Stack, Wchan: sm.Wchan,
+				FileKind: sm.FileKind, PollOnSockets: sm.PollOnSockets, RanNS: sm.RanNS, RunDelayNS: sm.RunDelayNS, IntervalNS: sm.IntervalNS, WasRunnable: sm.WasRunnable, Throttled: sm.Throttled})
+			shares[event.ReasonCPU] += cpu
+			shares[r] += 1 - cpu
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return shares, s.Stats()
+}
+
+func TestSamplerSeesWhatAProgramDoes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		argv []string
+		want event.Reason
+	}{
+		{"a CPU loop", []string{"sh", "-c", "while :; do :; done"}, event.ReasonCPU},
+		{"a sleep", []string{"sleep", "5"}, event.ReasonSleep},
+		{"a shell waiting for its child's sleep", []string{"sh", "-c", "sleep 5; true"}, event.ReasonSleep},
+		{"a pipeline: its last command, reading a pipe", []string{"sh", "-c", "sleep 5 | cat"}, event.ReasonIPC},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			shares, st := sample(t, 600*time.Millisecond, tc.argv...)
+			total := 0.0
+			for _, v := range shares {
+				total += v
+			}
+			if st.Ticks < 10 || math.Abs(total-float64(st.Ticks)) > 1e-6 {
+				t.Fatalf("%d ticks, %.1f charged: %v", st.Ticks, total, shares)
+			}
+			got := shares[tc.want]
+			if tc.want == event.ReasonCPU {
+				got += shares[event.ReasonRunqueue] // a busy machine's other work
+			}
+			if got < 0.8*total {
+				t.Errorf("want mostly %s, got %v", tc.want, shares)
+			}
+		})
+	}
+}
+
+// Threads that come and go between a listing and a read are dropped, not
+// a failure: a process starting and joining threads back to back.
+func TestSamplerOutlivesVanishingTasks(t *testing.T) {
+	_, st := sample(t, time.Second, harness.Python(t), "-c",
+		"import threading\nwhile True:\n t = threading.Thread(target=lambda: None); t.start(); t.join()")
+	if st.Ticks < 20 {
+		t.Errorf("%d ticks", st.Ticks)
+	}
+	t.Logf("%d ticks, %d samples, %d vanished", st.Ticks, st.Samples, st.Vanished)
+}
