@@ -77,3 +77,18 @@ func StartRecorder(t testing.TB, cmd *exec.Cmd) *Output {
 	}
 	return nil
 }
+
+// StopRecorder ends a recording started with StartRecorder once what it
+// was started for is done: SIGINT (as Ctrl-C), after settle for the last
+// events (an exit, a block completion) to land, instead of waiting out its
+// -d. It fails the test if the recorder did not end well.
+func StopRecorder(t testing.TB, cmd *exec.Cmd, out *Output, settle time.Duration) {
+	t.Helper()
+	time.Sleep(settle)
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatalf("stopping %v: %v", cmd.Args, err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%v: %v\n%s", cmd.Args, err, out)
+	}
+}

@@ -166,16 +166,14 @@ func threeWays(t *testing.T, argv func(secs float64) []string, secs float64, bef
 	t.Run("system-wide record", func(t *testing.T) {
 		prepare()
 		rec := filepath.Join(t.TempDir(), "all.db")
-		r := exec.Command(filepath.Join(bin, "whyslow"), "record", "-o", rec, "-d", fmt.Sprintf("%gs", secs+2))
+		r := exec.Command(filepath.Join(bin, "whyslow"), "record", "-o", rec, "-d", fmt.Sprintf("%gs", secs+30))
 		rerr := harness.StartRecorder(t, r)
 		a := argv(secs)
 		c := exec.Command(a[0], a[1:]...)
 		if out, err := c.CombinedOutput(); err != nil {
 			t.Fatalf("%v: %v\n%s", a, err, out)
 		}
-		if err := r.Wait(); err != nil {
-			t.Fatalf("whyslow record: %v\n%s", err, rerr.String())
-		}
+		harness.StopRecorder(t, r, rerr, 300*time.Millisecond)
 		out, err := exec.Command(filepath.Join(bin, "whyslow"), "report", "explain", rec, "--pid", strconv.Itoa(c.Process.Pid), "--json").Output()
 		if err != nil {
 			t.Fatalf("report explain --pid: %v", err)

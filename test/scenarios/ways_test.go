@@ -46,16 +46,14 @@ func explainWays(t *testing.T, setup func(t *testing.T), client []string, check 
 	})
 	t.Run("system-wide record", func(t *testing.T) {
 		rec := filepath.Join(t.TempDir(), "all.db")
-		r := exec.Command(filepath.Join(bin, "whyslow"), "record", "-o", rec, "-d", "6s")
+		r := exec.Command(filepath.Join(bin, "whyslow"), "record", "-o", rec, "-d", "60s")
 		rerr := harness.StartRecorder(t, r)
 		setup(t)
 		c := exec.Command(client[0], client[1:]...)
 		if out, err := c.CombinedOutput(); err != nil {
 			t.Fatalf("%v: %v\n%s", client, err, out)
 		}
-		if err := r.Wait(); err != nil {
-			t.Fatalf("whyslow record: %v\n%s", err, rerr.String())
-		}
+		harness.StopRecorder(t, r, rerr, 300*time.Millisecond)
 		js := filepath.Join(t.TempDir(), "explain.json")
 		out, err := exec.Command(filepath.Join(bin, "whyslow"), "report", "explain", rec, "--pid", strconv.Itoa(c.Process.Pid), "--json").Output()
 		if err != nil {
