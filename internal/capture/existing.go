@@ -52,6 +52,7 @@ func (e *Engine) AddExisting(pid uint32) ([]event.Event, error) {
 	// Names from /proc become text as the kernel's records do (decode.go).
 	args := fs.Cmdline(int(pid))
 	cgroup := event.EncodeText(fs.Cgroup(pid))
+	service := event.EncodeText(fs.ServiceName(pid))
 	for i, a := range args {
 		args[i] = event.EncodeText(a)
 	}
@@ -69,7 +70,7 @@ func (e *Engine) AddExisting(pid uint32) ([]event.Event, error) {
 			th.File.Path = event.EncodeText(th.File.Path)
 		}
 		out = append(out, &event.Existing{Header: event.Header{Time: now, PID: th.PID, TID: th.TID, Comm: th.Comm},
-			PPID: th.PPID, State: th.State, Args: args, Cgroup: cgroup})
+			PPID: th.PPID, State: th.State, Args: args, Cgroup: cgroup, Service: service})
 		// A runnable thread too: /proc cannot tell one on a CPU from one
 		// waiting for a CPU (or held off by its cgroup's quota). The kernel
 		// side tells by its first switch: a switch-in ends its wait for a

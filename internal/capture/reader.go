@@ -216,6 +216,7 @@ func (b *batches) add(rec []byte) {
 		b.e.resolver.complete(v)
 	case *event.Exec:
 		v.Cgroup = event.EncodeText(sysinfo.Host.Cgroup(v.PID))
+		v.Service = event.EncodeText(sysinfo.Host.ServiceName(v.PID))
 	case *event.OffCPU:
 		b.batch = append(b.batch, b.e.limits.seen(v)...)
 	}

@@ -50,9 +50,11 @@ it the request's critical path: queued, cpu, disk-write on FILE, lock held by
 a process, network wait on PEER, the hop into its upstream with the
 upstream's own spans. whyslow.* attributes give each span's reason and
 share, and the blame; spans link to the blamed processes. A request whose
-first bytes carry a W3C traceparent joins that trace. A recording without
-requests (or with --critical-path) sends its target's critical path as one
-trace.
+first bytes carry a W3C traceparent joins that trace. Each span goes under
+the service of the process that spent it (OTEL_SERVICE_NAME from its
+environment, else its systemd service, else its executable's name), so a
+trace crosses services as the request did. A recording without requests
+(or with --critical-path) sends its target's critical path as one trace.
 
 Times are wall-clock times, converted from the recording's clock with the
 offset taken when it began. Details: docs/otlp.md.`,
@@ -135,6 +137,11 @@ func exportOTLP(cmd *cobra.Command, rec string, o otlpFlags) error {
 		fmt.Fprintln(cmd.ErrOrStderr(), "no request to send: none passes --min and --label")
 		return nil
 	}
+	services, err := otlp.ServicesOf(src, traces.PIDs())
+	if err != nil {
+		return err
+	}
+	traces.SetServices(services)
 	sent, err := sender.Send(context.Background(), traces.Data(), otlpBatch)
 	if err != nil && sent > 0 {
 		return fmt.Errorf("%w (%d spans were sent before)", err, sent)

@@ -49,3 +49,20 @@ func CgroupName(path string) string {
 	}
 	return path
 }
+
+// CgroupIdentity is what a cgroup path says of whom it holds: a container's
+// full id, a Kubernetes pod's uid (dashed), and a system service's systemd
+// unit ("nginx.service" under system.slice: not a user's session or
+// manager, whose units name no service). Each "" when the path has none.
+func CgroupIdentity(path string) (container, pod, unit string) {
+	if m := containerID.FindStringSubmatch(path); m != nil {
+		container = m[1]
+	}
+	if m := podUID.FindStringSubmatch(path); m != nil {
+		pod = strings.ReplaceAll(m[1], "_", "-")
+	}
+	if rest, ok := strings.CutPrefix(path, "/system.slice/"); ok && strings.HasSuffix(rest, ".service") && !strings.Contains(rest, "/") {
+		unit = rest
+	}
+	return container, pod, unit
+}

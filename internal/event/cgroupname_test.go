@@ -22,3 +22,22 @@ func TestCgroupName(t *testing.T) {
 		}
 	}
 }
+
+func TestCgroupIdentity(t *testing.T) {
+	id := "4f1e2d3c4b5a69788796a5b4c3d2e1f00112233445566778899aabbccddeeff0"
+	for _, c := range []struct{ path, container, pod, unit string }{
+		{"/system.slice/docker-" + id + ".scope", id, "", ""},
+		{"/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod0e6c1f2a_3b4c_4d5e_8f90_a1b2c3d4e5f6.slice/cri-containerd-" + id + ".scope",
+			id, "0e6c1f2a-3b4c-4d5e-8f90-a1b2c3d4e5f6", ""},
+		{"/system.slice/nginx.service", "", "", "nginx.service"},
+		{"/user.slice/user-0.slice/session-3.scope", "", "", ""},
+		{"/user.slice/user-1000.slice/user@1000.service/app.slice/x.service", "", "", ""},
+		{"/system.slice/nginx.service/child", "", "", ""},
+		{"/", "", "", ""},
+	} {
+		container, pod, unit := CgroupIdentity(c.path)
+		if container != c.container || pod != c.pod || unit != c.unit {
+			t.Errorf("CgroupIdentity(%q) = %q, %q, %q; want %q, %q, %q", c.path, container, pod, unit, c.container, c.pod, c.unit)
+		}
+	}
+}

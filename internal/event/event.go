@@ -185,6 +185,9 @@ type Exec struct {
 	Filename string
 	Args     []string
 	Cgroup   string // cgroup path: on a shared host it names the service or container
+	// Service is the OpenTelemetry service name it gave itself in its
+	// environment (sysinfo.ServiceName), encoded as names are; "" none.
+	Service string
 }
 
 // Payload is the first bytes a server read of a request (its HTTP request
@@ -228,10 +231,11 @@ type Sample struct {
 // showed it: the process tree and names that no fork or exec event will tell.
 type Existing struct {
 	Header
-	PPID   uint32
-	State  byte
-	Args   []string // the process's command line
-	Cgroup string   // its cgroup path, as Exec's
+	PPID    uint32
+	State   byte
+	Args    []string // the process's command line
+	Cgroup  string   // its cgroup path, as Exec's
+	Service string   // its OpenTelemetry service name, as Exec's
 }
 
 type Exit struct {

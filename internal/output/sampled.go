@@ -58,7 +58,11 @@ func SampledExplanation(w io.Writer, s *reports.Sampled) {
 		fmt.Fprintf(w, ", exit %d", *s.Target.ExitCode)
 	}
 	fmt.Fprintf(w, ", wall %s, sampled\n", format.Seconds(s.WallS))
-	fmt.Fprintf(w, "\nverdict: %s\n", strings.ToUpper(string(s.Verdict.Reason)))
+	verdict := strings.ToUpper(string(s.Verdict.Reason))
+	if s.Verdict.Kind == "none" {
+		verdict = "NONE"
+	}
+	fmt.Fprintf(w, "\nverdict: %s\n", verdict)
 	for _, line := range wrap(sampledVerdictSentence(s), 76) {
 		fmt.Fprintf(w, "  %s\n", line)
 	}

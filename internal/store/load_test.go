@@ -71,7 +71,7 @@ func TestEveryTableRoundTrips(t *testing.T) {
 		&event.Dirtied{Header: at(70, "dirt"), Last: 71, File: f, Pages: maxU64},
 		&event.CPUTime{Header: at(80, "cpu"), OnCPU: maxU64},
 		&event.Fork{Header: at(90, "fork"), ChildPID: maxU32, ChildTID: 1},
-		&event.Exec{Header: at(100, "exec"), PPID: 3, Filename: odd[0], Args: odd, Cgroup: "/sys.slice"},
+		&event.Exec{Header: at(100, "exec"), PPID: 3, Filename: odd[0], Args: odd, Cgroup: "/sys.slice", Service: "cart"},
 		&event.Exec{Header: at(101, "exec"), Filename: "/bin/true"}, // no args: an empty list
 		&event.Exit{Header: at(110, "exit"), Code: math.MinInt32, GroupDead: true},
 		&event.Payload{Header: at(120, "srv"), Conn: f, Data: []byte("GET /\x00\xff"), Arrived: maxU64},
@@ -79,7 +79,7 @@ func TestEveryTableRoundTrips(t *testing.T) {
 		&event.Sample{Header: at(130, "smp"), User: true, Syscall: -1, FD: -1, File: f2, Path: odd[1], StackID: 11,
 			Stack: []string{"asm_sysvec_apic_timer_interrupt"}},
 		&event.Sample{Header: at(131, "smp"), Syscall: 0, FD: 3, StackID: 12}, // a stack not symbolised: no row
-		&event.Existing{Header: at(140, "old"), PPID: 1, State: 'D', Args: []string{"sleep", "1"}, Cgroup: "/system.slice/cron.service"},
+		&event.Existing{Header: at(140, "old"), PPID: 1, State: 'D', Args: []string{"sleep", "1"}, Cgroup: "/system.slice/cron.service", Service: odd[0]},
 		&event.Unlink{Header: at(150, "rm"), Dur: 9, Ret: -2, Nr: 87, Dir: f2, Name: odd[1]},
 		&event.Uring{Header: at(160, "ring"), Dur: 1, Res: math.MaxInt64, UserData: maxU64, Opcode: 22, FD: -1, File: f},
 	})
@@ -160,8 +160,8 @@ func TestEveryTableRoundTrips(t *testing.T) {
 		{"SELECT * FROM cputime", [][]any{{uint64(80), uint32(7), uint32(8), "cpu", uint64(maxU64)}}},
 		{"SELECT * FROM forks", [][]any{{uint64(90), uint32(7), uint32(8), "fork", uint32(maxU32), uint32(1)}}},
 		{"SELECT * FROM execs ORDER BY ts", [][]any{
-			{uint64(100), uint32(7), uint32(8), "exec", uint32(3), odd[0], strs(odd), "/sys.slice"},
-			{uint64(101), uint32(7), uint32(8), "exec", uint32(0), "/bin/true", list(), ""},
+			{uint64(100), uint32(7), uint32(8), "exec", uint32(3), odd[0], strs(odd), "/sys.slice", "cart"},
+			{uint64(101), uint32(7), uint32(8), "exec", uint32(0), "/bin/true", list(), "", ""},
 		}},
 		{"SELECT * FROM exits", [][]any{{uint64(110), uint32(7), uint32(8), "exit", int32(math.MinInt32), true}}},
 		{"SELECT * FROM payloads ORDER BY ts", [][]any{
@@ -173,7 +173,7 @@ func TestEveryTableRoundTrips(t *testing.T) {
 				uint8(event.KindPipe), notUTF8, int32(11)},
 			{uint64(131), uint32(7), uint32(8), "smp", false, int16(0), int32(3), uint32(0), uint64(0), uint32(0), uint8(0), "", int32(12)},
 		}},
-		{"SELECT * FROM existing", [][]any{{uint64(140), uint32(7), uint32(8), "old", uint32(1), "D", list("sleep", "1"), "/system.slice/cron.service"}}},
+		{"SELECT * FROM existing", [][]any{{uint64(140), uint32(7), uint32(8), "old", uint32(1), "D", list("sleep", "1"), "/system.slice/cron.service", odd[0]}}},
 		{"SELECT * FROM unlink_raw", [][]any{{uint64(150), uint64(9), uint32(7), uint32(8), "rm", "unlink", int64(-2),
 			uint32(1), uint64(2), uint32(3), notUTF8}}},
 		{"SELECT * FROM uring", [][]any{{uint64(160), uint64(1), uint32(7), uint32(8), "ring", uint32(22), int64(math.MaxInt64),

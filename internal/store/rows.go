@@ -260,7 +260,7 @@ func (w *Writer) append(ev event.Event) error {
 		return t.forks.row().u64(e.Time).u32(e.PID).u32(e.TID).str(w.comm(&e.Header)).u32(e.ChildPID).u32(e.ChildTID).end()
 	case *event.Exec:
 		return t.execs.row().u64(e.Time).u32(e.PID).u32(e.TID).str(w.comm(&e.Header)).u32(e.PPID).str(e.Filename).
-			strs(e.Args).str(e.Cgroup).end()
+			strs(e.Args).str(e.Cgroup).str(e.Service).end()
 	case *event.Sample:
 		if err := w.stack(e.StackID, e.Stack); err != nil {
 			return err
@@ -286,7 +286,7 @@ func (w *Writer) append(ev event.Event) error {
 		return t.payloads.row().u64(e.Time).u32(e.PID).u32(e.TID).u32(e.Conn.Dev).u64(e.Conn.Ino).u32(e.Conn.Gen).blob(e.Data).u64(e.Arrived).end()
 	case *event.Existing:
 		return t.existing.row().u64(e.Time).u32(e.PID).u32(e.TID).str(w.comm(&e.Header)).u32(e.PPID).str(string(e.State)).
-			strs(e.Args).str(e.Cgroup).end()
+			strs(e.Args).str(e.Cgroup).str(e.Service).end()
 	case *event.Exit:
 		if err := t.taskIO.taskIO(&e.Header, w.comm(&e.Header), "exit", e.IO); err != nil {
 			return err

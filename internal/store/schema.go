@@ -12,7 +12,7 @@ import (
 // version's additions are listed in docs/trace-format.md ("Versions").
 // A recording of another version (but readsToo, read as one of this
 // version: versions.go) is refused with one line naming it.
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 // Times (ts, *_ts) are CLOCK_MONOTONIC nanoseconds; meta.clock_offset_ns maps them to wall time.
 var tables = []struct{ name, columns string }{
@@ -51,7 +51,10 @@ var tables = []struct{ name, columns string }{
 	{"dirtied", "ts UBIGINT, last_ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, dev UINTEGER, ino UBIGINT, gen UINTEGER, pages UBIGINT"},
 	{"cputime", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, oncpu_ns UBIGINT"},
 	{"forks", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, child_pid UINTEGER, child_tid UINTEGER"},
-	{"execs", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, ppid UINTEGER, filename VARCHAR, args VARCHAR[], cgroup VARCHAR"},
+	// service: the OpenTelemetry service name the process gave itself in its
+	// environment (OTEL_SERVICE_NAME, or service.name in
+	// OTEL_RESOURCE_ATTRIBUTES), read from /proc when it was seen; "" none.
+	{"execs", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, ppid UINTEGER, filename VARCHAR, args VARCHAR[], cgroup VARCHAR, service VARCHAR"},
 	{"exits", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, code INTEGER, group_dead BOOLEAN"},
 	// tcp_bytes: a TCP connection's totals as it closed, by its socket.
 	{"tcp_bytes", "ts UBIGINT, dev UINTEGER, ino UBIGINT, gen UINTEGER, received UBIGINT, sent UBIGINT"},
@@ -70,7 +73,7 @@ var tables = []struct{ name, columns string }{
 	// ts; on_path marks the one its wall time is charged to.
 	{"proc_samples_raw", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm_id UINTEGER, state UTINYINT, syscall_nr SMALLINT, fd INTEGER, fkind UTINYINT, object VARCHAR, wchan VARCHAR, stack_id INTEGER, ran_ns UBIGINT, run_delay_ns UBIGINT, interval_ns UBIGINT, was_runnable BOOLEAN, throttled BOOLEAN, sockets BOOLEAN, on_path BOOLEAN"},
 	// existing: threads there when capture began (attach), from /proc.
-	{"existing", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, ppid UINTEGER, state VARCHAR, args VARCHAR[], cgroup VARCHAR"},
+	{"existing", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, ppid UINTEGER, state VARCHAR, args VARCHAR[], cgroup VARCHAR, service VARCHAR"},
 	{"uring_raw", "ts UBIGINT, dur UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, opcode UINTEGER, res BIGINT, user_data UBIGINT, fd INTEGER, dev UINTEGER, ino UBIGINT, gen UINTEGER, fkind UTINYINT"},
 	{"unlink_raw", "ts UBIGINT, dur UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, name VARCHAR, ret BIGINT, ddev UINTEGER, dino UBIGINT, dgen UINTEGER, target VARCHAR"},
 	{"lost", "source VARCHAR, count UBIGINT"},

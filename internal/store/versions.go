@@ -9,7 +9,7 @@ import (
 
 // readsToo are the earlier versions whyslow also reads, each as a recording
 // of this version (additions says how).
-var readsToo = []int{3, 4, 5}
+var readsToo = []int{3, 4, 5, 6}
 
 // ReadVersions are the schema versions whyslow reads, oldest first: readsToo
 // and SchemaVersion.
@@ -81,6 +81,11 @@ var additions = []addition{
 	}},
 	// The sampled capture's looks at threads in /proc.
 	{version: 6, tables: []string{"proc_samples_raw"}},
+	// The service a process named itself (OpenTelemetry's environment).
+	{version: 7, columns: []addedColumn{
+		{"execs", "service", "''"}, // not read: as a process that named none
+		{"existing", "service", "''"},
+	}},
 }
 
 // syscallPacked is syscall_packed's fields as a STRUCT literal's, each the

@@ -170,12 +170,20 @@ func TestAttachCaptureFailureExits1(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { sleeper.Process.Kill(); sleeper.Wait() }()
-	cmd := exec.Command("sh", "-c", `ulimit -n 20; exec "$0" attach -p "$1" -d 1s`,
+	// eBPF asked for: the capture's failure is the answer, in one line.
+	cmd := exec.Command("sh", "-c", `ulimit -n 20; exec "$0" attach --sampler bpf -p "$1" -d 1s`,
 		filepath.Join(bin, "whyslow"), strconv.Itoa(sleeper.Process.Pid))
 	out, err := cmd.CombinedOutput()
 	ee, ok := err.(*exec.ExitError)
 	if !ok || ee.ExitCode() != 1 || !strings.HasPrefix(string(out), "whyslow: starting capture: ") || strings.Count(string(out), "\n") != 1 {
-		t.Errorf("attach with no fds left: %v, %q; want exit 1 and one line", err, out)
+		t.Errorf("attach --sampler bpf with no fds left: %v, %q; want exit 1 and one line", err, out)
+	}
+	// Left to choose (issue 51), it samples /proc instead, and says so first.
+	cmd = exec.Command("sh", "-c", `ulimit -n 20; exec "$0" attach -p "$1" -d 1s`,
+		filepath.Join(bin, "whyslow"), strconv.Itoa(sleeper.Process.Pid))
+	out, err = cmd.CombinedOutput()
+	if first, _, _ := strings.Cut(string(out), "\n"); err != nil || !strings.HasPrefix(first, "whyslow: sampling /proc at 20 Hz, not tracing (eBPF cannot load: ") {
+		t.Errorf("attach with no fds left: %v, %q; want the sampled capture, said in its first line", err, out)
 	}
 	if _, errs, code := whyslow(t, "attach", "-p", "999999999", "-d", "1s"); code != 2 {
 		t.Errorf("attach to no process: exit %d (%s), want 2", code, errs)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -109,8 +110,9 @@ type jaegerSpan struct {
 		TraceID string `json:"traceID"`
 		SpanID  string `json:"spanID"`
 	} `json:"references"`
-	StartTime int64 `json:"startTime"`
-	Duration  int64 `json:"duration"`
+	ProcessID string `json:"processID"`
+	StartTime int64  `json:"startTime"`
+	Duration  int64  `json:"duration"`
 	Tags      []struct {
 		Key   string `json:"key"`
 		Value any    `json:"value"`
@@ -139,6 +141,55 @@ func (s jaegerSpan) parent() string {
 type jaegerTrace struct {
 	TraceID string       `json:"traceID"`
 	Spans   []jaegerSpan `json:"spans"`
+	// Processes are the resources of its spans (their ProcessID).
+	Processes map[string]struct {
+		Service string `json:"serviceName"`
+		Tags    []struct {
+			Key   string `json:"key"`
+			Value any    `json:"value"`
+		} `json:"tags"`
+	} `json:"processes"`
+}
+
+// service is the service a span of the trace was sent under.
+func (tr jaegerTrace) service(s jaegerSpan) string { return tr.Processes[s.ProcessID].Service }
+
+// resource is a tag of the resource a span of the trace was sent under.
+func (tr jaegerTrace) resource(s jaegerSpan, key string) string {
+	for _, t := range tr.Processes[s.ProcessID].Tags {
+		if t.Key == key {
+			return fmt.Sprint(t.Value)
+		}
+	}
+	return ""
+}
+
+// everyService reads back the traces of every service Jaeger lists (query:
+// the rest of /api/traces's parameters), each trace once.
+func (j *jaeger) everyService(t *testing.T, query string) []jaegerTrace {
+	t.Helper()
+	resp, err := http.Get(j.query + "/api/services")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var services struct {
+		Data []string `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&services); err != nil {
+		t.Fatalf("Jaeger /api/services: %v", err)
+	}
+	var all []jaegerTrace
+	seen := map[string]bool{}
+	for _, svc := range services.Data {
+		for _, tr := range j.traces(t, "/api/traces?service="+url.QueryEscape(svc)+"&"+query) {
+			if !seen[tr.TraceID] {
+				seen[tr.TraceID] = true
+				all = append(all, tr)
+			}
+		}
+	}
+	return all
 }
 
 // traces reads back what Jaeger holds: /api/traces of a service, or one
@@ -207,7 +258,7 @@ func TestOTLPNginxFPM(t *testing.T) {
 	var all []jaegerTrace
 	servers := map[string]jaegerSpan{} // by trace
 	for try := 0; try < 50; try++ {
-		all = j.traces(t, "/api/traces?service=whyslow&limit=1000&lookback=1h")
+		all = j.everyService(t, "limit=1000&lookback=1h")
 		clear(servers)
 		for _, tr := range all {
 			for _, s := range tr.Spans {
@@ -279,6 +330,17 @@ func TestOTLPNginxFPM(t *testing.T) {
 		byID[s.SpanID] = s
 	}
 	server := servers[stalled.TraceID]
+	// Each span under the service of the process that spent it (issue 53):
+	// nginx answered, a php-fpm worker ran the script.
+	services := map[string]bool{}
+	for _, s := range stalled.Spans {
+		services[stalled.service(s)] = true
+	}
+	if stalled.service(server) != "nginx" || stalled.resource(server, "process.pid") != strconv.Itoa(int(top.PID)) ||
+		stalled.resource(server, "service.instance.id") == "" || !services["php-fpm8.2"] || services["whyslow"] {
+		t.Errorf("the stalled request's services: server %q (pid %s), all %v; want nginx, with php-fpm8.2 and no whyslow",
+			stalled.service(server), stalled.resource(server, "process.pid"), services)
+	}
 	if !strings.HasPrefix(server.tag("process.executable.name"), "nginx") || server.tag("http.request.method") != "GET" || server.tag("url.path") != "/index.php" {
 		t.Errorf("the stalled request's server span %q: process %q, method %q, path %q", server.Name,
 			server.tag("process.executable.name"), server.tag("http.request.method"), server.tag("url.path"))
@@ -321,10 +383,10 @@ func TestOTLPGRPC(t *testing.T) {
 	t.Log(exportOTLP(t, rec, j.grpc, "--protocol", "grpc"))
 	var traces []jaegerTrace
 	// The story's times are its own day's: a window from 0 to now holds them.
-	path := fmt.Sprintf("/api/traces?service=whyslow&limit=100&start=0&end=%d", time.Now().UnixMicro())
+	query := fmt.Sprintf("limit=100&start=0&end=%d", time.Now().UnixMicro())
 	for try := 0; try < 50 && len(traces) < 8; try++ {
 		time.Sleep(100 * time.Millisecond)
-		traces = j.traces(t, path)
+		traces = j.everyService(t, query)
 	}
 	spans := map[string]jaegerSpan{}
 	var servers int
@@ -386,7 +448,7 @@ func TestOTLPWatch(t *testing.T) {
 	explained := fi.ModTime()
 	var took time.Duration
 	for took == 0 && time.Since(explained) < 5*time.Second {
-		for _, tr := range j.traces(t, "/api/traces?service=whyslow&limit=100&lookback=1h") {
+		for _, tr := range j.everyService(t, "limit=100&lookback=1h") {
 			for _, s := range tr.Spans {
 				if s.tag("span.kind") == "server" && s.Name == "GET /session.php" && s.Duration >= 1e6 {
 					took = time.Since(explained)

@@ -311,8 +311,9 @@ func TestRunWithoutPrivileges(t *testing.T) {
 	if err != nil {
 		t.Fatal("setpriv (util-linux) is needed to drop privileges")
 	}
+	// eBPF asked for: one line saying what is missing, exit 4.
 	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
-		filepath.Join(bin, "whyslow"), "run", "--", "true")
+		filepath.Join(bin, "whyslow"), "run", "--sampler", "bpf", "--", "true")
 	out, err := cmd.CombinedOutput()
 	ee, ok := err.(*exec.ExitError)
 	if !ok || ee.ExitCode() != 4 {
@@ -320,5 +321,12 @@ func TestRunWithoutPrivileges(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "CAP_BPF") || strings.Count(strings.TrimSpace(string(out)), "\n") != 0 {
 		t.Errorf("want one line saying what is missing, got %q", out)
+	}
+	// Left to choose (issue 51): /proc sampled instead, said in the first line.
+	cmd = exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
+		filepath.Join(bin, "whyslow"), "run", "--", "true")
+	out, err = cmd.CombinedOutput()
+	if first, _, _ := strings.Cut(string(out), "\n"); err != nil || !strings.Contains(first, "sampling /proc") || !strings.Contains(first, "CAP_BPF") {
+		t.Errorf("run without privileges: %v, %q; want the sampled capture, said with why in its first line", err, out)
 	}
 }

@@ -157,7 +157,14 @@ func SampledTime(s *source.Source) (*Sampled, error) {
 		return nil, fmt.Errorf("reading the samples: %w", err)
 	}
 	out.Processes = len(procs)
-	if out.Samples > 0 && out.Hz > 0 {
+	start, _ := strconv.ParseInt(s.Meta["target_start_mono"], 10, 64)
+	end, _ := strconv.ParseInt(s.Meta["target_end_mono"], 10, 64)
+	switch {
+	case start > 0 && end > start:
+		// The target's own wall time, as a traced run's (a command
+		// shorter than a tick is not a tick long).
+		out.WallS = float64(end-start) / 1e9
+	case out.Samples > 0 && out.Hz > 0:
 		// The wall time the ticks stand for: from the first to the last,
 		// and one interval for the last.
 		out.WallS = float64(last-first)/1e9 + 1/float64(out.Hz)

@@ -14,7 +14,6 @@ import (
 	"github.com/whyslow/whyslow/internal/analysis/requests"
 	"github.com/whyslow/whyslow/internal/analysis/source"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
 
@@ -41,8 +40,9 @@ const (
 	isRemote    = uint32(tracepb.SpanFlags_SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK)
 )
 
-// Traces gathers the traces of one export: one resource (the machine,
-// service whyslow) and one instrumentation scope.
+// Traces gathers the traces of one export: a resource for each process
+// that spent its spans (its service: services.go), whyslow the
+// instrumentation scope.
 type Traces struct {
 	rec         Recording
 	ids         ids
@@ -50,6 +50,7 @@ type Traces struct {
 	traces      int
 	blamed      map[uint32]*blamedProcess
 	blamedOrder []uint32
+	services    map[uint32]Service // by pid: the resource of the spans it spent (SetServices)
 }
 
 func New(rec Recording) *Traces {
@@ -178,16 +179,7 @@ func (t *Traces) Data() *tracepb.TracesData {
 }
 
 func (t *Traces) wrap(spans []*tracepb.Span) *tracepb.TracesData {
-	res := &resourcepb.Resource{Attributes: []*commonpb.KeyValue{
-		str("service.name", "whyslow"), str("service.version", t.rec.Version),
-		str("host.name", t.rec.Host), str("os.type", "linux")}}
-	return &tracepb.TracesData{ResourceSpans: []*tracepb.ResourceSpans{{
-		Resource: res,
-		ScopeSpans: []*tracepb.ScopeSpans{{
-			Scope: &commonpb.InstrumentationScope{Name: "github.com/whyslow/whyslow", Version: t.rec.Version},
-			Spans: spans,
-		}},
-	}}}
+	return &tracepb.TracesData{ResourceSpans: t.byProcess(spans)}
 }
 
 // ns is seconds as nanoseconds: exact for the path's segments, whose
