@@ -42,6 +42,7 @@ type watchOptions struct {
 	ring        string
 	writer      bool // the incident writer child (internal)
 	otlp        string
+	otlpProto   string
 }
 
 func newWatch() *cobra.Command {
@@ -76,7 +77,8 @@ the oldest incidents. Triggers:
 With --listen, the exporter's metrics are served too, with
 whyslow_incidents_total{trigger} and whyslow_last_incident_timestamp_seconds
 (docs/watch.md). With --otlp URL, each incident is sent, once explained, to an
-OpenTelemetry endpoint as traces (its slow requests, or its process's
+OpenTelemetry endpoint as traces, over OTLP/HTTP or, with --otlp-protocol
+grpc, OTLP/gRPC (its slow requests, or its process's
 critical path); up to 8 wait while the endpoint is down, and those dropped
 are counted and said (docs/otlp.md).`,
 		Example: `  whyslow watch --requests --slow-request 1s --dir /var/lib/whyslow/incidents
@@ -107,7 +109,8 @@ are counted and said (docs/otlp.md).`,
 	f.DurationVar(&o.stall, "stall", 2*time.Second, "trigger: a thread stalled this long in one uninterruptible wait, a sync or dirty throttling (0: off)")
 	f.StringArrayVar(&o.psi, "psi", nil, "trigger: pressure above a share, RESOURCE:some|full>SHARE%/DURATION (repeatable)")
 	f.StringVar(&o.listen, "listen", "", "also serve Prometheus metrics here (host:port)")
-	f.StringVar(&o.otlp, "otlp", "", "also send each incident, once explained, to this OTLP/HTTP endpoint as traces (docs/otlp.md)")
+	f.StringVar(&o.otlp, "otlp", "", "also send each incident, once explained, to this OTLP endpoint as traces (docs/otlp.md)")
+	f.StringVar(&o.otlpProto, "otlp-protocol", "http/protobuf", "the --otlp endpoint's protocol: http/protobuf (a URL, :4318) or grpc (host:port, :4317)")
 	f.BoolVar(&o.snapshot, "snapshot", false, "ask the watch writing to --dir for an incident now, and return")
 	f.StringVar(&o.ring, "ring-size", "", "ring buffer for events (a power of two, 4K to 1G; default 4M)")
 	f.BoolVar(&o.writer, "write-recording", false, "internal: write an incident's recording handed over on stdin")
@@ -133,12 +136,21 @@ func (o watchOptions) config() (watch.Options, error) {
 	case o.dir == "":
 		return w, usageErr("--dir needs a directory")
 	}
-	if o.otlp != "" {
+	switch {
+	case o.otlp == "":
+	case o.otlpProto == "grpc":
+		if _, _, err := otlp.GRPCEndpoint(o.otlp); err != nil {
+			return w, withCode(ExitUsage, err)
+		}
+		w.OTLP, w.OTLPProtocol = o.otlp, "grpc"
+	case o.otlpProto == "http/protobuf" || o.otlpProto == "http":
 		url, err := otlp.Endpoint(o.otlp)
 		if err != nil {
 			return w, withCode(ExitUsage, err)
 		}
 		w.OTLP = url
+	default:
+		return w, usageErr("--otlp-protocol %q: http/protobuf or grpc", o.otlpProto)
 	}
 	maxDisk, err := parseSize(o.maxDisk)
 	if err != nil || maxDisk < 0 {
@@ -166,7 +178,7 @@ func (o watchOptions) config() (watch.Options, error) {
 	}
 	w = watch.Options{Capture: copts, Dir: o.dir, Window: o.window, After: o.after, Cooldown: o.cooldown,
 		Keep: o.keep, MaxDisk: int64(maxDisk), Memory: int64(memory), SlowRequest: o.slowRequest, Stall: o.stall,
-		PSI: w.PSI, Log: os.Stderr, Exe: exe, OTLP: w.OTLP}
+		PSI: w.PSI, Log: os.Stderr, Exe: exe, OTLP: w.OTLP, OTLPProtocol: w.OTLPProtocol}
 	return w, nil
 }
 

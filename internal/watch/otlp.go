@@ -88,6 +88,9 @@ func (s *otlpSender) send(ctx context.Context, inc Incident) error {
 		return fmt.Errorf("the watch ended first")
 	}
 	args := []string{"export", "otlp", filepath.Join(s.o.Dir, inc.Name+".db"), "--endpoint", s.o.OTLP}
+	if s.o.OTLPProtocol != "" {
+		args = append(args, "--protocol", s.o.OTLPProtocol)
+	}
 	switch {
 	case inc.Requests && s.o.SlowRequest > 0:
 		args = append(args, "--min", s.o.SlowRequest.String())

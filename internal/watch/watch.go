@@ -47,9 +47,11 @@ type Options struct {
 	Incident func(Incident)
 	// Counters, if set, are kept up to date for metrics.
 	Counters *Counters
-	// OTLP is an OTLP/HTTP traces URL each incident is sent to once
-	// explained (otlp.go); "" sends none.
-	OTLP string
+	// OTLP is the OTLP endpoint each incident is sent to once explained
+	// (otlp.go): an OTLP/HTTP traces URL, or with OTLPProtocol "grpc" a
+	// gRPC target; "" sends none.
+	OTLP         string
+	OTLPProtocol string // export otlp's --protocol: "" (http/protobuf) or "grpc"
 }
 
 // Counters are what a watch has done so far.

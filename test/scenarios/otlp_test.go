@@ -425,7 +425,7 @@ func TestOTLPGRPC(t *testing.T) {
 }
 
 // TestOTLPWatch: watch --otlp sends the session stall's slow request to
-// Jaeger within 5 s of explaining it; with Jaeger gone, the next incident's
+// Jaeger (over gRPC: --otlp-protocol grpc) within 5 s of explaining it; with Jaeger gone, the next incident's
 // traces are dropped, counted and said, and watch goes on.
 func TestOTLPWatch(t *testing.T) {
 	requireRoot(t)
@@ -434,7 +434,7 @@ func TestOTLPWatch(t *testing.T) {
 	fetch, _ := startApacheSessions(t, d.Dir)
 	fetch()
 	dir, stop := startWatch(t, "--requests", "--slow-request", "1s", "--stall", "0", "--window", "20s",
-		"--after", "2s", "--cooldown", "10m", "--memory", "128M", "--otlp", j.otlp)
+		"--after", "2s", "--cooldown", "10m", "--memory", "128M", "--otlp", j.grpc, "--otlp-protocol", "grpc")
 	worst := slices.Max(fetchBesideNoise(t, fetch, d.Dir, "32"))
 	if worst < 1200*time.Millisecond {
 		t.Fatalf("no request stalled past the trigger's 1s (client's worst %v): the scenario did not reproduce", worst)
@@ -471,7 +471,7 @@ func TestOTLPWatch(t *testing.T) {
 	time.Sleep(10 * time.Second) // three tries, about 3 s, after the export's own analysis
 	stderr := stop()
 	t.Logf("watch:\n%s", stderr)
-	if !strings.Contains(stderr, "(1 dropped so far)") || !strings.Contains(stderr, "incidents sent to "+j.otlp+"/v1/traces: 1; dropped: 1") {
+	if !strings.Contains(stderr, "(1 dropped so far)") || !strings.Contains(stderr, "incidents sent to "+j.grpc+": 1; dropped: 1") {
 		t.Errorf("the drop is not counted on stderr:\n%s", stderr)
 	}
 }
