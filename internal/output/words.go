@@ -67,7 +67,7 @@ func verdictSentence(v explain.Verdict) string {
 		if d := detailWords(v.Detail); d != "" {
 			s += ": " + d
 		}
-		return s + saturated(v)
+		return s + saturated(v) + deviceWords(v)
 	}
 	return "nothing was recorded for this process"
 }

@@ -153,6 +153,16 @@ type DeviceUse struct {
 	ThrottleReadBPS  uint64  `json:"throttle_read_bps"`
 	ThrottleWriteBPS uint64  `json:"throttle_write_bps"`
 	ThrottledS       float64 `json:"throttled_s"`
+	// Load is what iostat -x shows of the device over the target's window
+	// (every issuer), TargetLoad the same of the target's requests alone.
+	Load       DeviceLoad `json:"load"`
+	TargetLoad DeviceLoad `json:"target_load"`
+	// Waits is how the device did while the target waited on storage (nil:
+	// it did not).
+	Waits *DeviceDuringWaits `json:"during_waits,omitempty"`
+	// Baseline is what `whyslow baseline` measured of the device, when the
+	// recording kept it (nil: none).
+	Baseline *Baseline `json:"baseline,omitempty"`
 }
 
 type PeerUse struct {

@@ -63,6 +63,10 @@ func (x *Explanation) verdict() {
 	}
 	x.Verdict.Kind = VerdictTop
 	x.Verdict.Detail = x.detail(top.Reason)
+	if event.Reason(top.Reason).Disk() && x.Verdict.Detail != nil {
+		// Whoever waited, on whatever file: was the device at its limit?
+		x.Verdict.Detail.Device = deviceVerdict(x.Devices, x.io)
+	}
 }
 
 // pathHolder is the thread with the most critical-path time in reason, the
