@@ -14,10 +14,10 @@ import (
 // 12% busy at 1.2 MiB/s, aqu-sz 0.10 (no baseline: whyslow baseline vda):
 // the wait was in the queue in front of it (dirty-page throttling)".
 func deviceWords(v explain.Verdict) string {
-	if v.Detail == nil || v.Detail.Device == nil {
+	d := v.Device
+	if d == nil {
 		return ""
 	}
-	d := v.Detail.Device
 	name, rate := format.Safe(d.Name), format.Bytes(uint64(d.BPS))+"/s"
 	dir := "read"
 	if d.Write {
@@ -51,7 +51,7 @@ func deviceWords(v explain.Verdict) string {
 	} else {
 		s += fmt.Sprintf(", aqu-sz %.2f (no baseline: whyslow baseline %s)", d.AquSz, name)
 	}
-	if v.Reason == string(event.ReasonDirtyThrottle) {
+	if storageReason(v) == event.ReasonDirtyThrottle {
 		return s + ": the wait was in the queue in front of it (dirty-page throttling)"
 	}
 	return s + ": it had room"
@@ -72,4 +72,14 @@ func ceilingWords(d *explain.DeviceVerdict) string {
 		return ""
 	}
 	return fmt.Sprintf("%s (%s/s)", what, format.Bytes(d.CeilingBPS))
+}
+
+// storageReason is the verdict's largest storage reason.
+func storageReason(v explain.Verdict) event.Reason {
+	for _, r := range v.Ranked {
+		if event.Reason(r.Reason).Disk() {
+			return event.Reason(r.Reason)
+		}
+	}
+	return ""
 }

@@ -44,7 +44,7 @@ func writeIostat(w io.Writer, devs []explain.DeviceUse) {
 				}
 				fmt.Fprintln(w, l)
 			}
-			if d.Baseline == nil {
+			if d.Baseline == nil && d.ThrottleReadBPS == 0 && d.ThrottleWriteBPS == 0 { // a throttle is the ceiling
 				fmt.Fprintf(w, "%s: no baseline (whyslow baseline %s measures what it can do)\n", name, name)
 			}
 		}

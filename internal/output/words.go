@@ -61,7 +61,7 @@ func verdictSentence(v explain.Verdict) string {
 			}
 			parts = append(parts, fmt.Sprintf("%s %s", r.Reason, format.Pct(r.S/v.OfS)))
 		}
-		return "no single reason dominates: " + strings.Join(parts, ", ")
+		return "no single reason dominates: " + strings.Join(parts, ", ") + deviceWords(v)
 	case explain.VerdictTop:
 		s := fmt.Sprintf("%s of %s %s", format.Pct(v.Share), format.Seconds(v.OfS), reasonWords[v.Reason])
 		if d := detailWords(v.Detail); d != "" {

@@ -81,6 +81,10 @@ type Verdict struct {
 	// all of it for an idle verdict.
 	OfS    float64        `json:"of_s"`
 	Detail *VerdictDetail `json:"detail,omitempty"` // for VerdictTop
+	// Device: when waits on storage were the verdict's reason or a quarter
+	// of its time, the device the target's data went to, and whether it was
+	// at its limit while the target waited (saturation.go).
+	Device *DeviceVerdict `json:"device,omitempty"`
 	// Summary is the verdict in one sentence, worded by output
 	// (output.FillSummaries); analysis leaves it empty.
 	Summary string   `json:"summary"`

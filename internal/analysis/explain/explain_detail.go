@@ -72,9 +72,6 @@ type VerdictDetail struct {
 	// IOLimit is the I/O limit of the target's own cgroup on a device it
 	// used (storage verdicts: wrote, read).
 	IOLimit *IOLimit `json:"io_limit,omitempty"`
-	// Device is the device the storage verdict's data went to, and whether
-	// it was at its limit while the target waited (wrote, read).
-	Device *DeviceVerdict `json:"device,omitempty"`
 	// Memory is the limited memory cgroup Who reclaimed in.
 	Memory *MemoryLimit `json:"memory,omitempty"`
 	// Quota is the cgroup CPU quota that held Who off the CPU.
