@@ -49,7 +49,7 @@ the device, the peer, and the other processes that caused the wait.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return withCode(ExitUsage, fmt.Errorf("%s (see '%s --help')", err, c.CommandPath()))
 	})
-	root.AddCommand(newCheck(), newRun(), newAttach(), newRecord(), newReport(), newSQL(), newTop(), newExporter(), newWatch(), newExport(), newVersion())
+	root.AddCommand(newCheck(), newRun(), newAttach(), newRecord(), newReport(), newSQL(), newTop(), newExporter(), newWatch(), newExport(), newBaseline(), newVersion())
 	return root
 }
 

@@ -123,6 +123,7 @@ func Explanation(w io.Writer, x *explain.Explanation) {
 				fmt.Sprintf("%.1f ms", d.QueueMS), format.Bytes(d.TargetBytes))
 		}
 		t.Write(w)
+		writeIostat(w, x.Devices)
 		for _, d := range x.Devices {
 			if d.StackedBytes > 0 {
 				fmt.Fprintf(w, "%s: %s of it carries a device stacked on it (a loop file, a dm member)\n",

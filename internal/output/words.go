@@ -61,13 +61,13 @@ func verdictSentence(v explain.Verdict) string {
 			}
 			parts = append(parts, fmt.Sprintf("%s %s", r.Reason, format.Pct(r.S/v.OfS)))
 		}
-		return "no single reason dominates: " + strings.Join(parts, ", ")
+		return "no single reason dominates: " + strings.Join(parts, ", ") + deviceWords(v)
 	case explain.VerdictTop:
 		s := fmt.Sprintf("%s of %s %s", format.Pct(v.Share), format.Seconds(v.OfS), reasonWords[v.Reason])
 		if d := detailWords(v.Detail); d != "" {
 			s += ": " + d
 		}
-		return s + saturated(v)
+		return s + saturated(v) + deviceWords(v)
 	}
 	return "nothing was recorded for this process"
 }

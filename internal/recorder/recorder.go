@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/whyslow/whyslow/internal/baseline"
 	"github.com/whyslow/whyslow/internal/capture"
 	"github.com/whyslow/whyslow/internal/event"
 	"github.com/whyslow/whyslow/internal/store"
@@ -147,6 +148,14 @@ func startMeta(cfg Config, flavour, missing string, start time.Time) map[string]
 		"arrivals":    event.ArrivalsPerConnection,
 	}
 	maps.Copy(m, event.PayloadMeta(cfg.Capture.Kept()))
+	// What `whyslow baseline` measured of this machine's devices goes with
+	// the recording: it is explained against them wherever it is read.
+	// Unreadable baselines leave them out; the explanation then says none.
+	if path, err := baseline.File(); err == nil {
+		if kept, err := baseline.Load(path); err == nil {
+			maps.Copy(m, baseline.Meta(sysinfo.Host.BlockDevices(), kept))
+		}
+	}
 	return m
 }
 

@@ -25,6 +25,10 @@ type BlockDevice struct {
 	Lower bool
 	// ThrottleReadBPS, ThrottleWriteBPS: the root blkio cgroup's limits, 0 for none.
 	ThrottleReadBPS, ThrottleWriteBPS uint64
+	// Model and Serial, where the kernel gives them (SCSI/SATA and NVMe
+	// under device/, virtio's serial beside the disk); empty for a loop
+	// device, a dm target, most partitions.
+	Model, Serial string
 }
 
 // KernelDev converts a user-space dev_t (stat's st_dev) to the kernel's
@@ -77,10 +81,24 @@ func (fs FS) BlockDevices() []BlockDevice {
 				d.BackingDev, d.BackingIno = KernelDev(st.Dev), st.Ino
 			}
 		}
+		d.Model = firstLine(dir, "device/model")
+		d.Serial = firstLine(dir, "device/serial", "serial", "device/wwid", "wwid")
 		if holders, err := os.ReadDir(filepath.Join(dir, "holders")); err == nil && len(holders) > 0 {
 			d.Lower = true
 		}
 		out = append(out, d)
 	}
 	return out
+}
+
+// firstLine is the first of the files under dir that holds text, trimmed.
+func firstLine(dir string, names ...string) string {
+	for _, n := range names {
+		if b, err := os.ReadFile(filepath.Join(dir, n)); err == nil {
+			if v := strings.TrimSpace(string(b)); v != "" {
+				return v
+			}
+		}
+	}
+	return ""
 }

@@ -81,6 +81,10 @@ type Verdict struct {
 	// all of it for an idle verdict.
 	OfS    float64        `json:"of_s"`
 	Detail *VerdictDetail `json:"detail,omitempty"` // for VerdictTop
+	// Device: when waits on storage were the verdict's reason or a quarter
+	// of its time, the device the target's data went to, and whether it was
+	// at its limit while the target waited (saturation.go).
+	Device *DeviceVerdict `json:"device,omitempty"`
 	// Summary is the verdict in one sentence, worded by output
 	// (output.FillSummaries); analysis leaves it empty.
 	Summary string   `json:"summary"`
@@ -153,6 +157,16 @@ type DeviceUse struct {
 	ThrottleReadBPS  uint64  `json:"throttle_read_bps"`
 	ThrottleWriteBPS uint64  `json:"throttle_write_bps"`
 	ThrottledS       float64 `json:"throttled_s"`
+	// Load is what iostat -x shows of the device over the target's window
+	// (every issuer), TargetLoad the same of the target's requests alone.
+	Load       DeviceLoad `json:"load"`
+	TargetLoad DeviceLoad `json:"target_load"`
+	// Waits is how the device did while the target waited on storage (nil:
+	// it did not).
+	Waits *DeviceDuringWaits `json:"during_waits,omitempty"`
+	// Baseline is what `whyslow baseline` measured of the device, when the
+	// recording kept it (nil: none).
+	Baseline *Baseline `json:"baseline,omitempty"`
 }
 
 type PeerUse struct {

@@ -163,51 +163,6 @@ func generated(s string) bool {
 	return other == 0 && len(s) >= 8 && digits > 0 // uuid or hex id
 }
 
-// devices: block I/O during the target's life, all issuers, with the target's
-// own part, and where requests waited: in the queue (inserted, not yet
-// issued), at the device (issued to complete), and before either, in a blkio
-// throttle that holds bios before they become requests, which await misses.
-func (x *Explanation) devices(s *Source, win source.Window) error {
-	// Most short commands saw no request: the query below takes ~10 ms to plan.
-	requests := s.EveryStep
-	if !requests && s.HasRows("block_raw") {
-		if err := s.QueryRow("SELECT EXISTS (SELECT 1 FROM block_raw WHERE ts BETWEEN ? AND ?)", win.Begin, win.End).Scan(&requests); err != nil {
-			return fmt.Errorf("summing devices: %w", err)
-		}
-	}
-	if !requests {
-		return nil
-	}
-	rows, err := s.Query(sqlOf("device_use"), sql.Named("b", win.Begin), sql.Named("e", win.End))
-	if err != nil {
-		return fmt.Errorf("summing devices: %w", err)
-	}
-	defer rows.Close()
-	var devs []uint32
-	for rows.Next() {
-		var d DeviceUse
-		var dev uint32
-		var r, w, disc, zero, tb sql.NullFloat64
-		var await, queue, service sql.NullFloat64
-		var lower sql.NullFloat64
-		if err := rows.Scan(&d.Name, &dev, &r, &w, &disc, &zero, &d.Requests, &await, &queue, &service, &lower, &tb); err != nil {
-			return err
-		}
-		d.ReadBytes, d.WriteBytes, d.AwaitMS, d.TargetBytes = uint64(r.Float64), uint64(w.Float64), await.Float64, uint64(tb.Float64)
-		d.DiscardBytes, d.ZeroedBytes, d.QueueMS, d.ServiceMS = uint64(disc.Float64), uint64(zero.Float64), queue.Float64, service.Float64
-		d.StackedBytes = uint64(lower.Float64)
-		x.Devices = append(x.Devices, d)
-		devs = append(devs, dev)
-	}
-	rows.Close()
-	for i := range x.Devices {
-		if err := x.Devices[i].throttle(s, devs[i], win); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // throttle reads the device's blkio limits and, when it has one and the
 // target's data went to it, estimates the time the target's storage waits
 // spent held by the throttle: waited, with none of its requests at the

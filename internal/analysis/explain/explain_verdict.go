@@ -57,6 +57,16 @@ func (x *Explanation) verdict() {
 	}
 	share := top.S / busy
 	x.Verdict.Reason, x.Verdict.Share, x.Verdict.OfS = top.Reason, share, busy
+	var storage float64
+	for _, r := range x.Verdict.Ranked {
+		if event.Reason(r.Reason).Disk() {
+			storage += r.S
+		}
+	}
+	if event.Reason(top.Reason).Disk() || storage >= 0.25*busy {
+		// Whoever waited, on whatever file: was the device at its limit?
+		x.Verdict.Device = deviceVerdict(x.Devices, x.io)
+	}
 	if share < 0.5 {
 		x.Verdict.Kind = VerdictMixed
 		return

@@ -25,6 +25,9 @@ type DeviceSeries struct {
 	Name     string    `json:"name"`
 	ReadBPS  []float64 `json:"read_bps"`
 	WriteBPS []float64 `json:"write_bps"`
+	// Util is the part of each bucket it had a request in flight (%util,
+	// 0-1), from every request, not only those that moved data.
+	Util []float64 `json:"util"`
 }
 
 // TimeSeries buckets the recording's storage activity; each amount is spread
@@ -93,6 +96,9 @@ func TimeSeries(s *source.Source, buckets int) (*Series, error) {
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
+	if err := busySeries(s, out, spread); err != nil {
+		return nil, err
+	}
 	for _, q := range []struct {
 		sql string
 		to  []float64
@@ -105,6 +111,64 @@ func TimeSeries(s *source.Source, buckets int) (*Series, error) {
 		}
 	}
 	return out, nil
+}
+
+// busySeries fills each device's Util: the spans with a request in flight,
+// overlapping requests joined, spread over the buckets in seconds per second.
+func busySeries(s *source.Source, out *Series, spread func(xs []float64, a, b uint64, amount float64)) error {
+	rows, err := s.Query(sqlOf("series_in_flight"))
+	if err != nil {
+		return fmt.Errorf("reading block requests: %w", err)
+	}
+	defer rows.Close()
+	byName := map[string]*DeviceSeries{}
+	for i := range out.Devices {
+		byName[out.Devices[i].Name] = &out.Devices[i]
+	}
+	var dev *DeviceSeries
+	var name string
+	var from, to uint64 // the island being joined
+	flush := func() {
+		if dev != nil && to > from {
+			spread(dev.Util, from, to, float64(to-from)/1e9)
+		}
+	}
+	for rows.Next() {
+		var n string
+		var a, b uint64
+		if err := rows.Scan(&n, &a, &b); err != nil {
+			return err
+		}
+		if n != name || dev == nil {
+			flush()
+			name, from, to = n, a, b
+			if dev = byName[n]; dev == nil {
+				out.Devices = append(out.Devices, DeviceSeries{Name: n, ReadBPS: make([]float64, out.Buckets), WriteBPS: make([]float64, out.Buckets)})
+				dev = &out.Devices[len(out.Devices)-1]
+				byName = map[string]*DeviceSeries{} // the slice may have moved
+				for i := range out.Devices {
+					byName[out.Devices[i].Name] = &out.Devices[i]
+				}
+			}
+			if dev.Util == nil {
+				dev.Util = make([]float64, out.Buckets)
+			}
+			continue
+		}
+		if a > to {
+			flush()
+			from, to = a, b
+			continue
+		}
+		to = max(to, b)
+	}
+	flush()
+	for i := range out.Devices {
+		if out.Devices[i].Util == nil {
+			out.Devices[i].Util = make([]float64, out.Buckets)
+		}
+	}
+	return rows.Err()
 }
 
 func spreadRows(s *source.Source, q string, add func(a, b uint64, n float64)) error {

@@ -121,7 +121,7 @@ func TestReportInChromium(t *testing.T) {
 		t.Errorf("script errors: %s", m[1])
 	}
 	// Every chart drew into its container (ECharts' SVG renderer).
-	for _, id := range []string{"chart-shares", "chart-timeline", "chart-devices", "chart-pages", "chart-requests", "chart-flame"} {
+	for _, id := range []string{"chart-shares", "chart-timeline", "chart-util", "chart-devices", "chart-pages", "chart-requests", "chart-flame"} {
 		i := strings.Index(dom, `id="`+id+`"`)
 		if i < 0 {
 			t.Errorf("%s is missing", id)
@@ -133,7 +133,8 @@ func TestReportInChromium(t *testing.T) {
 	}
 	// Charts hold their data: the flame graph names the kernel frames, the
 	// timeline the threads, the shares the reasons.
-	for _, want := range []string{">io_schedule<", ">ext4_write_begin<", ">server (100)<", ">disk-write<"} {
+	// The %util chart names each device beside the target's storage waits.
+	for _, want := range []string{">io_schedule<", ">ext4_write_begin<", ">server (100)<", ">disk-write<", "%util<", ">target threads waiting on storage<"} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("the rendered page lacks %s", want)
 		}

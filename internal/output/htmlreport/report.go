@@ -68,6 +68,7 @@ var page = sync.OnceValue(func() *template.Template {
 			return "#999"
 		},
 		"ms":    func(s float64) string { return fmt.Sprintf("%.1f ms", s) },
+		"mib":   func(bps float64) string { return fmt.Sprintf("%.2f", bps/(1<<20)) },
 		"chain": output.PathChain,
 		"add1":  func(i int) int { return i + 1 },
 		// Names come from the traced programs: control and bidi characters

@@ -18,3 +18,12 @@ SELECT ts, last_ts, pages FROM dirtied;
 -- Pages written back, each write-back over its duration.
 -- Columns: from, to (ns), pages.
 SELECT ts - least(dur, ts), ts, pages FROM writeback;
+
+-- name: series_in_flight
+-- Every block request from its insert (its issue, else its completion, when
+-- no insert was seen) to its completion, by device, in insert order: the
+-- spans that make each device's %util over time.
+-- Columns: device (its name, or "dev MAJ:MIN"), insert_ts, ts.
+SELECT coalesce(d.name, 'dev ' || (b.dev >> 20) || ':' || (b.dev & 1048575)),
+  CASE WHEN b.insert_ts BETWEEN 1 AND b.ts THEN b.insert_ts ELSE b.ts END AS s, b.ts
+FROM block_raw b LEFT JOIN devices d USING (dev) ORDER BY 1, 2;

@@ -128,6 +128,38 @@
       function (v) { return v.toFixed(0) + " pages/s"; });
   })();
 
+  // Each device's %util beside the target's threads waiting on storage:
+  // a device at 100% while they wait was their limit; one with room was not.
+  (function () {
+    var c = chart("chart-util"), s = D.series, tl = D.timeline;
+    if (!c || !s) return;
+    var off = D.series_offset_s || 0, storage = { "disk-read": 1, "disk-write": 1, "dirty-throttle": 1, "sync": 1 };
+    var waiting = [];
+    for (var i = 0; i < s.buckets; i++) {
+      var b = off + i * s.bucket_s, e = b + s.bucket_s, sum = 0;
+      ((tl && tl.threads) || []).forEach(function (t) {
+        (t.spans || []).forEach(function (sp) {
+          if (!storage[sp.r]) return;
+          var o = Math.min(e, sp.b + sp.d) - Math.max(b, sp.b);
+          if (o > 0) sum += o;
+        });
+      });
+      waiting.push([b, sum / s.bucket_s]);
+    }
+    var series = (s.devices || []).map(function (d) {
+      return { type: "line", name: d.name + " %util", showSymbol: false, step: "start", areaStyle: { opacity: 0.15 },
+        data: (d.util || []).map(function (u, i) { return [off + i * s.bucket_s, u * 100]; }) };
+    });
+    series.push({ type: "line", name: "target threads waiting on storage", yAxisIndex: 1, showSymbol: false, step: "start",
+      lineStyle: { type: "dashed" }, itemStyle: { color: color("disk-write") }, data: waiting });
+    c.setOption({
+      animation: false, grid: grid, legend: { type: "scroll", top: 0 }, tooltip: { trigger: "axis" },
+      xAxis: { type: "value", name: "s", axisLabel: { formatter: function (v) { return secs(v); } } },
+      yAxis: [{ type: "value", name: "%util", min: 0, max: 100 }, { type: "value", name: "threads", min: 0 }],
+      series: series
+    });
+  })();
+
   // Requests: latency over time; a slow one's dot leads to its explanation.
   (function () {
     var c = chart("chart-requests"), reqs = D.requests;
