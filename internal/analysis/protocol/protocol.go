@@ -89,12 +89,20 @@ const StartBytes, StartReads = 64, 4
 // Label names a request by its first bytes, "" when no protocol knows them.
 // keepQuery keeps an HTTP path's query string.
 func Label(first []byte, keepQuery bool) string {
+	label, _ := LabelOf(first, keepQuery)
+	return label
+}
+
+// LabelOf is Label, and the Name of the protocol that named it: what a
+// request's consumers (OTLP's semantic conventions, JSON) read, instead of
+// parsing the label back.
+func LabelOf(first []byte, keepQuery bool) (label, protocol string) {
 	for _, p := range protocols {
 		if s := p.Label(first, keepQuery); s != "" {
 			// A path's bytes are the client's: not UTF-8, they are text
 			// as recorded names are (event.EncodeText), and JSON keeps them.
-			return event.EncodeText(s)
+			return event.EncodeText(s), p.Name
 		}
 	}
-	return ""
+	return "", ""
 }

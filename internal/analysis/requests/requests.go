@@ -60,7 +60,10 @@ type Entry struct {
 	Comm  string `json:"comm"`
 	Peer  string `json:"peer"`
 	Label string `json:"label"`
-	Begin string `json:"begin"` // wall clock, RFC 3339 with ns
+	// Protocol is what the server spoke, as whyslow framed or labelled
+	// the request: http, fastcgi, mysql, postgres, redis; "" unknown.
+	Protocol string `json:"protocol,omitempty"`
+	Begin    string `json:"begin"` // wall clock, RFC 3339 with ns
 	// DurationS is server-side: first byte in to last byte written.
 	DurationS float64 `json:"duration_s"`
 	// QueuedS is the part before the server read the request: from its

@@ -123,6 +123,7 @@ func cutMessages(conn []socketCall, bytesOf map[labelKey]firstBytes, p *protocol
 				}
 				r := newRequest(seen[from])
 				r.Label = event.EncodeText(fr.Label) // a table's name is the client's bytes
+				r.Protocol = p.Name
 				for i := max(from, given); i < len(seen); i++ {
 					r.BytesIn += uint64(seen[i].ret)
 					if i > from && seen[i].blocked {

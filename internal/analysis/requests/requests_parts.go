@@ -79,6 +79,7 @@ type labelKey struct {
 // protocol frames by message, the bytes themselves.
 type firstBytes struct {
 	label       string
+	protocol    string // whose Label named it (protocol.LabelOf)
 	arrived     uint64
 	traceParent string
 	data        []byte
@@ -110,7 +111,7 @@ func (s recording) requestStarts(pids []uint32, keepQuery bool) (map[labelKey]fi
 		if k.conn != conn {
 			conn, start, undecided, decided, framed = k.conn, nil, nil, false, false
 		}
-		f.label = protocol.Label(f.data, keepQuery)
+		f.label, f.protocol = protocol.LabelOf(f.data, keepQuery)
 		f.traceParent = protocol.TraceParent(f.data)
 		if decided && !framed {
 			f.data = nil
@@ -145,7 +146,7 @@ func placeArrivals(reqs []*request, starts map[labelKey]firstBytes, perConnectio
 	for _, r := range reqs {
 		f := starts[labelKey{r.conn, r.firstRead}]
 		if r.Label == "" { // not labelled by its protocol's framer
-			r.Label = f.label
+			r.Label, r.Protocol = f.label, f.protocol
 		}
 		r.TraceParent = f.traceParent
 		if r.Label == "" {

@@ -26,22 +26,16 @@ func boolean(k string, v bool) *commonpb.KeyValue {
 }
 
 // requestAttrs are a server span's attributes in OpenTelemetry's semantic
-// conventions: the request from its label (HTTP method and path; the
-// database and its operation for Redis and PostgreSQL), the client's
-// address, the process and thread that answered.
+// conventions: the request by its protocol (the cut's, never parsed back
+// from its label): HTTP's (FastCGI's too: a web server's request) method
+// and path, a database's system and operation; the client's address, the
+// process and thread that answered.
 func requestAttrs(r *requests.Entry, host string) []*commonpb.KeyValue {
 	a := []*commonpb.KeyValue{str("server.address", host),
 		i64("process.pid", int64(r.PID)), str("process.executable.name", r.Comm),
 		i64("thread.id", int64(r.TID)), str("thread.name", r.Comm),
 		i64("whyslow.bytes_in", int64(r.BytesIn)), i64("whyslow.bytes_out", int64(r.BytesOut))}
-	first, rest, _ := strings.Cut(r.Label, " ")
-	switch {
-	case first == "redis" || first == "postgres":
-		system := map[string]string{"redis": "redis", "postgres": "postgresql"}[first]
-		a = append(a, str("db.system.name", system), str("db.operation.name", rest))
-	case strings.HasPrefix(rest, "/"):
-		a = append(a, str("http.request.method", first), str("url.path", rest))
-	}
+	a = append(a, protocolAttrs(r.Protocol, r.Label)...)
 	if r.Peer != "" {
 		if h, p, err := net.SplitHostPort(r.Peer); err == nil {
 			a = append(a, str("network.peer.address", h))
@@ -53,4 +47,35 @@ func requestAttrs(r *requests.Entry, host string) []*commonpb.KeyValue {
 		}
 	}
 	return a
+}
+
+// dbSystems are the semantic conventions' db.system.name of the databases
+// whyslow frames (a MariaDB server speaks MySQL's protocol: its requests
+// cannot tell it from MySQL, so both are mysql).
+var dbSystems = map[string]string{"postgres": "postgresql", "mysql": "mysql", "redis": "redis"}
+
+// protocolAttrs are a request's attributes by its protocol, from its label
+// ("GET /path"; "postgres SELECT users", "redis GET"): which parts mean
+// what is the protocol's, not the label's look.
+func protocolAttrs(protocol, label string) []*commonpb.KeyValue {
+	switch protocol {
+	case "http", "fastcgi":
+		method, path, ok := strings.Cut(label, " ")
+		if !ok || !strings.HasPrefix(path, "/") {
+			return nil
+		}
+		return []*commonpb.KeyValue{str("http.request.method", method), str("url.path", path)}
+	case "postgres", "mysql", "redis":
+		a := []*commonpb.KeyValue{str("db.system.name", dbSystems[protocol])}
+		// The label leads with the protocol's own name, then what it did.
+		rest := strings.TrimPrefix(strings.TrimPrefix(label, protocol), " ")
+		if op, target, _ := strings.Cut(rest, " "); op != "" {
+			a = append(a, str("db.operation.name", op))
+			if protocol != "redis" && target != "" {
+				a = append(a, str("db.collection.name", target), str("db.query.summary", rest))
+			}
+		}
+		return a
+	}
+	return nil
 }

@@ -98,3 +98,39 @@ func TestSpansUnderTheirService(t *testing.T) {
 		t.Errorf("php-fpm's resource: %v", d.ResourceSpans[1].Resource.Attributes)
 	}
 }
+
+// TestProtocolAttrs: a request's semantic-convention attributes come from
+// the protocol that framed it, not from how its label looks: a MySQL
+// statement gets db.* attributes, a FastCGI request http.* ones, and a
+// label that merely looks like HTTP from an unknown protocol gets none.
+func TestProtocolAttrs(t *testing.T) {
+	for _, c := range []struct {
+		protocol, label string
+		want            map[string]string
+	}{
+		{"http", "GET /index.php", map[string]string{"http.request.method": "GET", "url.path": "/index.php"}},
+		{"fastcgi", "POST /vote/linux", map[string]string{"http.request.method": "POST", "url.path": "/vote/linux"}},
+		{"postgres", "postgres SELECT users", map[string]string{"db.system.name": "postgresql", "db.operation.name": "SELECT",
+			"db.collection.name": "users", "db.query.summary": "SELECT users"}},
+		{"mysql", "mysql UPDATE t", map[string]string{"db.system.name": "mysql", "db.operation.name": "UPDATE",
+			"db.collection.name": "t", "db.query.summary": "UPDATE t"}},
+		{"postgres", "postgres BEGIN", map[string]string{"db.system.name": "postgresql", "db.operation.name": "BEGIN"}},
+		{"redis", "redis GET", map[string]string{"db.system.name": "redis", "db.operation.name": "GET"}},
+		{"", "GET /looks/like/http", map[string]string{}},
+		{"http", "(no request line)", map[string]string{}},
+	} {
+		got := map[string]string{}
+		for _, a := range protocolAttrs(c.protocol, c.label) {
+			got[a.Key] = a.Value.GetStringValue()
+		}
+		if len(got) != len(c.want) {
+			t.Errorf("%s %q: %v, want %v", c.protocol, c.label, got, c.want)
+			continue
+		}
+		for k, v := range c.want {
+			if got[k] != v {
+				t.Errorf("%s %q: %s = %q, want %q", c.protocol, c.label, k, got[k], v)
+			}
+		}
+	}
+}
