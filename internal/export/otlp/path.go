@@ -1,7 +1,10 @@
 package otlp
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/whyslow/whyslow/internal/analysis/explain"
 	"github.com/whyslow/whyslow/internal/event"
@@ -54,14 +57,90 @@ func (b *builder) path(p explain.CriticalPath, base, end uint64, root, hop *trac
 		parents[pid] = b.add(parent.SpanId, fmt.Sprintf("%s (pid %d)", e.comm, pid), tracepb.Span_SPAN_KIND_INTERNAL, e.a, e.z,
 			[]*commonpb.KeyValue{i64("process.pid", int64(pid)), str("process.executable.name", e.comm)})
 	}
-	for _, s := range p.Segments {
+	for _, run := range foldable(p.Segments, total, v) {
+		s := run[0]
 		a := base + ns(s.BeginS)
+		if len(run) > 1 {
+			last := run[len(run)-1]
+			b.add(parents[s.PID].SpanId, foldedName(run), tracepb.Span_SPAN_KIND_INTERNAL, a, base+ns(last.BeginS+last.DurS), foldedAttrs(run, total))
+			continue
+		}
 		sp := b.add(parents[s.PID].SpanId, segmentName(s), tracepb.Span_SPAN_KIND_INTERNAL, a, a+ns(s.DurS), segmentAttrs(s, total))
 		if v.explains(s.Reason) {
 			sp.Attributes = append(sp.Attributes, blameAttrs(v.blame)...)
 			sp.Links = append(sp.Links, b.t.blame(*v.blame, a, a+ns(s.DurS)))
 		}
 	}
+}
+
+// foldShare is the part of a request under which a segment is folded with
+// its neighbours: a 0.4 s request whose handler slept is its sleep and one
+// span of the CPU around it, not eleven cpu and runqueue spans of 1-322 µs.
+const (
+	foldShare = 0.01
+	foldMost  = 0.001 // seconds: a segment this long is never folded
+)
+
+// foldable groups the path's segments into spans: neighbouring segments
+// of one thread, each shorter than 1% of the request and than 1 ms, and
+// none the verdict's blamed reason nor naming what it waited on, fold into
+// one span; every other segment is a span of its own. A trace so keeps
+// every segment that its verdict rests on.
+func foldable(segs []explain.PathSegment, total float64, v verdict) [][]explain.PathSegment {
+	small := func(s explain.PathSegment) bool {
+		return s.DurS < foldShare*total && s.DurS < foldMost && !v.explains(s.Reason) && s.Object == "" && s.BlockedByPID == 0
+	}
+	var out [][]explain.PathSegment
+	for i := 0; i < len(segs); {
+		j := i + 1
+		if small(segs[i]) {
+			for j < len(segs) && small(segs[j]) && segs[j].TID == segs[i].TID {
+				j++
+			}
+		}
+		out = append(out, segs[i:j])
+		i = j
+	}
+	return out
+}
+
+// foldedName names folded segments by their reasons, the longest first:
+// "cpu, runqueue (5 segments)".
+func foldedName(run []explain.PathSegment) string {
+	by := map[string]float64{}
+	var order []string
+	for _, s := range run {
+		if _, ok := by[s.Reason]; !ok {
+			order = append(order, s.Reason)
+		}
+		by[s.Reason] += s.DurS
+	}
+	slices.SortStableFunc(order, func(a, b string) int { return cmp.Compare(by[b], by[a]) })
+	return fmt.Sprintf("%s (%d segments)", strings.Join(order, ", "), len(run))
+}
+
+// foldedAttrs keep each reason's time of folded segments: whyslow.reason
+// the longest's, whyslow.folded.REASON_s each one's seconds.
+func foldedAttrs(run []explain.PathSegment, total float64) []*commonpb.KeyValue {
+	by := map[string]float64{}
+	var sum float64
+	var order []string
+	for _, s := range run {
+		if _, ok := by[s.Reason]; !ok {
+			order = append(order, s.Reason)
+		}
+		by[s.Reason] += s.DurS
+		sum += s.DurS
+	}
+	slices.SortStableFunc(order, func(a, b string) int { return cmp.Compare(by[b], by[a]) })
+	s := run[0]
+	a := []*commonpb.KeyValue{str("whyslow.reason", order[0]), f64("whyslow.share", sum/total),
+		i64("process.pid", int64(s.PID)), i64("thread.id", int64(s.TID)), str("thread.name", s.Comm),
+		i64("whyslow.folded", int64(len(run)))}
+	for _, r := range order {
+		a = append(a, f64("whyslow.folded."+r+"_s", by[r]))
+	}
+	return a
 }
 
 // segmentName says what a segment of the path waited on: "disk-write on

@@ -1,6 +1,7 @@
 package otlp
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/whyslow/whyslow/internal/analysis/explain"
@@ -132,5 +133,50 @@ func TestProtocolAttrs(t *testing.T) {
 				t.Errorf("%s %q: %s = %q, want %q", c.protocol, c.label, k, got[k], v)
 			}
 		}
+	}
+}
+
+// TestShortSegmentsFold: a 0.4 s request whose handler slept is its sleep,
+// and the CPU and run-queue slivers around it folded into one span that
+// keeps each reason's time, not eleven spans of µs; a short segment that
+// names what it waited on stays a span of its own.
+func TestShortSegmentsFold(t *testing.T) {
+	var segs []explain.PathSegment
+	at := 0.0
+	add := func(reason string, d float64, object string) {
+		segs = append(segs, explain.PathSegment{PID: 5, TID: 5, Comm: "app", Reason: reason, BeginS: at, DurS: d, Object: object})
+		at += d
+	}
+	for i := 0; i < 5; i++ {
+		add("cpu", 0.000300, "")
+		add("runqueue", 0.000020, "")
+	}
+	add("sleep", 0.4, "")
+	add("cpu", 0.000322, "")
+	add("ipc", 0.000100, "pipe:[42]")
+	tr := New(Recording{Host: "h", Version: "v"})
+	b := &builder{t: tr, trace: []byte("0123456789abcdef"), seed: []byte("s")}
+	end := uint64(at * 1e9)
+	root := b.add(nil, "GET /", tracepb.Span_SPAN_KIND_SERVER, 0, end, nil)
+	b.path(explain.CriticalPath{Segments: segs}, 0, end, root, nil, map[uint32]*tracepb.Span{5: root}, verdict{reason: "sleep"})
+	var names []string
+	var folded *tracepb.Span
+	for _, s := range tr.spans[1:] {
+		names = append(names, s.Name)
+		if strings.HasSuffix(s.Name, "(10 segments)") {
+			folded = s
+		}
+	}
+	if len(names) != 4 || folded == nil || names[1] != "sleep" || names[3] != "ipc on pipe:[42]" {
+		t.Fatalf("spans %q, want the 10 slivers folded, the sleep, the last cpu, the ipc", names)
+	}
+	if got := attr(folded, "whyslow.folded.cpu_s").GetDoubleValue(); got < 0.0014999 || got > 0.0015001 {
+		t.Errorf("folded cpu %v s, want 0.0015", got)
+	}
+	if got := attr(folded, "whyslow.folded.runqueue_s").GetDoubleValue(); got < 0.0000999 || got > 0.0001001 {
+		t.Errorf("folded runqueue %v s, want 0.0001", got)
+	}
+	if folded.Name != "cpu, runqueue (10 segments)" || attr(folded, "whyslow.reason").GetStringValue() != "cpu" {
+		t.Errorf("folded span %q, reason %v", folded.Name, attr(folded, "whyslow.reason"))
 	}
 }
