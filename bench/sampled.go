@@ -19,7 +19,7 @@ import (
 // capture's duration.
 func sampled(w io.Writer) {
 	const secs = 10
-	fmt.Fprintf(w, "\n## 10. The sampled capture's cost (issue 51)\n\n`whyslow attach -p PID -d %ds --sampler proc` (run as root: stacks read too; without root each look is cheaper), the target a Python process of N threads: *idle*, each blocked on an Event (one wait for the whole capture: its syscall, file and wait channel read once); *busy*, each sleeping 10 ms in a loop (a new wait at every look: they are read again each time). Cost: whyslow's CPU time (user + system, rusage: the looks, the recording, the explanation at its end) over the %d s. Goal: under 1%% of a CPU at 20 Hz with 1,000 threads.\n\n| threads | load | Hz | looks | whyslow CPU s | %% of a CPU |\n|---:|---|---:|---:|---:|---:|\n", secs, secs)
+	fmt.Fprintf(w, "\n## 10. The sampled capture's cost (issue 51)\n\n`whyslow attach -p PID -d %ds --sampler proc` (run as root: stacks read too; without root each look is cheaper), the target a Python process of N threads: *idle*, each blocked on an Event (one wait for the whole capture); *busy*, each sleeping 10 ms in a loop (a new wait at every look: its stat, syscall, wait channel and stack read each time). Cost: whyslow's CPU time (user + system, rusage: the looks, the recording, the explanation at its end) over the %d s. *looks*: rows of `proc_samples` (a thread asleep for half a second is looked at less often, down to once a second: fewer looks than ticks × threads). Goal: under 1%% of a CPU at 20 Hz with 1,000 threads.\n\n| threads | load | Hz | looks | whyslow CPU s | %% of a CPU |\n|---:|---|---:|---:|---:|---:|\n", secs, secs)
 	for _, c := range []struct {
 		threads int
 		load    string

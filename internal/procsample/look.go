@@ -11,13 +11,17 @@ import (
 	"github.com/whyslow/whyslow/internal/sysinfo"
 )
 
-// lookAt looks at every thread of a process once: its state and run delay
-// always; its syscall, file, wait channel and stack when it waits in a new
-// wait (a thread that has not run since the last look is in the same one).
+// lookAt looks at the threads of a process due a look: its state and run
+// delay always; its syscall, file, wait channel and stack when it waits in
+// a new wait (a thread that has not run since the last look is in the same
+// one).
 func (s *Sampler) lookAt(p *proc) []*event.ProcSample {
 	s.listTasks(p)
 	var out []*event.ProcSample
 	for tid, t := range p.tasks {
+		if s.tick < t.due && tid != p.pid {
+			continue
+		}
 		sm, err := s.lookAtTask(p, t)
 		if err == errExited {
 			continue // a zombie: its time is over, its parent's to reap
@@ -27,6 +31,7 @@ func (s *Sampler) lookAt(p *proc) []*event.ProcSample {
 			s.stats.Vanished++
 			t.close()
 			delete(p.tasks, tid)
+			p.relist = true
 			continue
 		}
 		out = append(out, sm)
@@ -35,7 +40,17 @@ func (s *Sampler) lookAt(p *proc) []*event.ProcSample {
 }
 
 // listTasks opens the threads that appeared and closes those that left.
+// The task directory is listed again only when the process's count of
+// threads changed or a thread's read failed since the last listing: a
+// listing of 1,000 threads costs more than all of a tick's looks at them
+// (BENCHMARKS.md section 10). A thread that started as another exited is
+// found by the failed read, one tick later.
 func (s *Sampler) listTasks(p *proc) {
+	n := p.threads(s.o.Root)
+	if n > 0 && n == p.listed && !p.relist {
+		return
+	}
+	p.listed, p.relist = n, false
 	dir, err := os.Open(filepath.Join(s.o.Root, "proc", strconv.Itoa(p.pid), "task"))
 	if err != nil {
 		for tid, t := range p.tasks {
@@ -76,17 +91,23 @@ func (s *Sampler) lookAtTask(p *proc, t *task) (*event.ProcSample, error) {
 	if !ok {
 		return nil, errGone
 	}
+	if t.looked && now == t.last {
+		s.backOff(t)
+		return s.again(p, t), nil
+	}
+	t.idle, t.gap, t.due = 0, 0, 0
 	b, err = reread(t.stat, s.buf)
 	if err != nil {
 		return nil, err
 	}
-	st, ok := parseStat(b)
+	st, ok := parseStat(b, t.comm)
 	if !ok {
 		return nil, errGone
 	}
 	if st.State == 'Z' || st.State == 'X' {
 		return nil, errExited
 	}
+	t.comm = st.Comm
 	sm := &event.ProcSample{Header: event.Header{Time: s.now, PID: uint32(p.pid), TID: uint32(t.tid), Comm: event.EncodeText(st.Comm)},
 		State: st.State, Syscall: -1, FD: -1, StackID: -1}
 	if t.looked {
@@ -95,16 +116,14 @@ func (s *Sampler) lookAtTask(p *proc, t *task) (*event.ProcSample, error) {
 		sm.IntervalNS = s.now - min(s.now, t.lastLook)
 		sm.WasRunnable = t.prev.state == 'R'
 	}
-	sameWait := t.looked && now.Runs == t.last.Runs && st.State == t.prev.state
 	t.last, t.looked, t.lastLook = now, true, s.now
+	t.look = sm
 	if st.State == 'R' {
 		sm.Throttled = p.quota != nil && p.quota.grew
 		t.prev = facts{state: 'R'}
 		return sm, nil
 	}
-	if !sameWait {
-		t.prev = s.readWait(t, st.State)
-	}
+	t.prev = s.readWait(t, st.State)
 	f := t.prev
 	sm.Syscall, sm.Wchan = f.syscall, event.EncodeText(f.wchan)
 	if len(f.stack) > 0 {
@@ -121,22 +140,62 @@ func (s *Sampler) lookAtTask(p *proc, t *task) (*event.ProcSample, error) {
 	return sm, nil
 }
 
+// again is the look at a thread that has not run since its last look
+// (schedstat's time on a CPU, run delay and count of runs all unchanged):
+// it is in the same state and the same wait, so stat, syscall, wchan,
+// stack and its file are not read again. It cannot have left a wait
+// without running, but it can have been woken and be queued for a CPU
+// still: that delay is booked when it runs, and told by its next look.
+// This is most of the sampler's saving: an idle thread costs one pread.
+func (s *Sampler) again(p *proc, t *task) *event.ProcSample {
+	sm := *t.look
+	sm.Time = s.now
+	sm.RanNS, sm.RunDelayNS = 0, 0
+	sm.IntervalNS = s.now - min(s.now, t.lastLook)
+	sm.WasRunnable = sm.State == 'R'
+	sm.OnPath = false
+	if sm.State == 'R' {
+		sm.Throttled = p.quota != nil && p.quota.grew
+	} else if sm.FD < 0 && sm.Syscall >= 0 && sm.State == 'S' {
+		sm.PollOnSockets = s.inetSockets(p)
+	}
+	t.lastLook = s.now
+	return &sm
+}
+
+// backOff spaces the looks at a thread that has not run for half a second,
+// doubling the time between them up to a second. A process's main thread
+// is looked at every tick all the same: the wall time is charged to it
+// (markPath). At 1,000 threads asleep, a look at each at every tick was
+// most of the sampler's cost (BENCHMARKS.md section 10); a look that finds
+// the thread has not run since the last one knows it was in the same wait
+// all along, so it stands for its whole interval (IntervalNS), as many
+// looks would have. A thread woken in the gap is seen up to a second late.
+func (s *Sampler) backOff(t *task) {
+	t.idle++
+	if t.idle < s.o.Hz/2 {
+		return
+	}
+	t.gap = min(max(2*t.gap, 2), uint64(s.o.Hz))
+	t.due = s.tick + t.gap
+}
+
 // readWait reads what a waiting thread waits in: its syscall (with its
 // file's fd), wait channel, and stack where readable.
 func (s *Sampler) readWait(t *task, state byte) facts {
 	f := facts{state: state, syscall: -1, fd: -1}
-	if b, err := t.readFile("syscall", s.buf); err == nil {
+	if b, err := t.readFile(&t.syscall, "syscall", s.buf); err == nil {
 		var args []uint64
 		f.syscall, args = sysinfo.ParseSyscall(b)
 		if f.syscall >= 0 && len(args) > 0 && sysinfo.FDArg(f.syscall) && args[0] < 1<<31 {
 			f.fd = int32(args[0])
 		}
 	}
-	if b, err := t.readFile("wchan", s.buf); err == nil {
+	if b, err := t.readFile(&t.wchan, "wchan", s.buf); err == nil {
 		f.wchan = parseWchan(b)
 	}
 	if !s.stats.NoStack {
-		b, err := t.readFile("stack", s.buf)
+		b, err := t.readFile(&t.stack, "stack", s.buf)
 		switch {
 		case err == nil:
 			f.stack = sysinfo.ParseStack(b)

@@ -13,14 +13,18 @@ type taskStat struct {
 }
 
 // parseStat reads a stat line: "PID (COMM) S PPID ...". The name may hold
-// spaces and parentheses: it ends at the last ')'.
-func parseStat(b []byte) (taskStat, bool) {
+// spaces and parentheses: it ends at the last ')'. prev is the name the
+// last reading found: kept, not allocated again, when it has not changed.
+func parseStat(b []byte, prev string) (taskStat, bool) {
 	open := bytes.IndexByte(b, '(')
 	end := bytes.LastIndexByte(b, ')')
 	if open < 0 || end < open || end+4 > len(b) {
 		return taskStat{}, false
 	}
-	st := taskStat{Comm: string(b[open+1 : end]), State: b[end+2]}
+	st := taskStat{Comm: prev, State: b[end+2]}
+	if string(b[open+1:end]) != prev {
+		st.Comm = string(b[open+1 : end])
+	}
 	rest := b[end+4:]
 	if sp := bytes.IndexByte(rest, ' '); sp > 0 {
 		rest = rest[:sp]

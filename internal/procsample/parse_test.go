@@ -14,7 +14,7 @@ func TestParseStat(t *testing.T) {
 		{"9 (trunc", taskStat{}, false},
 		{"", taskStat{}, false},
 	} {
-		got, ok := parseStat([]byte(tc.in))
+		got, ok := parseStat([]byte(tc.in), "python3")
 		if ok != tc.ok || got != tc.want {
 			t.Errorf("parseStat(%q) = %+v %v, want %+v %v", tc.in, got, ok, tc.want, tc.ok)
 		}

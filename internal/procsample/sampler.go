@@ -82,6 +82,40 @@ type proc struct {
 	}
 	quota *quota
 	seen  uint64 // the last tick it was found in the tree
+	// taskDir is /proc/PID/task, kept open: its link count (2 + the count
+	// of threads, proc_task_getattr) says when it must be listed again
+	// (listed: the count at the last listing; relist: a thread's read
+	// failed since). One fstat, where the process's stat line walks every
+	// thread for its times.
+	taskDir *os.File
+	listed  int
+	relist  bool
+}
+
+// threads is the process's count of threads now, -1 when unreadable.
+func (p *proc) threads(root string) int {
+	if p.taskDir == nil {
+		f, err := os.Open(filepath.Join(root, "proc", strconv.Itoa(p.pid), "task"))
+		if err != nil {
+			return -1
+		}
+		p.taskDir = f
+	}
+	var st unix.Stat_t
+	if unix.Fstat(int(p.taskDir.Fd()), &st) != nil || st.Nlink < 2 {
+		return -1
+	}
+	return int(st.Nlink) - 2
+}
+
+// close closes the process's open files.
+func (p *proc) close() {
+	for _, t := range p.tasks {
+		t.close()
+	}
+	if p.taskDir != nil {
+		p.taskDir.Close()
+	}
 }
 
 type linked struct {
@@ -133,9 +167,7 @@ func (s *Sampler) Run(ctx context.Context, sink func([]event.Event)) error {
 
 func (s *Sampler) close() {
 	for _, p := range s.procs {
-		for _, t := range p.tasks {
-			t.close()
-		}
+		p.close()
 	}
 	s.procs = map[int]*proc{}
 }

@@ -88,3 +88,68 @@ func TestSamplerOutlivesVanishingTasks(t *testing.T) {
 	}
 	t.Logf("%d ticks, %d samples, %d vanished", st.Ticks, st.Samples, st.Vanished)
 }
+
+// A thread asleep is looked at less often once it has not run for half a
+// second, down to once a second, and its looks still stand for all the
+// time (their intervals add up); the main thread is looked at every tick.
+// When it wakes it is seen within a second, and looked at every tick again.
+func TestSamplerBacksOffFromSleepingThreads(t *testing.T) {
+	cmd := exec.Command(harness.Python(t), "-c", `
+import threading, time, os
+ev = threading.Event()
+def f():
+    ev.wait()
+    while True: pass
+threading.Thread(target=f, daemon=True).start()
+time.sleep(2.5)
+ev.set()
+time.sleep(10)
+`)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	time.Sleep(200 * time.Millisecond)
+	const hz = 20
+	s, err := New(Options{PID: cmd.Process.Pid, Hz: hz})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3500*time.Millisecond)
+	defer cancel()
+	pid := uint32(cmd.Process.Pid)
+	var mainLooks, asleep, spinning int
+	var asleepNS uint64
+	s.Run(ctx, func(batch []event.Event) {
+		for _, e := range batch {
+			sm := e.(*event.ProcSample)
+			switch {
+			case sm.TID == pid:
+				mainLooks++
+			case sm.State == 'R':
+				spinning++
+			default:
+				asleep++
+				asleepNS += sm.IntervalNS
+			}
+		}
+	})
+	ticks := int(s.Stats().Ticks)
+	t.Logf("%d ticks: main %d looks, the other thread %d asleep (%.2f s) and %d spinning", ticks, mainLooks, asleep, float64(asleepNS)/1e9, spinning)
+	if mainLooks != ticks {
+		t.Errorf("the main thread was looked at %d times in %d ticks", mainLooks, ticks)
+	}
+	// ~2.3 s asleep under observation: every tick for the first half
+	// second (10), then at gaps of 2, 4, 8, 16, 20 ticks: ~15 looks.
+	if asleep > 25 || asleep < 5 {
+		t.Errorf("%d looks at the sleeping thread: no back-off", asleep)
+	}
+	if asleepNS < 1700e6 {
+		t.Errorf("its looks stand for %.2f s of its ~2.3 s asleep", float64(asleepNS)/1e9)
+	}
+	// Woken at 2.5 s from its start, 1 s before the end: seen within a
+	// second, then every tick.
+	if spinning < 5 {
+		t.Errorf("%d looks at it spinning in its last second", spinning)
+	}
+}

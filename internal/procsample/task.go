@@ -6,26 +6,38 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/whyslow/whyslow/internal/event"
 	"golang.org/x/sys/unix"
 )
 
-// task is one thread followed from tick to tick. Its stat and schedstat
-// stay open and are read again with pread: at 1,000 threads and 20 Hz, a
-// path walk through /proc per file and tick was most of the sampler's cost
-// (BENCHMARKS.md). A file opened on a thread that exits reads ESRCH, and a
-// reused tid is a new directory: an open file never reads another thread.
+// task is one thread followed from tick to tick. Its files stay open and
+// are read again with pread: at 1,000 threads and 20 Hz, a path walk
+// through /proc per file and look, and its close, were most of the
+// sampler's cost (BENCHMARKS.md section 10). stat and schedstat are opened
+// with the task; syscall, wchan and stack when its first wait needs them
+// (a thread that never waits anew needs none). A file opened on a thread
+// that exits reads ESRCH, and a reused tid is a new directory: an open
+// file never reads another thread.
 type task struct {
-	pid, tid  int
-	dir       string
-	stat      *os.File
-	schedstat *os.File
-	last      schedstat
-	looked    bool // last is a reading (the first look has nothing to grow from)
-	lastLook  uint64
-	// prev is the previous look's facts: a thread that has not run since
-	// (schedstat's run count unchanged) is in the same wait, and its
-	// syscall, file and wait channel are not read again.
+	pid, tid              int
+	dir                   string
+	stat                  *os.File
+	schedstat             *os.File
+	syscall, wchan, stack *os.File
+	last                  schedstat
+	looked                bool // last is a reading (the first look has nothing to grow from)
+	lastLook              uint64
+	// prev is the facts of the last look that read them, and look that
+	// look: a thread that has not run since (schedstat unchanged) is in the
+	// same wait, and its next look is a copy of it (Sampler.again).
 	prev facts
+	look *event.ProcSample
+	comm string
+	// idle counts the looks in a row that found it had not run; gap is
+	// the ticks between its looks now, due the tick of its next
+	// (Sampler.backOff).
+	idle     int
+	gap, due uint64
 }
 
 // facts is what a look at a waiting thread read beyond its state.
@@ -33,7 +45,6 @@ type facts struct {
 	state   byte
 	syscall int32
 	fd      int32
-	args    bool
 	wchan   string
 	stack   []string
 }
@@ -58,8 +69,11 @@ func openTask(root string, pid, tid int) (*task, error) {
 }
 
 func (t *task) close() {
-	t.stat.Close()
-	t.schedstat.Close()
+	for _, f := range []*os.File{t.stat, t.schedstat, t.syscall, t.wchan, t.stack} {
+		if f != nil {
+			f.Close()
+		}
+	}
 }
 
 // reread reads an open /proc file again from its start.
@@ -74,17 +88,20 @@ func reread(f *os.File, buf []byte) ([]byte, error) {
 	return buf[:n], nil
 }
 
-// readFile reads one of the thread's files that a tick opens only when it
-// needs it (syscall, wchan, stack: a running thread needs none).
-func (t *task) readFile(name string, buf []byte) ([]byte, error) {
-	fd, err := unix.Open(filepath.Join(t.dir, name), unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
+// readFile reads one of the thread's files opened when first needed
+// (syscall, wchan, stack), kept open in *f. Its error is the open's or the
+// read's as the kernel gave it: the stack's says permission denied.
+func (t *task) readFile(f **os.File, name string, buf []byte) ([]byte, error) {
+	if *f == nil {
+		o, err := os.Open(filepath.Join(t.dir, name))
+		if err != nil {
+			return nil, err
+		}
+		*f = o
 	}
-	defer unix.Close(fd)
-	n, err := unix.Read(fd, buf)
+	n, err := unix.Pread(int((*f).Fd()), buf, 0)
 	if err != nil {
-		return nil, err
+		return nil, &os.PathError{Op: "read", Path: filepath.Join(t.dir, name), Err: err}
 	}
 	return buf[:n], nil
 }

@@ -29,7 +29,7 @@ func (s *Sampler) discover() {
 		if err != nil {
 			continue
 		}
-		st, ok := parseStat(b)
+		st, ok := parseStat(b, "")
 		if !ok {
 			continue
 		}
@@ -55,9 +55,7 @@ func (s *Sampler) discover() {
 	}
 	for pid, p := range s.procs {
 		if !in[pid] {
-			for _, t := range p.tasks {
-				t.close()
-			}
+			p.close()
 			delete(s.procs, pid)
 		}
 	}

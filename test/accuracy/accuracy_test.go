@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,12 +24,21 @@ import (
 // change.
 var sampleSeeds = []uint64{10602, 4641, 9665, 3702, 8739, 2786, 7826, 597, 6890, 937, 5979, 15}
 
+// sampledSeeds are those of sampleSeeds that `make test` runs again under
+// the sampled capture, as nobody (issue 51): an fsync. Of the others tried,
+// the sampled capture misses a CPU quota and a cold read in a thread joined
+// by the main thread (10602, 8739: the main thread's futex, "lock", as /proc
+// cannot tell which thread a futex waits for) and a TCP wait in a child the
+// parent reads a pipe from (2786: "ipc", the pipe not followed into the
+// child): ACCURACY.md's sampled misses, not a gate on every change.
+var sampledSeeds = []uint64{3702}
+
 // The sample of the full set that `make test` runs: any miss fails, with
 // the seed, the program and whyslow's verdict.
 func TestAccuracySample(t *testing.T) {
 	m := newMachine(t)
 	for _, seed := range sampleSeeds {
-		r, log := m.run(t, seed)
+		r, log := m.run(t, seed, slices.Contains(sampledSeeds, seed))
 		check(t, r, log)
 	}
 }
@@ -49,7 +59,7 @@ func TestAccuracyOne(t *testing.T) {
 	}
 	m := newMachine(t)
 	for _, seed := range seeds {
-		r, log := m.run(t, seed)
+		r, log := m.run(t, seed, true)
 		t.Logf("%s\nwhyslow said:\n%s", r.Report(), log)
 		check(t, r, log)
 	}
@@ -70,6 +80,15 @@ func check(t *testing.T, r *Result, log string) {
 	default:
 		t.Logf("seed %d (%s): %s in %.1f s", r.Program.Seed, r.Program.Dominant().Kind.Name, r.Got, r.Elapsed.Seconds())
 	}
+	switch {
+	case r.Sampled == nil:
+	case r.Sampled.Failure != "":
+		t.Errorf("the program did not run as built under the sampled capture: %s\n%s\nwhyslow and the program said:\n%s", r.Sampled.Failure, r.Report(), log)
+	case !r.SampledRight():
+		t.Errorf("SAMPLED MISS %s", r.Report())
+	default:
+		t.Logf("seed %d (%s), sampled as nobody: %s in %.1f s", r.Program.Seed, r.Program.Dominant().Kind.Name, r.SampledVerdict(), r.Sampled.Elapsed.Seconds())
+	}
 }
 
 // The full set (`make accuracy`): programs of seeds 1 to -accuracy.n, as
@@ -87,9 +106,9 @@ func TestAccuracyFull(t *testing.T) {
 		if time.Since(start) > *fullBudget {
 			break
 		}
-		r, log := m.run(t, seed)
+		r, log := m.run(t, seed, true)
 		results = append(results, r)
-		if !r.Right() || !r.Covers() {
+		if !r.Right() || !r.Covers() || !r.SampledRight() {
 			misses++
 			t.Logf("%s\nwhyslow said:\n%s", r.Report(), log)
 		}
@@ -103,7 +122,7 @@ func TestAccuracyFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	if misses > 0 {
-		t.Errorf("%d of %d programs missed or their path did not cover the wall time: see %s", misses, len(results), path)
+		t.Errorf("%d of %d programs missed (traced or sampled) or their path did not cover the wall time: see %s", misses, len(results), path)
 	}
 }
 

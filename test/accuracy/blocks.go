@@ -250,7 +250,7 @@ var kindCPUQuota = &Kind{
 	body: func(b *Block, env *Env) []string {
 		return lines("tid = str(threading.get_native_id())",
 			fmt.Sprintf("with open(%q, 'w') as f:\n    f.write(tid)", env.CPUCgroup+"/tasks"),
-			fmt.Sprintf("try:\n    busy(%.3f)\nfinally:\n    with open(%q, 'w') as f:\n        f.write(tid)", b.Seconds, env.CPURoot+"/tasks"))
+			fmt.Sprintf("try:\n    busy(%.3f)\nfinally:\n    with open(%q, 'w') as f:\n        f.write(tid)", b.Seconds, env.CPUHome+"/tasks"))
 	},
 }
 

@@ -19,12 +19,14 @@ type Env struct {
 	// limits (set for a program whose dominant block is dirty-throttle)
 	// begin to throttle it.
 	Freerun int64
-	// CPURoot is the v1 cpu hierarchy's root, CPUCgroup a cgroup in it
-	// with a quota: a thread moves itself in (its tid to tasks) for a
-	// cpu-quota block, and back to the root after.
-	CPURoot, CPUCgroup string
+	// CPUCgroup is a v1 cpu cgroup with a quota: a thread moves itself in
+	// (its tid to tasks) for a cpu-quota block, and to CPUHome, a cgroup
+	// beside it without one, after (not to the hierarchy's root: its tasks
+	// file is root's alone, and the sampled run is a user's).
+	CPUHome, CPUCgroup string
 	// MemCgroup is a v1 memory cgroup limited to MemLimit bytes: a memory
-	// block's child process moves itself in.
+	// block's child process moves itself in. The tests let any user write
+	// these cgroups' tasks (the sampled run runs the programs as nobody).
 	MemCgroup string
 	MemLimit  int64
 	// The slow servers (testdata/slow_servers.py) on 127.0.0.1 and a Unix

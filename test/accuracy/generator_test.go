@@ -13,7 +13,7 @@ func fakeEnv() *Env {
 	return &Env{
 		ReadFile: "/mnt/slow/read.bin", ReadSize: 64 * MiB, Scratch: "/mnt/slow/scratch",
 		ReadBPS: 16 * MiB, WriteBPS: 16 * MiB, Freerun: 6 * MiB,
-		CPURoot: "/sys/fs/cgroup/cpu", CPUCgroup: "/sys/fs/cgroup/cpu/whyslow-accuracy-1",
+		CPUHome: "/sys/fs/cgroup/cpu/whyslow-accuracy-1-home", CPUCgroup: "/sys/fs/cgroup/cpu/whyslow-accuracy-1",
 		MemCgroup: "/sys/fs/cgroup/memory/whyslow-accuracy-1", MemLimit: 16 * MiB,
 		TCPPort: 20001, UDPPort: 20002, UnixPath: "/tmp/whyslow-accuracy/slow.sock", Times: "/tmp/whyslow-accuracy/times",
 	}

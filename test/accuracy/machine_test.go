@@ -25,7 +25,6 @@ const (
 	memLimit = 16 * MiB
 	// The small dirty limits: a writer runs free up to their mean.
 	smallDirty, smallDirtyBackground = 8 * MiB, 4 * MiB
-	cpuRoot                          = "/sys/fs/cgroup/cpu"
 )
 
 type machine struct {
@@ -51,9 +50,9 @@ func newMachine(t *testing.T) *machine {
 	m.env = Env{
 		ReadFile: filepath.Join(d.Dir, "read.bin"), ReadSize: readSize,
 		ReadBPS: diskBPS, WriteBPS: diskBPS, Freerun: (smallDirty + smallDirtyBackground) / 2,
-		CPURoot:   cpuRoot,
-		CPUCgroup: v1Cgroup(t, "cpu", map[string]string{"cpu.cfs_period_us": "100000", "cpu.cfs_quota_us": "20000"}),
-		MemCgroup: v1Cgroup(t, "memory", map[string]string{"memory.limit_in_bytes": fmt.Sprint(memLimit)}),
+		CPUHome:   v1Cgroup(t, "cpu", "-home", nil),
+		CPUCgroup: v1Cgroup(t, "cpu", "", map[string]string{"cpu.cfs_period_us": "100000", "cpu.cfs_quota_us": "20000"}),
+		MemCgroup: v1Cgroup(t, "memory", "", map[string]string{"memory.limit_in_bytes": fmt.Sprint(memLimit)}),
 		MemLimit:  memLimit,
 	}
 	writeFile(t, m.env.ReadFile, readSize)
@@ -94,6 +93,7 @@ func (m *machine) prepare(t *testing.T, p *Program, env *Env) (done func()) {
 	if err := os.Mkdir(env.Scratch, 0o777); err != nil {
 		t.Fatal(err)
 	}
+	os.Chmod(env.Scratch, 0o777) // past the umask: the sampled run's programs are nobody's
 	evict(t, env.ReadFile)
 	if p.SmallDirty() {
 		m.dirty.set(t, smallDirty, smallDirtyBackground)
@@ -122,9 +122,11 @@ func evict(t *testing.T, path string) {
 
 // v1Cgroup makes a cgroup in controller's v1 hierarchy with these settings
 // (in their names' order: a quota after its period) and returns its
-// directory. It is removed with the test, anything left in it moved out
-// first. A machine without the controller skips, or fails in CI.
-func v1Cgroup(t *testing.T, controller string, settings map[string]string) string {
+// directory (whyslow-accuracy-PID and suffix). Any user may move its own
+// tasks into it (the sampled run's programs are nobody's). It is removed
+// with the test, anything left in it moved out first. A machine without the
+// controller skips, or fails in CI.
+func v1Cgroup(t *testing.T, controller, suffix string, settings map[string]string) string {
 	t.Helper()
 	mount := "/sys/fs/cgroup/" + controller
 	if _, err := os.Stat(mount + "/tasks"); err != nil {
@@ -133,7 +135,7 @@ func v1Cgroup(t *testing.T, controller string, settings map[string]string) strin
 		}
 		t.Skipf("no cgroup v1 %s controller at %s", controller, mount)
 	}
-	dir := fmt.Sprintf("%s/whyslow-accuracy-%d", mount, os.Getpid())
+	dir := fmt.Sprintf("%s/whyslow-accuracy-%d%s", mount, os.Getpid(), suffix)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -159,6 +161,11 @@ func v1Cgroup(t *testing.T, controller string, settings map[string]string) strin
 	for _, f := range names {
 		if err := os.WriteFile(filepath.Join(dir, f), []byte(settings[f]), 0o644); err != nil {
 			t.Fatalf("setting %s/%s: %v", dir, f, err)
+		}
+	}
+	for _, f := range []string{"tasks", "cgroup.procs"} {
+		if err := os.Chmod(filepath.Join(dir, f), 0o666); err != nil {
+			t.Fatal(err)
 		}
 	}
 	return dir

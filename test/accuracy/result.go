@@ -28,6 +28,35 @@ type Result struct {
 	// (for a block in a child, the child's).
 	Times   map[string]float64
 	Elapsed time.Duration // the whole run, whyslow's start and analysis included
+	// Sampled is the same program's run under the sampled capture, as
+	// nobody (nil when not run).
+	Sampled *SampledResult
+}
+
+// SampledResult is what `whyslow run --sampler proc` said of a program,
+// run as a user without capabilities.
+type SampledResult struct {
+	Failure      string
+	Got          string  // verdict.reason
+	Share, Error float64 // verdict.share and its 95% bound
+	Samples      int
+	Times        map[string]float64 // the blocks' seconds in this run
+	Elapsed      time.Duration
+}
+
+// SampledRight says whether the sampled capture named the dominant block's
+// reason.
+func (r *Result) SampledRight() bool {
+	return r.Sampled != nil && r.Sampled.Failure == "" && r.Sampled.Got == r.Program.Expected()
+}
+
+// SampledVerdict is the sampled capture's verdict in a line.
+func (r *Result) SampledVerdict() string {
+	s := r.Sampled
+	if s.Failure != "" {
+		return "no verdict: " + s.Failure
+	}
+	return fmt.Sprintf("%s %.0f%% ± %.0f%% (%d samples)", s.Got, 100*s.Share, 100*s.Error, s.Samples)
 }
 
 // Ranked is one of verdict.ranked.
@@ -110,6 +139,9 @@ func (r *Result) Report() string {
 	var w strings.Builder
 	fmt.Fprintf(&w, "seed %d: want %s, whyslow said %s\n", r.Program.Seed, r.Program.Expected(), r.Verdict())
 	fmt.Fprintf(&w, "  wall %.3f s, critical path %.3f s, lost events %d\n", r.WallS, r.PathS, r.Lost)
+	if r.Sampled != nil {
+		fmt.Fprintf(&w, "  sampled (--sampler proc, as nobody): %s\n", r.SampledVerdict())
+	}
 	fmt.Fprintf(&w, "  blocks measured/built: %s (built as intended: %v)\n", r.Measured(), r.Built())
 	fmt.Fprintf(&w, "  again, as root: %s\n", r.Reproduce())
 	fmt.Fprintf(&w, "the program:\n%s", r.Text)

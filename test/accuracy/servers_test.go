@@ -3,6 +3,7 @@ package accuracy
 import (
 	"bufio"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -16,7 +17,12 @@ import (
 // on that), killed if it has not within a few seconds.
 func startServers(t *testing.T, env *Env) {
 	t.Helper()
-	env.UnixPath = filepath.Join(t.TempDir(), "slow.sock")
+	dir := t.TempDir()
+	// The sampled run's programs are nobody's: they must reach the socket
+	// through its directory and write to it.
+	os.Chmod(dir, 0o755)
+	os.Chmod(filepath.Dir(dir), 0o755)
+	env.UnixPath = filepath.Join(dir, "slow.sock")
 	cmd := exec.Command(harness.Python(t), "testdata/slow_servers.py", env.UnixPath)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -55,5 +61,8 @@ func startServers(t *testing.T, env *Env) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the slow servers did not start in 10 s")
+	}
+	if err := os.Chmod(env.UnixPath, 0o777); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -76,7 +76,7 @@ type SampledThread struct {
 	TID      uint32                   `json:"tid"`
 	Comm     string                   `json:"comm"`
 	Samples  int                      `json:"samples"`
-	ByReason map[event.Reason]float64 `json:"by_reason"` // shares of its looks
+	ByReason map[event.Reason]float64 `json:"by_reason"` // shares of the time its looks stand for
 }
 
 // SampledObject is a file or peer the charged waits were on.
@@ -115,6 +115,7 @@ func SampledTime(s *source.Source) (*Sampled, error) {
 	defer rows.Close()
 	byReason := map[event.Reason]float64{}
 	threads := map[uint32]*SampledThread{}
+	weights := map[uint32]float64{} // by thread, the time its looks stand for
 	objects := map[[3]string]float64{}
 	procs := map[uint32]bool{}
 	for rows.Next() {
@@ -141,9 +142,18 @@ func SampledTime(s *source.Source) (*Sampled, error) {
 			th = &SampledThread{PID: l.pid, TID: l.tid, Comm: l.comm, ByReason: map[event.Reason]float64{}}
 			threads[l.tid] = th
 		}
+		// A look stands for the time since the thread's last one: a thread
+		// asleep for a while is looked at less often than every tick
+		// (procsample's backOff), and its look then stands for its whole
+		// interval, the same wait all along.
+		w := float64(l.interval)
+		if w == 0 && out.Hz > 0 {
+			w = 1e9 / float64(out.Hz)
+		}
 		th.Samples++
-		th.ByReason[event.ReasonCPU] += cpu
-		th.ByReason[r] += 1 - cpu
+		weights[l.tid] += w
+		th.ByReason[event.ReasonCPU] += cpu * w
+		th.ByReason[r] += (1 - cpu) * w
 		if !l.path {
 			continue
 		}
@@ -196,7 +206,7 @@ func SampledTime(s *source.Source) (*Sampled, error) {
 				delete(th.ByReason, r)
 				continue
 			}
-			th.ByReason[r] = k / float64(th.Samples)
+			th.ByReason[r] = k / weights[th.TID]
 		}
 		out.Threads = append(out.Threads, *th)
 	}
