@@ -30,6 +30,7 @@ type ProcSample struct {
 	// PollOnSockets: the process had network sockets, as classify.Input's.
 	PollOnSockets bool
 	// OnPath: this tick's wall time is charged to this thread: the target's
-	// main thread, or the child process it was waiting for.
+	// main thread, or the child process it was waiting for, or the thread
+	// of its process doing the most while it waits on a futex.
 	OnPath bool
 }

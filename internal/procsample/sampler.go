@@ -216,8 +216,9 @@ func (s *Sampler) Tick() (batch []event.Event, alive bool) {
 
 // markPath charges the tick's wall time to one thread: the target's main
 // thread, or, while it waits for a child, that child's main thread, and so
-// on down. /proc tells a parent's children; it does not tell which thread
-// or process ended any other wait, so the path stops there.
+// on down; while it waits on a futex, the thread of its process doing the
+// most (worker). /proc tells a parent's children; it does not tell which
+// thread or process ended any other wait, so the path stops there.
 func (s *Sampler) markPath(looks map[int][]*event.ProcSample) {
 	pid := s.o.PID
 	for depth := 0; depth < 64; depth++ {
@@ -230,6 +231,12 @@ func (s *Sampler) markPath(looks map[int][]*event.ProcSample) {
 		if main == nil {
 			return
 		}
+		if isFutexWait(main) {
+			if w := s.worker(pid, looks); w != nil {
+				w.OnPath = true
+				return
+			}
+		}
 		if main.State == 'R' || !isChildWait(main.Syscall) {
 			main.OnPath = true
 			return
@@ -241,6 +248,66 @@ func (s *Sampler) markPath(looks map[int][]*event.ProcSample) {
 		}
 		pid = child
 	}
+}
+
+// isFutexWait: a thread asleep on a futex, as a join, a lock or a
+// condition waits.
+func isFutexWait(sm *event.ProcSample) bool { return sm.State == 'S' && sm.Syscall == unix.SYS_FUTEX }
+
+// worker is the thread of process pid that a main thread asleep on a
+// futex (a join, a lock) waits for, as near as /proc tells: /proc does not
+// say which thread will end the wait, so the path goes to the one doing
+// the most: on a CPU or runnable first, then in an uninterruptible wait,
+// then in any other wait but a futex's, the lowest thread id of the best.
+// A thread looked at less often (asleep half a second) has its last look
+// stand for this tick. None: the main thread's own wait (a lock no thread
+// of its process works towards). Without it, a program whose work was in a
+// thread read as waiting on a lock (ACCURACY.md: 0 of 93).
+func (s *Sampler) worker(pid int, looks map[int][]*event.ProcSample) *event.ProcSample {
+	rank := func(sm *event.ProcSample) int {
+		switch {
+		case sm.State == 'R':
+			return 3
+		case sm.State == 'D':
+			return 2
+		case !isFutexWait(sm) && sm.State == 'S':
+			return 1
+		}
+		return 0
+	}
+	better := func(a, b *event.ProcSample) bool {
+		return b == nil || rank(a) > rank(b) || rank(a) == rank(b) && a.TID < b.TID
+	}
+	var best *event.ProcSample
+	looked := map[uint32]bool{}
+	for _, sm := range looks[pid] {
+		looked[sm.TID] = true
+		if int(sm.TID) != pid && rank(sm) > 0 && better(sm, best) {
+			best = sm
+		}
+	}
+	if best != nil {
+		return best
+	}
+	p := s.procs[pid]
+	if p == nil {
+		return nil
+	}
+	var last *task
+	for tid, t := range p.tasks {
+		if tid == pid || looked[uint32(tid)] || t.look == nil || rank(t.look) == 0 {
+			continue
+		}
+		if last == nil || better(t.look, last.look) {
+			last = t
+		}
+	}
+	if last == nil {
+		return nil
+	}
+	sm := s.again(p, last)
+	looks[pid] = append(looks[pid], sm)
+	return sm
 }
 
 // childOf is the child process of pid a wait for a child waits on: the

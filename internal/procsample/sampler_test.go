@@ -57,6 +57,10 @@ func TestSamplerSeesWhatAProgramDoes(t *testing.T) {
 		{"a sleep", []string{"sleep", "5"}, event.ReasonSleep},
 		{"a shell waiting for its child's sleep", []string{"sh", "-c", "sleep 5; true"}, event.ReasonSleep},
 		{"a pipeline: its last command, reading a pipe", []string{"sh", "-c", "sleep 5 | cat"}, event.ReasonIPC},
+		// The main thread joins (a futex wait): the path goes to the thread
+		// doing the work, not "lock".
+		{"a thread's CPU loop, joined", []string{python3(t), "-c", joinedThread("while time.monotonic() < end: pass")}, event.ReasonCPU},
+		{"a thread's sleep, joined", []string{python3(t), "-c", joinedThread("time.sleep(5)")}, event.ReasonSleep},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			shares, st := sample(t, 600*time.Millisecond, tc.argv...)
@@ -152,4 +156,20 @@ time.sleep(10)
 	if spinning < 5 {
 		t.Errorf("%d looks at it spinning in its last second", spinning)
 	}
+}
+
+// joinedThread is a Python program whose main thread joins one thread
+// that runs body for about 5 s.
+func joinedThread(body string) string {
+	return "import threading, time\nend = time.monotonic() + 5\ndef work():\n    " + body +
+		"\nt = threading.Thread(target=work)\nt.start()\nt.join()\n"
+}
+
+func python3(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is needed")
+	}
+	return p
 }
