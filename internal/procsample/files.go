@@ -79,7 +79,7 @@ func describeLink(link, fdPath string, sock func(ino uint64) (fileOf, bool)) fil
 		}
 		return fileOf{kind: event.KindSocketOther}
 	case strings.HasPrefix(link, "pipe:["):
-		return fileOf{kind: event.KindPipe, object: "pipe"}
+		return fileOf{kind: event.KindPipe, object: link} // its inode: whose other end (Sampler.pipeWriter)
 	case strings.HasPrefix(link, "anon_inode:"):
 		return fileOf{kind: event.KindAnon, object: strings.TrimPrefix(link, "anon_inode:")}
 	case strings.HasPrefix(link, "/"):

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/whyslow/whyslow/internal/classify"
@@ -237,6 +238,12 @@ func (s *Sampler) markPath(looks map[int][]*event.ProcSample) {
 				return
 			}
 		}
+		if main.State == 'S' && main.FileKind == event.KindPipe && strings.HasPrefix(main.Object, "pipe:[") {
+			if other := s.pipeWriter(pid, main.Object, looks); other != 0 {
+				pid = other // what it reads, another process of the target writes
+				continue
+			}
+		}
 		if main.State == 'R' || !isChildWait(main.Syscall) {
 			main.OnPath = true
 			return
@@ -248,6 +255,34 @@ func (s *Sampler) markPath(looks map[int][]*event.ProcSample) {
 		}
 		pid = child
 	}
+}
+
+// pipeWriter is another process of the target holding pipe (its fd
+// link, "pipe:[INO]"): the one a read of it waits for, as a pipeline's last
+// command waits for the one before it; the lowest pid of those, 0 none.
+// Read only while the path waits on a pipe: a walk of each process's fd
+// table.
+func (s *Sampler) pipeWriter(reader int, pipe string, looks map[int][]*event.ProcSample) int {
+	var pids []int
+	for pid := range s.procs {
+		if pid != reader && len(looks[pid]) > 0 {
+			pids = append(pids, pid)
+		}
+	}
+	sort.Ints(pids)
+	for _, pid := range pids {
+		dir := filepath.Join(s.o.Root, "proc", strconv.Itoa(pid), "fd")
+		fds, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			if link, err := os.Readlink(filepath.Join(dir, fd.Name())); err == nil && link == pipe {
+				return pid
+			}
+		}
+	}
+	return 0
 }
 
 // isFutexWait: a thread asleep on a futex, as a join, a lock or a

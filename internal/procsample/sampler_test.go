@@ -56,7 +56,9 @@ func TestSamplerSeesWhatAProgramDoes(t *testing.T) {
 		{"a CPU loop", []string{"sh", "-c", "while :; do :; done"}, event.ReasonCPU},
 		{"a sleep", []string{"sleep", "5"}, event.ReasonSleep},
 		{"a shell waiting for its child's sleep", []string{"sh", "-c", "sleep 5; true"}, event.ReasonSleep},
-		{"a pipeline: its last command, reading a pipe", []string{"sh", "-c", "sleep 5 | cat"}, event.ReasonIPC},
+		// Its last command reads a pipe the one before it writes: the path
+		// goes to that one, as the traced critical path does.
+		{"a pipeline: its last command, reading a pipe", []string{"sh", "-c", "sleep 5 | cat"}, event.ReasonSleep},
 		// The main thread joins (a futex wait): the path goes to the thread
 		// doing the work, not "lock".
 		{"a thread's CPU loop, joined", []string{python3(t), "-c", joinedThread("while time.monotonic() < end: pass")}, event.ReasonCPU},
