@@ -46,10 +46,7 @@ func (e *Engine) drain(final bool) []event.Event {
 		if cv.Pid == 0 {
 			return
 		}
-		if d := e.cpuSeen.lifeBefore(*tid, cv.Life, cv.LifeBase); d > 0 && cv.BeforePid != 0 {
-			// the tid's last life, which died since the last pass
-			out = append(out, &event.CPUTime{Header: event.Header{Time: now, PID: cv.BeforePid, TID: *tid, Comm: dec.comm(cv.BeforeComm)}, OnCPU: d})
-		}
+		out = e.reportLifeBefore(out, dec, *tid, cv, now)
 		total := cv.OncpuNs
 		if cv.OnSince != 0 && now > cv.OnSince {
 			total = runningTotal(cv, *tid, now)
@@ -70,7 +67,7 @@ func (e *Engine) drain(final bool) []event.Event {
 			out = e.takeOut(out, dec, tid, now, diedSlot)
 		}
 		for _, x := range due {
-			out = e.takeOut(out, dec, x.tid, x.at, lifeBefore(x.at))
+			out = e.takeOut(out, dec, x.tid, x.at, lifeEndedBefore(x.at))
 		}
 	}
 
@@ -123,9 +120,7 @@ func (e *Engine) takeOut(out []event.Event, dec *decoder, tid uint32, at uint64,
 		return out
 	}
 	cv := &slot.Cpu
-	if d := e.cpuSeen.lifeBefore(tid, cv.Life, cv.LifeBase); d > 0 && cv.BeforePid != 0 {
-		out = append(out, &event.CPUTime{Header: event.Header{Time: at, PID: cv.BeforePid, TID: tid, Comm: dec.comm(cv.BeforeComm)}, OnCPU: d})
-	}
+	out = e.reportLifeBefore(out, dec, tid, cv, at)
 	total := cv.OncpuNs
 	if cv.OnSince != 0 && at > cv.OnSince { // its dying switch was not seen
 		total += at - cv.OnSince
@@ -137,15 +132,24 @@ func (e *Engine) takeOut(out []event.Event, dec *decoder, tid uint32, at uint64,
 	return out
 }
 
+// reportLifeBefore reports, as its own, what the life before the one slot cv
+// holds ran and was not reported: a tid that came round again within a pass.
+func (e *Engine) reportLifeBefore(out []event.Event, dec *decoder, tid uint32, cv *whyslowCpuVal, at uint64) []event.Event {
+	if d := e.cpuSeen.lifeBefore(tid, cv.Life, cv.LifeBase); d > 0 && cv.BeforePid != 0 {
+		out = append(out, &event.CPUTime{Header: event.Header{Time: at, PID: cv.BeforePid, TID: tid, Comm: dec.comm(cv.BeforeComm)}, OnCPU: d})
+	}
+	return out
+}
+
 // diedSlot: the slot's thread died (its dying switch was seen), and no
 // new life has taken its tid since.
 func diedSlot(s *whyslowWaitSlot) bool { return s.Cpu.Gone != 0 && s.W.Ts == 0 && s.Run.Waits == 0 }
 
-// lifeBefore: the slot counts a life that began before at (the exit of the
+// lifeEndedBefore: the slot counts a life that began before at (the exit of the
 // thread whose tid it is; its dying switch was not seen) and holds no wait
 // open or short waits unsent; a life begun since is a new thread's. A slot
 // that never counted a target's time is not the dead thread's.
-func lifeBefore(at uint64) func(*whyslowWaitSlot) bool {
+func lifeEndedBefore(at uint64) func(*whyslowWaitSlot) bool {
 	return func(s *whyslowWaitSlot) bool {
 		return s.W.Ts == 0 && s.Run.Waits == 0 && s.Cpu.Pid != 0 && s.Cpu.Life < at
 	}

@@ -104,27 +104,10 @@ func foldable(segs []explain.PathSegment, total float64, v verdict) [][]explain.
 	return out
 }
 
-// foldedName names folded segments by their reasons, the longest first:
-// "cpu, runqueue (5 segments)".
-func foldedName(run []explain.PathSegment) string {
-	by := map[string]float64{}
-	var order []string
-	for _, s := range run {
-		if _, ok := by[s.Reason]; !ok {
-			order = append(order, s.Reason)
-		}
-		by[s.Reason] += s.DurS
-	}
-	slices.SortStableFunc(order, func(a, b string) int { return cmp.Compare(by[b], by[a]) })
-	return fmt.Sprintf("%s (%d segments)", strings.Join(order, ", "), len(run))
-}
-
-// foldedAttrs keep each reason's time of folded segments: whyslow.reason
-// the longest's, whyslow.folded.REASON_s each one's seconds.
-func foldedAttrs(run []explain.PathSegment, total float64) []*commonpb.KeyValue {
-	by := map[string]float64{}
-	var sum float64
-	var order []string
+// foldedReasons are folded segments' reasons, the longest first, their
+// seconds each, and all of them.
+func foldedReasons(run []explain.PathSegment) (order []string, by map[string]float64, sum float64) {
+	by = map[string]float64{}
 	for _, s := range run {
 		if _, ok := by[s.Reason]; !ok {
 			order = append(order, s.Reason)
@@ -133,6 +116,20 @@ func foldedAttrs(run []explain.PathSegment, total float64) []*commonpb.KeyValue 
 		sum += s.DurS
 	}
 	slices.SortStableFunc(order, func(a, b string) int { return cmp.Compare(by[b], by[a]) })
+	return order, by, sum
+}
+
+// foldedName names folded segments by their reasons, the longest first:
+// "cpu, runqueue (5 segments)".
+func foldedName(run []explain.PathSegment) string {
+	order, _, _ := foldedReasons(run)
+	return fmt.Sprintf("%s (%d segments)", strings.Join(order, ", "), len(run))
+}
+
+// foldedAttrs keep each reason's time of folded segments: whyslow.reason
+// the longest's, whyslow.folded.REASON_s each one's seconds.
+func foldedAttrs(run []explain.PathSegment, total float64) []*commonpb.KeyValue {
+	order, by, sum := foldedReasons(run)
 	s := run[0]
 	a := []*commonpb.KeyValue{str("whyslow.reason", order[0]), f64("whyslow.share", sum/total),
 		i64("process.pid", int64(s.PID)), i64("thread.id", int64(s.TID)), str("thread.name", s.Comm),
