@@ -55,10 +55,13 @@ type LabelStats struct {
 // Entry is one request: from its first bytes' arrival (or, where
 // that is unknown, the server's read of them) to the last bytes it wrote back.
 type Entry struct {
-	PID   uint32 `json:"pid"`
-	TID   uint32 `json:"tid"` // the thread that answered
-	Comm  string `json:"comm"`
-	Peer  string `json:"peer"`
+	PID  uint32 `json:"pid"`
+	TID  uint32 `json:"tid"` // the thread that answered
+	Comm string `json:"comm"`
+	Peer string `json:"peer"`
+	// Local is the server's own end of the connection: ip:port, a unix
+	// socket's path ("" unknown).
+	Local string `json:"local,omitempty"`
 	Label string `json:"label"`
 	// Protocol is what the server spoke, as whyslow framed or labelled
 	// the request: http, fastcgi, mysql, postgres, redis; "" unknown.
@@ -138,7 +141,7 @@ type socketCall struct {
 	name, class string
 	ret         int64
 	blocked     bool
-	peer        string
+	peer, local string
 }
 
 // ErrNoSocketCalls is a recording made without the socket calls requests

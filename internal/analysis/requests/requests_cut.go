@@ -160,7 +160,7 @@ func cutMessages(conn []socketCall, bytesOf map[labelKey]firstBytes, p *protocol
 func newRequest(read socketCall) *request {
 	r := &request{firstRead: read.ts}
 	r.TID, r.Comm = read.tid, read.comm
-	r.conn, r.PID, r.Peer = read.conn, read.conn.pid, read.peer
+	r.conn, r.PID, r.Peer, r.Local = read.conn, read.conn.pid, read.peer, read.local
 	r.begin = read.ts + read.dur // the bytes were there when the read returned
 	r.read = r.begin
 	return r

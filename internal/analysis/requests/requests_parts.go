@@ -61,7 +61,7 @@ func (s recording) socketCalls(pids []uint32) ([]socketCall, error) {
 	for rows.Next() {
 		var c socketCall
 		if err := rows.Scan(&c.conn.pid, &c.conn.dev, &c.conn.ino, &c.conn.gen, &c.tid, &c.comm, &c.ts, &c.dur,
-			&c.name, &c.class, &c.ret, &c.blocked, &c.peer); err != nil {
+			&c.name, &c.class, &c.ret, &c.blocked, &c.peer, &c.local); err != nil {
 			return nil, err
 		}
 		out = append(out, c)

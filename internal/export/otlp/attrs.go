@@ -28,23 +28,46 @@ func boolean(k string, v bool) *commonpb.KeyValue {
 // requestAttrs are a server span's attributes in OpenTelemetry's semantic
 // conventions: the request by its protocol (the cut's, never parsed back
 // from its label): HTTP's (FastCGI's too: a web server's request) method
-// and path, a database's system and operation; the client's address, the
-// process and thread that answered.
+// and path, a database's system and operation; the client's address (the
+// connection's peer: whyslow sees no proxy's forwarding headers, so
+// client.* and network.peer.* are the same), the server's port, the process
+// and thread that answered.
 func requestAttrs(r *requests.Entry, host string) []*commonpb.KeyValue {
 	a := []*commonpb.KeyValue{str("server.address", host),
 		i64("process.pid", int64(r.PID)), str("process.executable.name", r.Comm),
 		i64("thread.id", int64(r.TID)), str("thread.name", r.Comm),
 		i64("whyslow.bytes_in", int64(r.BytesIn)), i64("whyslow.bytes_out", int64(r.BytesOut))}
 	a = append(a, protocolAttrs(r.Protocol, r.Label)...)
-	if r.Peer != "" {
-		if h, p, err := net.SplitHostPort(r.Peer); err == nil {
-			a = append(a, str("network.peer.address", h))
-			if n, err := strconv.Atoi(p); err == nil {
-				a = append(a, i64("network.peer.port", int64(n)))
-			}
-		} else {
-			a = append(a, str("network.peer.address", r.Peer))
+	if _, port := address(r.Local); port != 0 {
+		a = append(a, i64("server.port", port))
+	}
+	if h, port := address(r.Peer); h != "" {
+		a = append(a, str("client.address", h), str("network.peer.address", h))
+		if port != 0 {
+			a = append(a, i64("client.port", port), i64("network.peer.port", port))
 		}
+	}
+	return a
+}
+
+// address splits a socket's address, ip:port or a unix socket's path, into
+// the semantic conventions' address and port (0: none).
+func address(addr string) (string, int64) {
+	if h, p, err := net.SplitHostPort(addr); err == nil {
+		if n, err := strconv.Atoi(p); err == nil {
+			return h, int64(n)
+		}
+	}
+	return addr, 0
+}
+
+// serverAddrs are a client span's server.address and server.port: the
+// upstream's address.
+func serverAddrs(addr string) []*commonpb.KeyValue {
+	h, port := address(addr)
+	a := []*commonpb.KeyValue{str("server.address", h)}
+	if port != 0 {
+		a = append(a, i64("server.port", port))
 	}
 	return a
 }

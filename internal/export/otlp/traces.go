@@ -109,7 +109,7 @@ func (t *Traces) AddRequest(r *requests.Entry) {
 	if u := r.Upstream; u != nil {
 		first, last := u.Mono()
 		name := "upstream " + u.Peer
-		hattrs := []*commonpb.KeyValue{str("server.address", u.Peer), f64("whyslow.share", u.DurationS/total)}
+		hattrs := append(serverAddrs(u.Peer), f64("whyslow.share", u.DurationS/total))
 		if u.PID != 0 {
 			name = fmt.Sprintf("%s (pid %d)", u.Comm, u.PID)
 			hattrs = append(hattrs, i64("process.pid", int64(u.PID)), str("process.executable.name", u.Comm))

@@ -104,8 +104,14 @@ func TestRequestTraces(t *testing.T) {
 	if p := attr(vote, "url.path"); p == nil || p.GetStringValue() != "/vote/linux" {
 		t.Errorf("url.path %v", p)
 	}
-	if a := attr(vote, "network.peer.address"); a == nil || a.GetStringValue() != "10.0.0.7" {
-		t.Errorf("network.peer.address %v", a)
+	// The story's client is 10.0.0.7 on a port of its own, its server 10.0.0.2:8080.
+	for _, k := range []string{"network.peer.address", "client.address"} {
+		if a := attr(vote, k); a == nil || a.GetStringValue() != "10.0.0.7" {
+			t.Errorf("%s %v", k, a)
+		}
+	}
+	if p, c := attr(vote, "server.port"), attr(vote, "client.port"); p.GetIntValue() != 8080 || c.GetIntValue() < 41000 || c.GetIntValue() > 41000+0xffff {
+		t.Errorf("server.port %v, client.port %v", p, c)
 	}
 	if s := attr(vote, "whyslow.trace_id.source"); s == nil || s.GetStringValue() != "whyslow" {
 		t.Errorf("whyslow.trace_id.source %v", s)

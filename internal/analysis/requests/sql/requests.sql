@@ -7,9 +7,9 @@
 -- time order.
 -- Parameters: $pids (UINTEGER[]): the target's processes.
 -- Columns: pid, dev, ino, gen (the connection), tid, comm, ts, dur, name,
--- class, ret, blocked, peer ('' unknown).
+-- class, ret, blocked, peer, local (the connection's addresses; '' unknown).
 SELECT s.pid, s.dev, s.ino, s.gen, s.tid, coalesce(s.comm, ''), s.ts, s.dur, s.name, s.class, s.ret, s.blocked,
-  coalesce(f.peer, '')
+  coalesce(f.peer, ''), coalesce(f.local, '')
 FROM syscalls s LEFT JOIN file_names f USING (dev, ino, gen)
 WHERE s.pid IN (SELECT unnest($pids::UINTEGER[])) AND s.fkind IN ('socket', 'unix')
 ORDER BY s.pid, s.dev, s.ino, s.gen, s.ts;
