@@ -19,7 +19,7 @@ CLI        := github.com/whyslow/whyslow/internal/cli
 LDFLAGS := -X $(CLI).Version=$(VERSION) -X $(CLI).Commit=$(COMMIT) -X $(CLI).BuildDate=$(BUILD_DATE) \
 	-extldflags=-Wl,--exclude-libs,ALL
 
-.PHONY: all deps jaeger build dist generate vmlinux check-generated check-mod check-fmt check test demo bench fuzz accuracy clean
+.PHONY: all deps jaeger otelcol build dist generate vmlinux check-generated check-mod check-fmt check test demo bench fuzz accuracy clean
 
 all: build
 
@@ -81,6 +81,8 @@ check-mod:
 		echo "go.mod/go.sum are not tidy: run 'go mod tidy' and commit" >&2; exit 1; }
 	@cd packaging/pack && $(GO) mod tidy -diff >/dev/null || { \
 		echo "packaging/pack/go.mod/go.sum are not tidy: run 'go mod tidy' there and commit" >&2; exit 1; }
+	@cd scripts/otelcol && $(GO) mod tidy -diff >/dev/null || { \
+		echo "scripts/otelcol/go.mod/go.sum are not tidy: run 'go mod tidy' there and commit" >&2; exit 1; }
 
 # Fails when a Go file is not as gofmt writes it.
 check-fmt:
@@ -97,10 +99,15 @@ check: check-fmt check-mod
 	$(GO) vet ./...
 	$(GO) test -short -count=1 ./...
 
-# Jaeger, for the OTLP tests: built in the background when missing (minutes
-# on a new machine); the tests wait for it (scripts/jaeger.sh).
+# The OTLP tests' receivers, built in the background when missing (minutes
+# on a new machine); the tests wait for them: Jaeger (scripts/jaeger.sh) and
+# the OpenTelemetry Collector (scripts/otelcol.sh, from scripts/otelcol).
 jaeger:
 	@./scripts/jaeger.sh
+	@./scripts/otelcol.sh
+
+otelcol:
+	@./scripts/otelcol.sh
 
 # -p 1: tests that change machine-wide state (dirty limits, throttles, loop
 # devices) must not run at the same time as each other. The digest of the BPF
