@@ -40,18 +40,7 @@ func startJaeger(t *testing.T) *jaeger {
 	t.Helper()
 	path, err := exec.LookPath("jaeger")
 	if err != nil {
-		gopath, _ := exec.Command("go", "env", "GOPATH").Output()
-		path = filepath.Join(strings.TrimSpace(string(gopath)), "bin", "jaeger")
-		// make test builds it in the background (scripts/jaeger.sh),
-		// holding its lock: wait for the build to end
-		if _, err := os.Stat(path + ".lock"); err == nil {
-			if out, err := exec.Command("timeout", "30m", "flock", path+".lock", "true").CombinedOutput(); err != nil {
-				t.Fatalf("waiting for jaeger's build: %v %s", err, out)
-			}
-		}
-		if _, err := os.Stat(path); err != nil {
-			t.Fatalf("jaeger is needed (make test builds it: scripts/jaeger.sh; its build's log: %s.log)", path)
-		}
+		path = builtInBackground(t, "jaeger", "scripts/jaeger.sh")
 	}
 	otlpPort, otlpGRPCPort, queryPort, grpcPort := freePort(t), freePort(t), freePort(t), freePort(t)
 	conf := fmt.Sprintf(`service:
@@ -98,6 +87,24 @@ exporters:
 	waitPort(t, otlpGRPCPort)
 	return &jaeger{otlp: fmt.Sprintf("http://127.0.0.1:%d", otlpPort), grpc: fmt.Sprintf("http://127.0.0.1:%d", otlpGRPCPort),
 		query: fmt.Sprintf("http://127.0.0.1:%d", queryPort), cmd: cmd}
+}
+
+// builtInBackground is the program that make test builds in the background
+// into GOPATH's bin, holding NAME.lock (script): it waits for the build to
+// end, and fails if there is none.
+func builtInBackground(t *testing.T, name, script string) string {
+	t.Helper()
+	gopath, _ := exec.Command("go", "env", "GOPATH").Output()
+	path := filepath.Join(strings.TrimSpace(string(gopath)), "bin", name)
+	if _, err := os.Stat(path + ".lock"); err == nil {
+		if out, err := exec.Command("timeout", "30m", "flock", path+".lock", "true").CombinedOutput(); err != nil {
+			t.Fatalf("waiting for %s's build: %v %s", name, err, out)
+		}
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("%s is needed (make test builds it: %s; its build's log: %s.log)", name, script, path)
+	}
+	return path
 }
 
 // jaegerSpan is a span as Jaeger's query API gives it: times in µs.
