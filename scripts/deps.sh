@@ -56,4 +56,15 @@ if ! python3 -c 'from perfetto.protos.perfetto.trace import perfetto_trace_pb2' 
 	python3 -m pip install -q perfetto 2>/dev/null ||
 		python3 -m pip install -q --break-system-packages perfetto
 fi
+# OpenTelemetry's Python SDK, for the application whose trace whyslow's spans
+# join (test/scenarios, TestOTLPJoinsAppTrace): pinned, in a directory of its
+# own (the test puts it on PYTHONPATH), off the interpreter's packages
+otel_py="${XDG_CACHE_HOME:-$HOME/.cache}/whyslow/otel-python"
+otel_spec="opentelemetry-sdk==1.45.2 opentelemetry-exporter-otlp-proto-http==1.45.2"
+if [ "$(cat "$otel_py/.spec" 2>/dev/null)" != "$otel_spec" ]; then
+	echo "installing: $otel_spec (PyPI, into $otel_py)" >&2
+	rm -rf "$otel_py"
+	python3 -m pip install -q --disable-pip-version-check --target "$otel_py" $otel_spec
+	echo "$otel_spec" > "$otel_py/.spec"
+fi
 have go || { echo "deps: the Go toolchain is needed (go 1.26)" >&2; exit 1; }

@@ -176,6 +176,19 @@ func (c *collector) servers(t *testing.T, service string, n int) (servers, all [
 	return servers, all
 }
 
+// startNginxFPMSessions is startNginxFPM with the sessions in a temporary
+// directory where the workers (nobody) can write them.
+func startNginxFPMSessions(t *testing.T) *webStack {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "whyslow-sessions-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	return startNginxFPM(t, filepath.Join(dir, "sessions"))
+}
+
 // checkResource: a span's resource is its process's (issue 53, item 1).
 func checkResource(t *testing.T, s otlpSpan, service string, pid uint32, host string) {
 	t.Helper()
@@ -199,14 +212,7 @@ func TestOTLPCollector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The sessions where the workers (nobody) can write them.
-	sessions, err := os.MkdirTemp("", "whyslow-otelcol-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(sessions) })
-	os.Chmod(sessions, 0o755)
-	web := startNginxFPM(t, filepath.Join(sessions, "sessions"))
+	web := startNginxFPMSessions(t)
 	serverPort := web.url[strings.LastIndex(web.url, ":")+1 : strings.LastIndex(web.url, "/")]
 
 	stop := recordRequests(t, "record", "-p", strconv.Itoa(web.nginxPID))
