@@ -90,4 +90,72 @@ static __always_inline __u64 queued_since(struct task_struct *t, struct waker *w
 	return q < off ? q : off;
 }
 
+/* ---- when a sleeper went to sleep, from the kernel's stamps ----
+ *
+ * A task outside the capture is not stamped at its switches (no clock read,
+ * no storage: most switches of a busy machine are theirs). When one is
+ * woken, the scheduler still knows when its wait began: it last came onto
+ * a CPU at sched_info.last_arrival (the run queue's clock), and ran from
+ * then for as long as its CPU time grew since it was picked
+ * (se.sum_exec_runtime - se.prev_sum_exec_runtime, both of the fair class;
+ * a real-time task's wait counts from its arrival). Only the wakeup reads
+ * them; se.prev_sum_exec_runtime is written again once it is picked. */
+
+/* The current CPU's run-queue clock, through the running task's cfs_rq (a
+ * per-CPU variable's address is no ksym cilium/ebpf resolves): as of its
+ * last update, at most a tick behind while a task runs on it. */
+static __always_inline __u64 this_rq_clock(void)
+{
+	return rq_clock_of(bpf_get_current_task_btf());
+}
+
+/* When sleeping task t's wait began, in the run queue's clock; 0 unknown. */
+static __always_inline __u64 sleep_began(struct task_struct *t)
+{
+	if (!kernel_stamps())
+		return 0;
+	struct task_struct *p = CAST(struct task_struct, t);
+	__u64 arrived = p->sched_info.last_arrival;
+	if (!arrived || p->prio < 100 /* real-time or deadline: no prev_sum_exec_runtime */)
+		return arrived;
+	__u64 ran = p->se.sum_exec_runtime - p->se.prev_sum_exec_runtime;
+	return ran < 10000000000ULL ? arrived + ran : arrived;
+}
+
+/* CLOCK_MONOTONIC less the run queue's clock: both count the same
+ * nanoseconds (sched_clock and the clocksource), apart by a constant that
+ * NTP's corrections move by microseconds a second. Measured where both are
+ * read, it is never below the truth (the run queue's clock may be behind),
+ * so the least measure of the last second or two is kept. Racing CPUs may
+ * lose a measure; another comes. */
+__u64 rq_offset_least[2] = {};
+__u64 rq_offset_epoch[2] = {};
+#define RQ_EPOCH_SHIFT 30
+
+static __always_inline void note_rq_offset(__u64 now, __u64 rq_clock)
+{
+	if (!rq_clock || rq_clock > now)
+		return;
+	__u64 off = now - rq_clock, epoch = now >> RQ_EPOCH_SHIFT;
+	__u32 i = epoch & 1;
+	if (rq_offset_epoch[i] != epoch) {
+		rq_offset_epoch[i] = epoch;
+		rq_offset_least[i] = off;
+	} else if (off < rq_offset_least[i]) {
+		rq_offset_least[i] = off;
+	}
+}
+
+/* The run-queue clock's time rq as CLOCK_MONOTONIC, at now (when the
+ * offset was last measured, or now's own pair if never). */
+static __always_inline __u64 mono_of_rq(__u64 rq, __u64 now, __u64 rq_now)
+{
+	__u64 epoch = now >> RQ_EPOCH_SHIFT, off = now - rq_now;
+	for (int i = 0; i < 2; i++) {
+		if ((rq_offset_epoch[i] == epoch || rq_offset_epoch[i] + 1 == epoch) && rq_offset_least[i] < off)
+			off = rq_offset_least[i];
+	}
+	return rq + off;
+}
+
 #endif

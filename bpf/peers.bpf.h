@@ -19,19 +19,20 @@
 /* Off on a system-wide capture, where every process is a target. */
 const volatile bool follow_peers = false;
 
-/* A user task's last waits, kept by the task itself at every switch: when it
- * becomes a peer by waking a target, the waits that led to the wakeup (a
- * lock holder's sleep before it committed) are sent then. The end of a wait
- * is written at its wakeup, which needs the woken task's storage: tp_btf
- * only (raw_tp's task pointers are not trusted), so under raw_tp a new
- * peer's history is not sent. */
+/* A user task's last long waits (a millisecond or more), noted at their
+ * wakeups: when it becomes a peer by waking a target, the waits that led to
+ * the wakeup (a lock holder's sleep before it committed) are sent then.
+ * Nothing is noted at its switches: when a wait began is the kernel's own
+ * stamp, read at the wakeup (clock.bpf.h, sleep_began), and a short wait
+ * costs its wakeup a few loads. The history lives in the woken task's
+ * storage: tp_btf only (raw_tp's task pointers are not trusted), so under
+ * raw_tp a new peer's history is not sent. */
 #define RECENT_WAITS 4
 #define RECENT_JOIN_NS 1000000ULL
 #define PF_KTHREAD 0x00200000
 struct recent_wait {
 	__u64 start;
-	__u64 end;       /* 0: still waiting, or its end was not seen */
-	__u64 last_out;  /* when it last went off CPU in it: a joined wait's latest piece */
+	__u64 end;       /* its wakeup */
 	__s32 syscall;
 	__u32 state;
 	__s32 fd;        /* the call's fd, -1 if none */
@@ -76,41 +77,6 @@ static __always_inline __s32 first_fd(long nr, struct pt_regs *regs)
 	return (__s32)regs->di;
 }
 
-/* The current task (prev, not a target or peer) goes off CPU: note the wait. */
-__noinline int note_recent(__u32 state, __u64 now)
-{
-	struct task_struct *cur = bpf_get_current_task_btf();
-	struct recent *r = bpf_task_storage_get(&recent, cur, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!r)
-		return 0;
-	struct pt_regs *regs = CAST(struct pt_regs, bpf_task_pt_regs(cur));
-	long nr = regs->orig_ax;
-	/* One call waits many times (an fsync a dozen): its waits, a moment
-	 * apart, are kept as one, so that the history reaches further back.
-	 * A wait its timer ended is not joined: its call returned (a poll timed
-	 * out, a sleep ended), and the next one, though the same syscall, is
-	 * another wait (PostgreSQL's pg_sleep, then a wait for the client). */
-	struct recent_wait *last = &r->w[(r->next - 1) & (RECENT_WAITS - 1)];
-	if (last->syscall == nr && last->end && now - last->end < RECENT_JOIN_NS && last->waker_nr != WAKER_TIMER) {
-		last->end = 0;
-		last->last_out = now;
-		return 0;
-	}
-	__u32 i = r->next & (RECENT_WAITS - 1);
-	struct recent_wait *w = &r->w[i];
-	w->start = now;
-	w->end = 0;
-	w->last_out = now;
-	w->state = state;
-	w->syscall = nr;
-	w->fd = first_fd(w->syscall, regs);
-	w->waker_pid = 0;
-	w->waker_tid = 0;
-	w->waker_nr = -1;
-	r->next = i + 1;
-	return 0;
-}
-
 /* When capture began (CLOCK_MONOTONIC), set by user space before load. */
 const volatile __u64 capture_start_ns = 0;
 
@@ -124,34 +90,19 @@ static __always_inline __u32 waiting_state(struct task_struct *t)
 	return st ? state_char(false, st) : '?';
 }
 
-/* Task t (tp_btf: trusted), a user task, is switched in or woken at now: its
- * last noted wait, if still open. A task with no history is in a wait begun
- * before capture (a lock holder asleep since before whyslow started): noted
- * as waiting since capture began, in the syscall its registers still hold,
- * in the state it sleeps in when its wakeup is seen. One that was preempted
- * in user mode is in no syscall, and no wait. */
-static __always_inline struct recent_wait *open_recent(struct task_struct *t, __u64 now)
+/* When sleeping task t's wait began, as CLOCK_MONOTONIC at now (rq_now: the
+ * current CPU's run-queue clock), no earlier than capture: a wait begun
+ * before it is noted as waiting since capture began, as user space notes a
+ * target's. 0: the kernel keeps no stamps. */
+static __always_inline __u64 wait_began(struct task_struct *t, __u64 now, __u64 rq_now)
 {
-	struct recent *r = bpf_task_storage_get(&recent, t, 0, 0);
-	if (r) {
-		struct recent_wait *w = &r->w[(r->next - 1) & (RECENT_WAITS - 1)];
-		return w->start && !w->end ? w : NULL;
-	}
-	struct pt_regs *regs = CAST(struct pt_regs, bpf_task_pt_regs(t));
-	long nr = regs->orig_ax;
-	if (nr < 0 || !capture_start_ns || now <= capture_start_ns)
-		return NULL;
-	r = bpf_task_storage_get(&recent, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!r)
-		return NULL;
-	r->w[0].start = capture_start_ns;
-	r->w[0].last_out = capture_start_ns;
-	r->w[0].syscall = nr;
-	r->w[0].state = waiting_state(t);
-	r->w[0].fd = first_fd(nr, regs);
-	r->w[0].waker_nr = -1;
-	r->next = 1;
-	return &r->w[0];
+	__u64 began = sleep_began(t);
+	if (!began)
+		return 0;
+	__u64 start = mono_of_rq(began, now, rq_now);
+	if (start < capture_start_ns)
+		start = capture_start_ns;
+	return start < now ? start : now;
 }
 
 /* TCP sockets by which end they are: SOCK_CONNECTED for a connect()'s,
@@ -265,48 +216,66 @@ __noinline int waker_socket(struct waker_sock *ws)
 }
 
 /* The current task, or the timer, wakes user task p of process tgid (tp_btf:
- * p trusted), neither a target nor a peer: its open wait ends, and notes
- * who ended it, and how (noted: not whyslow's own wakeups). A history's
- * wait ends at its wakeup, not at its switch-in: one storage lookup a wait
- * instead of one at every switch-in of every user task (a preempted one's
- * too), and its tail in the run queue is no part of what it waited for. */
+ * p trusted), neither a target nor a peer: if its wait was long, it is noted
+ * in its history, with who ended it, and how (noted: not whyslow's own
+ * wakeups). A wait of under a millisecond is no link of a chain worth its
+ * cost here (a ping-pong's thousands a second): it costs four loads. The
+ * CPU's run-queue clock may be up to a tick behind, so a wait of up to a
+ * tick more may be taken for short. */
 static __always_inline void wake_recent(struct task_struct *p, __u32 tgid, bool noted)
 {
-	__u64 now = bpf_ktime_get_ns();
-	struct recent_wait *w = open_recent(p, now);
-	if (w)
-		w->end = now;
-	if (!noted)
+	__u64 began = sleep_began(p), rq_now = this_rq_clock();
+	if (!began || rq_now < began + RECENT_JOIN_NS)
 		return;
-	/* A wait of under a millisecond is no link of a chain worth its cost
-	 * here (a ping-pong's thousands a second): its waker is not noted. The
-	 * piece that ends, not the joined wait: a ping-pong's reads, a moment
-	 * apart, are joined into one wait as old as the ping-pong, and noting
-	 * each of its wakers (their comm, socket and history) cost every
-	 * bystander's wakeup ~250 ns (BENCHMARKS.md, bystanders). */
-	if (!w || now - w->last_out < RECENT_JOIN_NS)
+	__u64 now = bpf_ktime_get_ns();
+	__u64 start = wait_began(p, now, rq_now);
+	struct recent *r = bpf_task_storage_get(&recent, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!r || !start)
+		return;
+	struct pt_regs *regs = CAST(struct pt_regs, bpf_task_pt_regs(p));
+	long nr = regs->orig_ax;
+	/* One call waits many times (an fsync a dozen): its long waits, a
+	 * moment apart, are kept as one, so that the history reaches further
+	 * back. A wait its timer ended is not joined: its call returned (a poll
+	 * timed out, a sleep ended), and the next one, though the same syscall,
+	 * is another wait (PostgreSQL's pg_sleep, then a wait for the client). */
+	struct recent_wait *w = &r->w[(r->next - 1) & (RECENT_WAITS - 1)];
+	if (!(w->syscall == nr && w->end && start >= w->end && start - w->end < RECENT_JOIN_NS &&
+	      w->waker_nr != WAKER_TIMER)) {
+		__u32 i = r->next & (RECENT_WAITS - 1);
+		w = &r->w[i];
+		w->start = start;
+		w->state = waiting_state(p);
+		w->syscall = nr;
+		w->fd = first_fd(nr, regs);
+		r->next = i + 1;
+	}
+	w->end = now;
+	w->waker_pid = 0;
+	w->waker_tid = 0;
+	w->waker_nr = -1;
+	w->by_end = 0;
+	__builtin_memset(w->waker_comm, 0, sizeof(w->waker_comm));
+	__builtin_memset(&w->sock, 0, sizeof(w->sock));
+	if (!noted)
 		return;
 	bool timer = waking_from_timer();
 	__u64 id = timer ? 0 : bpf_get_current_pid_tgid();
 	struct task_struct *cur = bpf_get_current_task_btf();
-	long nr = timer ? WAKER_TIMER : -1;   /* -1: a thread of its own process, or no user task */
+	nr = timer ? WAKER_TIMER : -1;   /* -1: a thread of its own process, or no user task */
 	if (id && (__u32)(id >> 32) != tgid && cur->mm)
 		nr = CAST(struct pt_regs, bpf_task_pt_regs(cur))->orig_ax;
 	w->waker_pid = id >> 32;
 	w->waker_tid = (__u32)id;
 	w->waker_nr = nr;
-	w->by_end = 0;
 	if (id)
-		current_comm(w->waker_comm);
-	else
-		__builtin_memset(w->waker_comm, 0, sizeof(w->waker_comm)); /* the timer, not the task it interrupted */
-	__builtin_memset(&w->sock, 0, sizeof(w->sock));
+		current_comm(w->waker_comm); /* not the timer's: the task it interrupted */
 	if (nr < 0)
 		return;   /* a thread of its own process, or no user task */
 	/* which end it spoke from: a client's request to a server waiting for
 	 * work is no wait on that client */
 	waker_socket(&w->sock);
-	struct recent *mine = bpf_task_storage_get(&recent, bpf_get_current_task_btf(), 0, 0);
+	struct recent *mine = bpf_task_storage_get(&recent, cur, 0, 0);
 	if (!mine)
 		return;
 	__u64 best = 0;
@@ -326,13 +295,49 @@ static __always_inline void wake_recent(struct task_struct *p, __u32 tgid, bool 
 	}
 }
 
-/* The last wait noted of task t (tp_btf: t trusted), or NULL. */
-static __always_inline struct recent_wait *last_recent(struct task_struct *t)
+/* A process outside has just become a peer while its task t sleeps (a
+ * target's request reached it, or it let a peer go): its wait is opened in
+ * its slot from the kernel's stamps, as its switch-out would have opened it,
+ * with the call its registers hold and that call's file. Its switch-in ends
+ * it as any peer's (tp_btf: t trusted). */
+static __always_inline struct wait_slot *open_peer_wait(struct task_struct *t, __u32 tgid, __u32 tid)
 {
-	struct recent *r = bpf_task_storage_get(&recent, t, 0, 0);
-	if (!r)
+	struct task_struct *p = CAST(struct task_struct, t);
+	if (!p->__state || p->on_cpu)
+		return NULL;   /* running, or still on its way off a CPU */
+	__u64 now = bpf_ktime_get_ns();
+	__u64 start = wait_began(t, now, this_rq_clock());
+	if (!start)
 		return NULL;
-	return &r->w[(r->next - 1) & (RECENT_WAITS - 1)];
+	struct wait_slot *slot = bpf_map_lookup_elem(&offcpu_start, &tid);
+	if (!slot) {
+		/* made meanwhile by another CPU if it fails: found all the same */
+		bpf_map_update_elem(&offcpu_start, &tid, &empty_slot, BPF_NOEXIST);
+		slot = bpf_map_lookup_elem(&offcpu_start, &tid);
+	}
+	if (!slot || slot->w.ts)
+		return slot;
+	struct offstart s = {};
+	s.ts = start;
+	s.pid = tgid;
+	s.state = waiting_state(t);
+	s.stack_id = -1;
+	s.peer = 1;
+	struct pt_regs *regs = CAST(struct pt_regs, bpf_task_pt_regs(t));
+	s.syscall = regs->orig_ax;
+	s.fd = -1;
+	__u32 cls = syscall_class(s.syscall);
+	struct inflight in = {};
+	if (cls && cls != CLS_UNLINK && syscall_args(s.syscall, regs, &in)) {
+		s.cls = cls;
+		s.fd = in.fd;
+		s.req = in.req;
+		s.flags = in.flags;
+		if (in.fd >= 0 && cls != CLS_OPEN)
+			file_ref_of(fd_file(t, in.fd), &s.f);
+	}
+	slot->w = s;
+	return slot;
 }
 
 /* Makes tgid a peer at hops from the target; returns whether it became one. */
@@ -481,6 +486,7 @@ static __always_inline void send_recent(__u64 since, __u64 now, __u32 hops, bool
 		a.pid = tgid;
 		a.tid = waker_tid;
 		send_recent_of(bpf_task_storage_get(&recent, t, 0, 0), &a);
+		open_peer_wait(t, tgid, waker_tid);   /* asleep again since: its wait goes on as a peer's */
 	}
 	bpf_task_release(t);
 }

@@ -118,12 +118,18 @@ static __always_inline int on_wakeup(struct task_struct *p, bool btf)
 		 * is worth noting at all, then who ended it. */
 		__u32 waker_tgid = bpf_get_current_pid_tgid() >> 32;
 		/* A target's request reaching a process outside: a peer from now
-		 * (not the timer's wakeup in a target's interrupt). */
-		if (waker_tgid != tgid && is_target(waker_tgid) && !waking_from_timer())
-			add_peer(tgid, 1);
-		else if (btf)
-			wake_recent(p, tgid, waker_tgid != self_pid || waking_from_timer());   /* its history (peers.bpf.h) */
-		return 0;
+		 * (not the timer's wakeup in a target's interrupt), its wait
+		 * opened from the kernel's stamps and ended, with this waker, at
+		 * its switch-in. */
+		if (waker_tgid != tgid && is_target(waker_tgid) && !waking_from_timer()) {
+			if (!add_peer(tgid, 1) || !btf || !open_peer_wait(p, tgid, t->pid))
+				return 0;
+			kind = KIND_PEER;
+		} else {
+			if (btf)
+				wake_recent(p, tgid, waker_tgid != self_pid || waking_from_timer()); /* its history (peers.bpf.h) */
+			return 0;
+		}
 	}
 	bool timer = waking_from_timer();
 	__u64 id = timer ? 0 : bpf_get_current_pid_tgid();

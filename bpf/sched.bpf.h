@@ -90,10 +90,6 @@ const volatile __u64 run_below_ns = 0;
  * so that a test compares a run's sums with its waits' on the same run. */
 const volatile bool check_runs = false;
 
-/* An empty slot, the value a new thread's entry starts from (too big for
- * the stack). */
-static struct wait_slot empty_slot;
-
 /* Whether the wait s (woken by wk if woken) has the facts of run r. */
 static __always_inline bool same_run(struct offcpu_event *r, struct offstart *s, struct waker *wk, bool woken)
 {
@@ -659,36 +655,18 @@ static __always_inline void missed_switch_out(struct task_struct *p, __u32 tgid,
 }
 
 /* A peer's switch-in ends its wait: the one opened at its switch-out, or,
- * for a process that has just become a peer, the one its history noted
- * (tp_btf only). */
-static __always_inline int peer_switch_in(struct task_struct *next, __u32 tgid, __u32 tid, __u64 now, bool btf)
+ * for a process that has just become a peer, the one opened from the
+ * kernel's stamps when it did (open_peer_wait). */
+static __always_inline int peer_switch_in(struct task_struct *next, __u32 tgid, __u32 tid, __u64 now)
 {
 	struct wait_slot *slot = bpf_map_lookup_elem(&offcpu_start, &tid);
-	if (slot && slot->w.ts) {
+	if (slot && slot->w.ts)
 		end_wait(next, tgid, tid, slot, now);
-		return 0;
-	}
-	if (!btf)
-		return 0;
-	struct recent_wait *rw = last_recent(next);
-	if (!rw || !rw->start || rw->end)
-		return 0;
-	rw->end = now;
-	struct offstart before = {};
-	before.ts = rw->start;
-	before.pid = tgid;
-	before.state = rw->state;
-	before.stack_id = -1;
-	before.syscall = rw->syscall;
-	before.peer = 1;
-	before.fd = -1;
-	woke_unopened(slot, &before);
-	send_offcpu(next, tgid, tid, &before, slot, now);
 	return 0;
 }
 
 static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct *prev,
-				     struct task_struct *next, unsigned int prev_state, bool btf)
+				     struct task_struct *next, unsigned int prev_state)
 {
 	struct task_struct *pv = CAST(struct task_struct, prev), *nx = CAST(struct task_struct, next);
 	/* Recording a command, a kernel thread (the idle task too) is never a
@@ -709,10 +687,13 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 	 * once for each kind of next task (25.5k -> 11.6k insns). */
 	__u8 prev_kind = prev_tid ? task_kind(prev_tgid) : KIND_NONE;
 	bool prev_target = prev_kind == KIND_TARGET, prev_peer = prev_kind >= KIND_PEER;
-	/* User tasks keep their last waits (peers.bpf.h): the clock is read for
-	 * them too, else only where something is timed. */
-	bool prev_user = follow_peers && prev_kind == KIND_NONE && prev_tid && prev_tgid != self_pid && pv->mm;
-	__u64 now = prev_target || prev_peer || prev_user || other_syncs_open ? bpf_ktime_get_ns() : 0;
+	/* The clock only where something is timed: a task outside the capture
+	 * is not stamped at its switches (peers.bpf.h, wake_recent). */
+	__u64 now = prev_target || prev_peer || other_syncs_open ? bpf_ktime_get_ns() : 0;
+	/* __schedule() has just brought the run queue's clock up to date: the
+	 * offset that dates outside tasks' waits is measured here. */
+	if (follow_peers && now)
+		note_rq_offset(now, this_rq_clock());
 
 	/* A dying task's last switch is no wait: it never runs again. A
 	 * target's slot stays for user space's last read of its on-CPU time. */
@@ -767,8 +748,6 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 			s.stack_id = wait_stack(ctx, s.state, s.syscall, now);
 		}
 		open_wait(prev_tid, &s, slot);
-	} else if (prev_user && !dead && state_char(preempt, prev_state) != 'R') {
-		note_recent(state_char(preempt, prev_state), now);
 	}
 	if (!prev_target && !prev_peer && !syscall_hooks && prev_tid && !dead && prev_tgid != self_pid && pv->mm &&
 		   state_char(preempt, prev_state) != 'R') {
@@ -815,7 +794,7 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 		return 0;
 	}
 	if (next_peer && !next_target)
-		return peer_switch_in(next, next_tgid, next_tid, now, btf);
+		return peer_switch_in(next, next_tgid, next_tid, now);
 	if (next_target) {
 		struct wait_slot *slot = bpf_map_lookup_elem(&offcpu_start, &next_tid);
 		/* followed: this thread ran as a target before, so its last

@@ -306,6 +306,10 @@ struct {
 	__type(value, struct wait_slot);
 } offcpu_start SEC(".maps");
 
+/* An empty slot, the value a new thread's entry starts from (too big for
+ * the stack). */
+static struct wait_slot empty_slot;
+
 /* Kernel stacks by id. An id is a hash bucket: a second, different stack in
  * a taken bucket is refused (-EEXIST), and overwriting the bucket
  * (BPF_F_REUSE_STACKID) would rename the stack of every event that named it
@@ -725,20 +729,19 @@ static __always_inline __s32 stack_id_of(void *ctx)
 
 TWIN(sys_enter, sys_enter, struct pt_regs *regs COMMA long id, on_sys_enter(regs, id))
 TWIN(sys_exit, sys_exit, struct pt_regs *regs COMMA long ret, on_sys_exit(regs, ret))
-/* Twins apart: only tp_btf's task pointers may reach task storage (peers.bpf.h). */
 #ifndef RAW_TP
 SEC("tp_btf/sched_switch")
 int BPF_PROG(btf_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	return on_switch(ctx, preempt, prev, next, prev_state, true);
+	return on_switch(ctx, preempt, prev, next, prev_state);
 }
 #else
 SEC("raw_tp/sched_switch")
 int BPF_PROG(raw_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	return on_switch(ctx, preempt, prev, next, prev_state, false);
+	return on_switch(ctx, preempt, prev, next, prev_state);
 }
 #endif
 /* sched_waking, not sched_wakeup: it runs in the waker's context, while

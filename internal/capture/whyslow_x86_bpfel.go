@@ -273,7 +273,6 @@ type whyslowRecent struct {
 		_         structs.HostLayout
 		Start     uint64
 		End       uint64
-		LastOut   uint64
 		Syscall   int32
 		State     uint32
 		Fd        int32
@@ -591,6 +590,8 @@ const (
 	whyslowVarOtherSyncsOpen          = "other_syncs_open"
 	whyslowVarPayload                 = "payload"
 	whyslowVarRequestsHeld            = "requests_held"
+	whyslowVarRqOffsetEpoch           = "rq_offset_epoch"
+	whyslowVarRqOffsetLeast           = "rq_offset_least"
 	whyslowVarRunBelowNs              = "run_below_ns"
 	whyslowVarScheduleRange           = "schedule_range"
 	whyslowVarSelfPid                 = "self_pid"
@@ -750,6 +751,8 @@ type whyslowVariableSpecs struct {
 	OtherSyncsOpen       *ebpf.VariableSpec `ebpf:"other_syncs_open"`
 	Payload              *ebpf.VariableSpec `ebpf:"payload"`
 	RequestsHeld         *ebpf.VariableSpec `ebpf:"requests_held"`
+	RqOffsetEpoch        *ebpf.VariableSpec `ebpf:"rq_offset_epoch"`
+	RqOffsetLeast        *ebpf.VariableSpec `ebpf:"rq_offset_least"`
 	RunBelowNs           *ebpf.VariableSpec `ebpf:"run_below_ns"`
 	ScheduleRange        *ebpf.VariableSpec `ebpf:"schedule_range"`
 	SelfPid              *ebpf.VariableSpec `ebpf:"self_pid"`
@@ -891,6 +894,8 @@ type whyslowVariables struct {
 	OtherSyncsOpen       *ebpf.Variable `ebpf:"other_syncs_open"`
 	Payload              *ebpf.Variable `ebpf:"payload"`
 	RequestsHeld         *ebpf.Variable `ebpf:"requests_held"`
+	RqOffsetEpoch        *ebpf.Variable `ebpf:"rq_offset_epoch"`
+	RqOffsetLeast        *ebpf.Variable `ebpf:"rq_offset_least"`
 	RunBelowNs           *ebpf.Variable `ebpf:"run_below_ns"`
 	ScheduleRange        *ebpf.Variable `ebpf:"schedule_range"`
 	SelfPid              *ebpf.Variable `ebpf:"self_pid"`

@@ -119,7 +119,6 @@ type whyslowRawRecent struct {
 		_       structs.HostLayout
 		Start   uint64
 		End     uint64
-		LastOut uint64
 		Syscall int32
 		State   uint32
 		Fd      int32
@@ -520,6 +519,8 @@ const (
 	whyslowRawVarOtherSyncsOpen          = "other_syncs_open"
 	whyslowRawVarPayload                 = "payload"
 	whyslowRawVarRequestsHeld            = "requests_held"
+	whyslowRawVarRqOffsetEpoch           = "rq_offset_epoch"
+	whyslowRawVarRqOffsetLeast           = "rq_offset_least"
 	whyslowRawVarRunBelowNs              = "run_below_ns"
 	whyslowRawVarScheduleRange           = "schedule_range"
 	whyslowRawVarSelfPid                 = "self_pid"
@@ -679,6 +680,8 @@ type whyslowRawVariableSpecs struct {
 	OtherSyncsOpen       *ebpf.VariableSpec `ebpf:"other_syncs_open"`
 	Payload              *ebpf.VariableSpec `ebpf:"payload"`
 	RequestsHeld         *ebpf.VariableSpec `ebpf:"requests_held"`
+	RqOffsetEpoch        *ebpf.VariableSpec `ebpf:"rq_offset_epoch"`
+	RqOffsetLeast        *ebpf.VariableSpec `ebpf:"rq_offset_least"`
 	RunBelowNs           *ebpf.VariableSpec `ebpf:"run_below_ns"`
 	ScheduleRange        *ebpf.VariableSpec `ebpf:"schedule_range"`
 	SelfPid              *ebpf.VariableSpec `ebpf:"self_pid"`
@@ -820,6 +823,8 @@ type whyslowRawVariables struct {
 	OtherSyncsOpen       *ebpf.Variable `ebpf:"other_syncs_open"`
 	Payload              *ebpf.Variable `ebpf:"payload"`
 	RequestsHeld         *ebpf.Variable `ebpf:"requests_held"`
+	RqOffsetEpoch        *ebpf.Variable `ebpf:"rq_offset_epoch"`
+	RqOffsetLeast        *ebpf.Variable `ebpf:"rq_offset_least"`
 	RunBelowNs           *ebpf.Variable `ebpf:"run_below_ns"`
 	ScheduleRange        *ebpf.Variable `ebpf:"schedule_range"`
 	SelfPid              *ebpf.Variable `ebpf:"self_pid"`
