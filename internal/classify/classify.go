@@ -41,6 +41,12 @@ type Input struct {
 	// keeps per wait: the analyses join a wait to its process's operations
 	// (the ring_reason macro is this rule, made from Reason).
 	Ring *RingOp
+	// Reclaim: an uninterruptible wait, not in a read, while its memory
+	// cgroup was at its limit, with no stack to say where it waited (the
+	// sampled capture without root reads the cgroup's count of reclaims:
+	// Sample.Reclaim). A write there waits for reclaim, which waits for
+	// writeback; with a stack, the reclaim frames say it (rules).
+	Reclaim bool
 }
 
 // RingOp is an io_uring operation as a wait's fact: its class and the kind
@@ -214,6 +220,9 @@ func Reason(in Input) event.Reason {
 	if syncSyscalls[in.Syscall] {
 		// A sync that waits on a lock still waits because of the sync.
 		return event.ReasonSync
+	}
+	if in.Reclaim && in.State == 'D' && !readSyscalls[in.Syscall] {
+		return event.ReasonMemory
 	}
 	for _, r := range rules {
 		for _, f := range in.Frames {

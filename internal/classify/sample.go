@@ -29,6 +29,14 @@ type Sample struct {
 	WasRunnable                   bool
 	// Throttled: its cgroup's CPU quota throttled it over the interval.
 	Throttled bool
+	// TimedOut: the wait ended no earlier than its own timeout could end
+	// it (told once the wait is over: a poll, a select, a futex with a
+	// timeout). The timer was its waker, as a traced wait's WakerTimer.
+	TimedOut bool
+	// Reclaim: an uninterruptible wait while its memory cgroup was at its
+	// limit (Input.Reclaim), told by the cgroup's counts where no stack
+	// says where it waited.
+	Reclaim bool
 }
 
 // SampleReason names a sample: the reason of the wait it was in, or for a
@@ -61,8 +69,17 @@ func SampleReason(s Sample) (reason event.Reason, cpuShare float64) {
 		// less than the syscall's file.
 		frames = []string{s.Wchan}
 	}
-	return Reason(Input{State: s.State, Syscall: s.Syscall, Frames: frames, FileKind: s.FileKind,
-		PollOnSockets: s.PollOnSockets, WakerSyscall: -1}), 0
+	in := Input{State: s.State, Syscall: s.Syscall, Frames: frames, FileKind: s.FileKind,
+		PollOnSockets: s.PollOnSockets, WakerSyscall: -1, Reclaim: s.Reclaim && len(s.Frames) == 0}
+	if s.TimedOut {
+		// Its timer ended it: the facts of a traced wait the timer woke,
+		// which has no stack (an interruptible wait's is not taken).
+		in.WakerSyscall = event.WakerTimer
+		if s.State == 'S' {
+			in.Frames = nil
+		}
+	}
+	return Reason(in), 0
 }
 
 // knownFrame says whether a rule names this kernel function.

@@ -42,6 +42,23 @@ func TestSampleReason(t *testing.T) {
 		{"a child", Sample{State: 'S', Syscall: nr("wait4"), Wchan: "do_wait"}, event.ReasonChild, 0},
 		{"a lock", Sample{State: 'S', Syscall: nr("futex"), Wchan: "futex_wait_queue"}, event.ReasonLock, 0},
 		{"nothing readable", Sample{State: 'S', Syscall: -1}, event.ReasonOther, 0},
+		// A wait its own timeout ended slept, whatever it polled: the
+		// traced wait's WakerTimer. Not ended so, it waited on its file.
+		{"select on a pipe, timed out", Sample{State: 'S', Syscall: nr("pselect6"), Wchan: "poll_schedule_timeout", FileKind: event.KindPipe, TimedOut: true}, event.ReasonSleep, 0},
+		{"select on a pipe, ended by a write", Sample{State: 'S', Syscall: nr("pselect6"), Wchan: "poll_schedule_timeout", FileKind: event.KindPipe}, event.ReasonIPC, 0},
+		{"poll of a TCP socket, timed out", Sample{State: 'S', Syscall: nr("poll"), FileKind: event.KindSocketInet, PollOnSockets: true, TimedOut: true}, event.ReasonSleep, 0},
+		{"poll of a TCP socket, answered", Sample{State: 'S', Syscall: nr("poll"), FileKind: event.KindSocketInet, PollOnSockets: true}, event.ReasonNetwork, 0},
+		{"futex with a timeout, timed out", Sample{State: 'S', Syscall: nr("futex"), Wchan: "futex_do_wait", TimedOut: true}, event.ReasonSleep, 0},
+		{"futex with a timeout, timed out, wchan a rule's", Sample{State: 'S', Syscall: nr("futex"), Wchan: "futex_wait_queue", TimedOut: true}, event.ReasonSleep, 0},
+		{"futex with a timeout, as root", Sample{State: 'S', Syscall: nr("futex"), Frames: []string{"futex_wait_queue", "__futex_wait"}, TimedOut: true}, event.ReasonSleep, 0},
+		{"a read is not a timed wait", Sample{State: 'S', Syscall: nr("read"), FileKind: event.KindPipe, TimedOut: true}, event.ReasonIPC, 0},
+		// A write held at its memory cgroup's limit: reclaim waits for
+		// writeback, and the wait channel is a page's wait.
+		{"write at the memory limit, no stack", Sample{State: 'D', Syscall: nr("write"), Wchan: "folio_wait_bit_common", FileKind: event.KindRegular, Reclaim: true}, event.ReasonMemory, 0},
+		{"a read at the memory limit is still the disk's", Sample{State: 'D', Syscall: nr("pread64"), Wchan: "folio_wait_bit_common", FileKind: event.KindRegular, Reclaim: true}, event.ReasonDiskRead, 0},
+		{"fsync at the memory limit is the sync's", Sample{State: 'D', Syscall: nr("fsync"), FileKind: event.KindRegular, Reclaim: true}, event.ReasonSync, 0},
+		{"with a stack, the stack says", Sample{State: 'D', Syscall: nr("write"), Frames: []string{"balance_dirty_pages"}, Reclaim: true}, event.ReasonDirtyThrottle, 0},
+		{"asleep at the memory limit", Sample{State: 'S', Syscall: nr("clock_nanosleep"), Wchan: "do_nanosleep", Reclaim: true}, event.ReasonSleep, 0},
 	} {
 		got, cpu := SampleReason(tc.in)
 		if got != tc.want || cpu != tc.cpu {

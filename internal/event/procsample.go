@@ -27,6 +27,15 @@ type ProcSample struct {
 	// Throttled: its cgroup's CPU quota held it off (cpu.stat's
 	// throttled_time grew since the previous tick).
 	Throttled bool
+	// TimeoutAt is the earliest the wait's own timeout could end it
+	// (CLOCK_MONOTONIC ns; 0: no timeout, or not readable): a poll's, a
+	// select's, a futex's, read from its arguments. The wait timed out
+	// when it was seen to end no earlier (classify.Sample.TimedOut).
+	TimeoutAt uint64
+	// Reclaim: an uninterruptible wait whose memory cgroup was at its
+	// limit within a second (memory.failcnt, memory.events' max or high
+	// grew): reclaim's, unless a stack says otherwise.
+	Reclaim bool
 	// PollOnSockets: the process had network sockets, as classify.Input's.
 	PollOnSockets bool
 	// OnPath: this tick's wall time is charged to this thread: the target's

@@ -14,29 +14,65 @@ import (
 // lookAt looks at the threads of a process due a look: its state and run
 // delay always; its syscall, file, wait channel and stack when it waits in
 // a new wait (a thread that has not run since the last look is in the same
-// one).
-func (s *Sampler) lookAt(p *proc) []*event.ProcSample {
+// one). A look at a thread other than the main thread that finds it has
+// not run since the last is not handed on but held (task.hold): a run of
+// them is one look, handed on when the thread is next seen to have run or
+// is gone. looked counts the threads looked at.
+func (s *Sampler) lookAt(p *proc) (out []*event.ProcSample, looked int) {
 	s.listTasks(p)
-	var out []*event.ProcSample
 	for tid, t := range p.tasks {
 		if s.tick < t.due && tid != p.pid {
 			continue
 		}
-		sm, err := s.lookAtTask(p, t)
+		sm, same, err := s.lookAtTask(p, t)
 		if err == errExited {
+			s.release(t)
 			continue // a zombie: its time is over, its parent's to reap
 		}
 		if err != nil {
 			// Exited between the listing and the read: its look is dropped.
 			s.stats.Vanished++
+			s.release(t)
 			t.close()
 			delete(p.tasks, tid)
 			p.relist = true
 			continue
 		}
+		looked++
+		if same && tid != p.pid {
+			t.hold(sm)
+			continue
+		}
+		if t.held != nil {
+			out = append(out, t.held)
+			t.held = nil
+		}
 		out = append(out, sm)
 	}
-	return out
+	return out, looked
+}
+
+// hold keeps a look that found the thread had not run since the last: the
+// same wait, one look for the run of them (its interval theirs summed, its
+// time the last's). One row per wait, not per look, for a thread asleep:
+// at 1,000 threads each row was most of the sampler's cost after its read
+// (BENCHMARKS.md section 10).
+func (t *task) hold(sm *event.ProcSample) {
+	if t.held == nil {
+		t.held = sm
+		return
+	}
+	t.held.Time = sm.Time
+	t.held.IntervalNS += sm.IntervalNS
+	t.held.Throttled, t.held.PollOnSockets = sm.Throttled, sm.PollOnSockets
+}
+
+// release hands on thread t's held look, if any, with the next batch.
+func (s *Sampler) release(t *task) {
+	if t.held != nil {
+		s.released = append(s.released, t.held)
+		t.held = nil
+	}
 }
 
 // listTasks opens the threads that appeared and closes those that left.
@@ -54,6 +90,7 @@ func (s *Sampler) listTasks(p *proc) {
 	dir, err := os.Open(filepath.Join(s.o.Root, "proc", strconv.Itoa(p.pid), "task"))
 	if err != nil {
 		for tid, t := range p.tasks {
+			s.release(t)
 			t.close()
 			delete(p.tasks, tid)
 		}
@@ -76,39 +113,41 @@ func (s *Sampler) listTasks(p *proc) {
 	}
 	for tid, t := range p.tasks {
 		if !present[tid] {
+			s.release(t)
 			t.close()
 			delete(p.tasks, tid)
 		}
 	}
 }
 
-func (s *Sampler) lookAtTask(p *proc, t *task) (*event.ProcSample, error) {
+// same says the thread had not run since its last look (Sampler.again).
+func (s *Sampler) lookAtTask(p *proc, t *task) (sm *event.ProcSample, same bool, err error) {
 	b, err := reread(t.schedstat, s.buf)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	now, ok := parseSchedstat(b)
 	if !ok {
-		return nil, errGone
+		return nil, false, errGone
 	}
 	if t.looked && now == t.last {
 		s.backOff(t)
-		return s.again(p, t), nil
+		return s.again(p, t), true, nil
 	}
 	t.idle, t.gap, t.due = 0, 0, 0
 	b, err = reread(t.stat, s.buf)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	st, ok := parseStat(b, t.comm)
 	if !ok {
-		return nil, errGone
+		return nil, false, errGone
 	}
 	if st.State == 'Z' || st.State == 'X' {
-		return nil, errExited
+		return nil, false, errExited
 	}
 	t.comm = st.Comm
-	sm := &event.ProcSample{Header: event.Header{Time: s.now, PID: uint32(p.pid), TID: uint32(t.tid), Comm: event.EncodeText(st.Comm)},
+	sm = &event.ProcSample{Header: event.Header{Time: s.now, PID: uint32(p.pid), TID: uint32(t.tid), Comm: event.EncodeText(st.Comm)},
 		State: st.State, Syscall: -1, FD: -1, StackID: -1}
 	if t.looked {
 		sm.RanNS = now.Ran - min(now.Ran, t.last.Ran)
@@ -116,16 +155,26 @@ func (s *Sampler) lookAtTask(p *proc, t *task) (*event.ProcSample, error) {
 		sm.IntervalNS = s.now - min(s.now, t.lastLook)
 		sm.WasRunnable = t.prev.state == 'R'
 	}
+	prevLook := t.lastLook
+	if !t.looked {
+		// Its first look: its wait began after the thread did.
+		prevLook = startedAt(b)
+	}
 	t.last, t.looked, t.lastLook = now, true, s.now
 	t.look = sm
 	if st.State == 'R' {
-		sm.Throttled = p.quota != nil && p.quota.grew
+		if sm.RunDelayNS > 0 || sm.WasRunnable {
+			sm.Throttled = s.throttled(t)
+		}
 		t.prev = facts{state: 'R'}
-		return sm, nil
+		return sm, false, nil
 	}
-	t.prev = s.readWait(t, st.State)
+	t.prev = s.readWait(t, st.State, prevLook)
 	f := t.prev
-	sm.Syscall, sm.Wchan = f.syscall, event.EncodeText(f.wchan)
+	sm.Syscall, sm.Wchan, sm.TimeoutAt = f.syscall, event.EncodeText(f.wchan), f.timeoutAt
+	if st.State == 'D' {
+		sm.Reclaim = s.reclaiming(t)
+	}
 	if len(f.stack) > 0 {
 		sm.Stack = f.stack
 		sm.StackID = s.stackID(f.stack)
@@ -134,10 +183,15 @@ func (s *Sampler) lookAtTask(p *proc, t *task) (*event.ProcSample, error) {
 		sm.FD = f.fd
 		file := s.fileOf(p, f.fd)
 		sm.FileKind, sm.Object = file.kind, event.EncodeText(file.object)
+		if pollArrays[f.syscall] || fdSets[f.syscall] {
+			// A poll of one file: on the network when it is a TCP or
+			// UDP socket.
+			sm.PollOnSockets = file.kind == event.KindSocketInet
+		}
 	} else if f.syscall >= 0 && st.State == 'S' {
 		sm.PollOnSockets = s.inetSockets(p)
 	}
-	return sm, nil
+	return sm, false, nil
 }
 
 // again is the look at a thread that has not run since its last look
@@ -155,7 +209,7 @@ func (s *Sampler) again(p *proc, t *task) *event.ProcSample {
 	sm.WasRunnable = sm.State == 'R'
 	sm.OnPath = false
 	if sm.State == 'R' {
-		sm.Throttled = p.quota != nil && p.quota.grew
+		sm.Throttled = s.throttled(t)
 	} else if sm.FD < 0 && sm.Syscall >= 0 && sm.State == 'S' {
 		sm.PollOnSockets = s.inetSockets(p)
 	}
@@ -182,13 +236,21 @@ func (s *Sampler) backOff(t *task) {
 
 // readWait reads what a waiting thread waits in: its syscall (with its
 // file's fd), wait channel, and stack where readable.
-func (s *Sampler) readWait(t *task, state byte) facts {
+// prevLook is when it was looked at before (its wait began after): a
+// relative timeout ends it no earlier than that and the timeout.
+func (s *Sampler) readWait(t *task, state byte, prevLook uint64) facts {
 	f := facts{state: state, syscall: -1, fd: -1}
 	if b, err := t.readFile(&t.syscall, "syscall", s.buf); err == nil {
 		var args []uint64
 		f.syscall, args = sysinfo.ParseSyscall(b)
 		if f.syscall >= 0 && len(args) > 0 && sysinfo.FDArg(f.syscall) && args[0] < 1<<31 {
 			f.fd = int32(args[0])
+		}
+		if state == 'S' {
+			f.timeoutAt = s.timeoutOf(t.tid, f.syscall, args, prevLook)
+			if f.fd < 0 {
+				f.fd = s.polledFD(t.tid, f.syscall, args)
+			}
 		}
 	}
 	if b, err := t.readFile(&t.wchan, "wchan", s.buf); err == nil {

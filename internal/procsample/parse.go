@@ -3,6 +3,8 @@ package procsample
 import (
 	"bytes"
 	"strconv"
+
+	"golang.org/x/sys/unix"
 )
 
 // taskStat is what a tick needs of /proc/PID/task/TID/stat.
@@ -32,6 +34,35 @@ func parseStat(b []byte, prev string) (taskStat, bool) {
 	st.PPID, _ = strconv.Atoi(string(rest))
 	return st, true
 }
+
+// startedAt is when the thread of a stat line started (its field 22,
+// starttime: clock ticks since boot), as CLOCK_MONOTONIC ns; 0 unknown.
+func startedAt(b []byte) uint64 {
+	end := bytes.LastIndexByte(b, ')')
+	if end < 0 {
+		return 0
+	}
+	f := bytes.Fields(b[end+1:])
+	if len(f) < 20 {
+		return 0
+	}
+	ticks, err := strconv.ParseUint(string(f[19]), 10, 64)
+	if err != nil {
+		return 0
+	}
+	var boot, mono unix.Timespec
+	unix.ClockGettime(unix.CLOCK_BOOTTIME, &boot)
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono)
+	at := ticks * (1e9 / clockTicks)
+	if off := uint64(boot.Nano() - mono.Nano()); at > off {
+		return at - off
+	}
+	return 0
+}
+
+// clockTicks is USER_HZ, the unit of /proc's clock ticks: 100 on every
+// architecture Linux has.
+const clockTicks = 100
 
 // schedstat is /proc/PID/task/TID/schedstat: time on a CPU, time runnable
 // waiting for one (run delay), both ns, and how many times it got one.

@@ -55,19 +55,30 @@ type Stats struct {
 
 // Sampler looks at the target's threads at each tick of its rate.
 type Sampler struct {
-	o       Options
-	procs   map[int]*proc
-	tick    uint64
-	now     uint64
-	buf     []byte
-	stacks  map[string]int32
-	stats   Stats
-	cgroups map[string]*quota
+	o      Options
+	procs  map[int]*proc
+	tick   uint64
+	now    uint64
+	buf    []byte
+	stacks map[string]int32
+	stats  Stats
+	// cgroups are the CPU quotas by directory, memcgs the limited memory
+	// cgroups by events file, byCgroups both by a thread's cgroup file's
+	// text (groupsOf).
+	cgroups   map[string]*quota
+	memcgs    map[string]*memcg
+	byCgroups map[string]*groups
 	// discoverEvery: the process tree is read again at every tick while a
 	// thread waits for a child (its children come and go), else once a
 	// second: a walk of all of /proc at 20 Hz costs more than the looks.
-	childWait bool
-	lastTree  uint64
+	// rediscover: the path waited on a pipe whose writer was not found.
+	childWait, rediscover bool
+	lastTree              uint64
+	// parents are the processes of the last listing of /proc, by pid:
+	// their parents' (discover).
+	parents map[int]int
+	// released are held looks of threads gone, for the next batch.
+	released []*event.ProcSample
 }
 
 // proc is one process of the target.
@@ -81,29 +92,28 @@ type proc struct {
 		tick uint64
 		has  bool
 	}
-	quota *quota
-	seen  uint64 // the last tick it was found in the tree
+	seen uint64 // the last tick it was found in the tree
 	// taskDir is /proc/PID/task, kept open: its link count (2 + the count
 	// of threads, proc_task_getattr) says when it must be listed again
 	// (listed: the count at the last listing; relist: a thread's read
 	// failed since). One fstat, where the process's stat line walks every
 	// thread for its times.
-	taskDir *os.File
+	taskDir procFile
 	listed  int
 	relist  bool
 }
 
 // threads is the process's count of threads now, -1 when unreadable.
 func (p *proc) threads(root string) int {
-	if p.taskDir == nil {
-		f, err := os.Open(filepath.Join(root, "proc", strconv.Itoa(p.pid), "task"))
+	if p.taskDir == 0 {
+		f, err := openProcFile(filepath.Join(root, "proc", strconv.Itoa(p.pid), "task"))
 		if err != nil {
 			return -1
 		}
 		p.taskDir = f
 	}
 	var st unix.Stat_t
-	if unix.Fstat(int(p.taskDir.Fd()), &st) != nil || st.Nlink < 2 {
+	if p.taskDir.fstat(&st) != nil || st.Nlink < 2 {
 		return -1
 	}
 	return int(st.Nlink) - 2
@@ -114,9 +124,7 @@ func (p *proc) close() {
 	for _, t := range p.tasks {
 		t.close()
 	}
-	if p.taskDir != nil {
-		p.taskDir.Close()
-	}
+	p.taskDir.close()
 }
 
 type linked struct {
@@ -135,7 +143,8 @@ func New(o Options) (*Sampler, error) {
 	if _, err := os.Stat(filepath.Join(o.Root, "proc", strconv.Itoa(o.PID), "task")); err != nil {
 		return nil, fmt.Errorf("sampling pid %d: %w", o.PID, err)
 	}
-	return &Sampler{o: o, procs: map[int]*proc{}, buf: make([]byte, 8192), stacks: map[string]int32{}, cgroups: map[string]*quota{}}, nil
+	return &Sampler{o: o, procs: map[int]*proc{}, buf: make([]byte, 8192), stacks: map[string]int32{},
+		cgroups: map[string]*quota{}, memcgs: map[string]*memcg{}, byCgroups: map[string]*groups{}}, nil
 }
 
 // Stats says what the looks found so far.
@@ -156,13 +165,32 @@ func (s *Sampler) Run(ctx context.Context, sink func([]event.Event)) error {
 			sink(batch)
 		}
 		if !alive {
+			s.releaseAll(sink)
 			return nil
 		}
 		select {
 		case <-ctx.Done():
+			s.releaseAll(sink)
 			return nil
 		case <-t.C:
 		}
+	}
+}
+
+// releaseAll hands on every held look: the capture ends.
+func (s *Sampler) releaseAll(sink func([]event.Event)) {
+	for _, p := range s.procs {
+		for _, t := range p.tasks {
+			s.release(t)
+		}
+	}
+	var batch []event.Event
+	for _, sm := range s.released {
+		batch = append(batch, sm)
+	}
+	s.released = nil
+	if len(batch) > 0 {
+		sink(batch)
 	}
 }
 
@@ -171,6 +199,10 @@ func (s *Sampler) close() {
 		p.close()
 	}
 	s.procs = map[int]*proc{}
+	for _, m := range s.memcgs {
+		m.f.close()
+	}
+	s.memcgs = map[string]*memcg{}
 }
 
 // Tick looks at every thread of the target once. alive is false once the
@@ -178,21 +210,22 @@ func (s *Sampler) close() {
 func (s *Sampler) Tick() (batch []event.Event, alive bool) {
 	s.tick++
 	s.now = monotonicNow()
-	if s.tick == 1 || s.childWait || s.tick-s.lastTree >= uint64(s.o.Hz) {
+	if s.tick == 1 || s.childWait || s.rediscover || s.tick-s.lastTree >= uint64(s.o.Hz) {
 		s.discover()
 	}
-	s.readQuotas()
+	s.rediscover = false
 	looks := map[int][]*event.ProcSample{}
 	childWait := false
 	n := 0
 	for _, p := range s.procs {
-		for _, sm := range s.lookAt(p) {
+		out, looked := s.lookAt(p)
+		for _, sm := range out {
 			looks[p.pid] = append(looks[p.pid], sm)
 			if sm.State != 'R' && isChildWait(sm.Syscall) {
 				childWait = true
 			}
-			n++
 		}
+		n += looked
 	}
 	s.childWait = childWait
 	if _, ok := s.procs[s.o.PID]; !ok || len(looks[s.o.PID]) == 0 {
@@ -202,6 +235,10 @@ func (s *Sampler) Tick() (batch []event.Event, alive bool) {
 	s.stats.Samples += uint64(n)
 	s.stats.Busiest = max(s.stats.Busiest, n)
 	s.markPath(looks)
+	for _, sm := range s.released {
+		batch = append(batch, sm)
+	}
+	s.released = s.released[:0]
 	pids := make([]int, 0, len(looks))
 	for pid := range looks {
 		pids = append(pids, pid)
@@ -223,34 +260,37 @@ func (s *Sampler) Tick() (batch []event.Event, alive bool) {
 func (s *Sampler) markPath(looks map[int][]*event.ProcSample) {
 	pid := s.o.PID
 	for depth := 0; depth < 64; depth++ {
-		var main *event.ProcSample
+		var at *event.ProcSample
 		for _, sm := range looks[pid] {
 			if int(sm.TID) == pid {
-				main = sm
+				at = sm
 			}
 		}
-		if main == nil {
+		if at == nil {
 			return
 		}
-		if isFutexWait(main) {
+		if isFutexWait(at) {
+			// The thread it waits for, and what that one waits for.
 			if w := s.worker(pid, looks); w != nil {
-				w.OnPath = true
-				return
+				at = w
 			}
 		}
-		if main.State == 'S' && main.FileKind == event.KindPipe && strings.HasPrefix(main.Object, "pipe:[") {
-			if other := s.pipeWriter(pid, main.Object, looks); other != 0 {
+		if at.State == 'S' && at.FileKind == event.KindPipe && strings.HasPrefix(at.Object, "pipe:[") {
+			if other := s.pipeWriter(pid, at.Object, looks); other != 0 {
 				pid = other // what it reads, another process of the target writes
 				continue
 			}
+			// Its writer may be a child not yet found: the tree is read
+			// again at the next tick.
+			s.rediscover = true
 		}
-		if main.State == 'R' || !isChildWait(main.Syscall) {
-			main.OnPath = true
+		if at.State == 'R' || !isChildWait(at.Syscall) {
+			at.OnPath = true
 			return
 		}
 		child := s.childOf(pid, looks)
 		if child == 0 {
-			main.OnPath = true
+			at.OnPath = true
 			return
 		}
 		pid = child
@@ -295,17 +335,21 @@ func isFutexWait(sm *event.ProcSample) bool { return sm.State == 'S' && sm.Sysca
 // the most: on a CPU or runnable first, then in an uninterruptible wait,
 // then in any other wait but a futex's, the lowest thread id of the best.
 // A thread looked at less often (asleep half a second) has its last look
-// stand for this tick. None: the main thread's own wait (a lock no thread
-// of its process works towards). Without it, a program whose work was in a
+// stand for this tick. A futex wait with a timeout ranks below any other
+// wait: it may be a wait on time (Event.wait(5)), not on another thread.
+// None: the main thread's own wait (a lock no thread of its process works
+// towards). Without it, a program whose work was in a
 // thread read as waiting on a lock (ACCURACY.md: 0 of 93).
 func (s *Sampler) worker(pid int, looks map[int][]*event.ProcSample) *event.ProcSample {
 	rank := func(sm *event.ProcSample) int {
 		switch {
 		case sm.State == 'R':
-			return 3
+			return 4
 		case sm.State == 'D':
-			return 2
+			return 3
 		case !isFutexWait(sm) && sm.State == 'S':
+			return 2
+		case isFutexWait(sm) && sm.TimeoutAt != 0:
 			return 1
 		}
 		return 0
@@ -339,6 +383,15 @@ func (s *Sampler) worker(pid int, looks map[int][]*event.ProcSample) *event.Proc
 	}
 	if last == nil {
 		return nil
+	}
+	if h := last.held; h != nil {
+		last.held = nil
+		if h.Time == s.now {
+			// Looked at this tick, held: that look is this tick's.
+			looks[pid] = append(looks[pid], h)
+			return h
+		}
+		s.released = append(s.released, h)
 	}
 	sm := s.again(p, last)
 	looks[pid] = append(looks[pid], sm)

@@ -10,7 +10,11 @@ import (
 
 // discover reads the process tree under the target: the target and every
 // descendant (/proc/PID/task/TID/children is not in every kernel: the
-// parents are read from each process's stat).
+// parents are read from each process's stat). A process's parent is read
+// once, when it first appears in a listing: reading every process's stat
+// at every listing was a tenth of the sampler's cost on a machine of a few
+// hundred processes (BENCHMARKS.md section 10). One reparented since keeps
+// its first parent (its work stays the target's).
 func (s *Sampler) discover() {
 	s.lastTree = s.tick
 	dir, err := os.Open(filepath.Join(s.o.Root, "proc"))
@@ -19,10 +23,14 @@ func (s *Sampler) discover() {
 	}
 	names, _ := dir.Readdirnames(-1)
 	dir.Close()
-	parent := map[int]int{}
+	parent := make(map[int]int, len(names))
 	for _, n := range names {
 		pid, err := strconv.Atoi(n)
 		if err != nil {
+			continue
+		}
+		if ppid, ok := s.parents[pid]; ok {
+			parent[pid] = ppid
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(s.o.Root, "proc", n, "stat"))
@@ -35,6 +43,7 @@ func (s *Sampler) discover() {
 		}
 		parent[pid] = st.PPID
 	}
+	s.parents = parent
 	children := map[int][]int{}
 	for pid, ppid := range parent {
 		children[ppid] = append(children[ppid], pid)
@@ -55,6 +64,9 @@ func (s *Sampler) discover() {
 	}
 	for pid, p := range s.procs {
 		if !in[pid] {
+			for _, t := range p.tasks {
+				s.release(t)
+			}
 			p.close()
 			delete(s.procs, pid)
 		}
@@ -64,53 +76,40 @@ func (s *Sampler) discover() {
 			p.ppid = parent[pid]
 			continue
 		}
-		p := &proc{pid: pid, ppid: parent[pid], tasks: map[int]*task{}, files: map[int32]linked{}}
-		p.quota = s.quotaOf(pid)
-		s.procs[pid] = p
+		s.procs[pid] = &proc{pid: pid, ppid: parent[pid], tasks: map[int]*task{}, files: map[int32]linked{}}
 	}
 }
 
-// quota is a cgroup's CPU quota, read again each tick. grew says it
-// throttled its tasks lately: its count of throttled periods or its
-// throttled time grew within a period (and a tick) of now. Neither says
-// "throttled now": the count grows when a period's throttling begins, the
-// time when it ends; between the two, ticks see neither grow.
+// quota is a cgroup's CPU quota, its cpu.stat read at most once a tick,
+// when a look at a runnable thread in it asks. grew says it throttled its
+// tasks lately: its count of throttled periods or its throttled time grew
+// within a period (and a tick) of now. Neither says "throttled now": the
+// count grows when a period's throttling begins, the time when it ends;
+// between the two, ticks see neither grow.
 type quota struct {
 	q     sysinfo.CPUQuota
 	grew  bool
+	read  uint64 // the tick it was last read
 	since uint64 // when growth was last seen, CLOCK_MONOTONIC ns
 }
 
-// quotaOf is the quota of pid's cgroup, shared by the processes in it; nil
-// when it has none.
-func (s *Sampler) quotaOf(pid int) *quota {
-	fs := sysinfo.FS{Root: s.o.Root}
-	q, ok := fs.CPUQuota(uint32(pid))
-	if !ok || q.QuotaUS <= 0 {
-		return nil
+// readQuota reads quota c's cpu.stat, once a tick, and says whether it grew
+// lately.
+func (s *Sampler) readQuota(c *quota) bool {
+	if c.read == s.tick {
+		return c.grew
 	}
-	if have, ok := s.cgroups[q.Dir]; ok {
-		return have
+	c.read = s.tick
+	now, ok := sysinfo.FS{Root: s.o.Root}.ReadCPUQuota(c.q)
+	if !ok {
+		c.grew = false
+		return false
 	}
-	c := &quota{q: q}
-	s.cgroups[q.Dir] = c
-	return c
-}
-
-// readQuotas reads each quota's cpu.stat once a tick.
-func (s *Sampler) readQuotas() {
-	fs := sysinfo.FS{Root: s.o.Root}
-	for _, c := range s.cgroups {
-		now, ok := fs.ReadCPUQuota(c.q)
-		if !ok {
-			c.grew = false
-			continue
-		}
-		if now.ThrottledNS > c.q.ThrottledNS || now.Throttled > c.q.Throttled {
-			c.since = s.now
-		}
-		window := uint64(now.PeriodUS)*1000 + uint64(s.Interval())
-		c.grew = c.since != 0 && s.now-c.since <= window
-		c.q = now
+	if now.ThrottledNS > c.q.ThrottledNS || now.Throttled > c.q.Throttled {
+		c.since = s.now
 	}
+	window := uint64(now.PeriodUS)*1000 + uint64(s.Interval())
+	c.grew = c.since != 0 && s.now-c.since <= window
+	c.q = now
+	return c.grew
 }

@@ -281,7 +281,7 @@ func (w *Writer) append(ev event.Event) error {
 		}
 		return t.procSamples.row().u64(e.Time).u32(e.PID).u32(e.TID).u32(cid).u8(e.State).i16(syscallNr(e.Syscall)).i32(e.FD).
 			u8(uint8(e.FileKind)).str(e.Object).str(e.Wchan).i32(e.StackID).u64(e.RanNS).u64(e.RunDelayNS).u64(e.IntervalNS).bool(e.WasRunnable).
-			bool(e.Throttled).bool(e.PollOnSockets).bool(e.OnPath).end()
+			bool(e.Throttled).bool(e.PollOnSockets).bool(e.OnPath).u64(e.TimeoutAt).bool(e.Reclaim).end()
 	case *event.Payload:
 		return t.payloads.row().u64(e.Time).u32(e.PID).u32(e.TID).u32(e.Conn.Dev).u64(e.Conn.Ino).u32(e.Conn.Gen).blob(e.Data).u64(e.Arrived).end()
 	case *event.Existing:

@@ -12,7 +12,7 @@ import (
 // version's additions are listed in docs/trace-format.md ("Versions").
 // A recording of another version (but readsToo, read as one of this
 // version: versions.go) is refused with one line naming it.
-const SchemaVersion = 7
+const SchemaVersion = 8
 
 // Times (ts, *_ts) are CLOCK_MONOTONIC nanoseconds; meta.clock_offset_ns maps them to wall time.
 var tables = []struct{ name, columns string }{
@@ -71,7 +71,7 @@ var tables = []struct{ name, columns string }{
 	// in /proc, where BPF could not load (meta capture 'sampled'): the facts
 	// classify.SampleReason names, not the reason. A tick's looks share its
 	// ts; on_path marks the one its wall time is charged to.
-	{"proc_samples_raw", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm_id UINTEGER, state UTINYINT, syscall_nr SMALLINT, fd INTEGER, fkind UTINYINT, object VARCHAR, wchan VARCHAR, stack_id INTEGER, ran_ns UBIGINT, run_delay_ns UBIGINT, interval_ns UBIGINT, was_runnable BOOLEAN, throttled BOOLEAN, sockets BOOLEAN, on_path BOOLEAN"},
+	{"proc_samples_raw", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm_id UINTEGER, state UTINYINT, syscall_nr SMALLINT, fd INTEGER, fkind UTINYINT, object VARCHAR, wchan VARCHAR, stack_id INTEGER, ran_ns UBIGINT, run_delay_ns UBIGINT, interval_ns UBIGINT, was_runnable BOOLEAN, throttled BOOLEAN, sockets BOOLEAN, on_path BOOLEAN, timeout_at UBIGINT, reclaim BOOLEAN"},
 	// existing: threads there when capture began (attach), from /proc.
 	{"existing", "ts UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, ppid UINTEGER, state VARCHAR, args VARCHAR[], cgroup VARCHAR, service VARCHAR"},
 	{"uring_raw", "ts UBIGINT, dur UBIGINT, pid UINTEGER, tid UINTEGER, comm VARCHAR, opcode UINTEGER, res BIGINT, user_data UBIGINT, fd INTEGER, dev UINTEGER, ino UBIGINT, gen UINTEGER, fkind UTINYINT"},
@@ -199,7 +199,7 @@ var views = []string{
 	`CREATE OR REPLACE VIEW proc_samples AS
 	 SELECT r.ts, r.pid, r.tid, c.comm, chr(r.state::INTEGER) AS state,
 	        coalesce(n.name, CASE WHEN r.syscall_nr >= 0 THEN 'syscall_' || r.syscall_nr END) AS syscall,
-	        r.fd, k.name AS fkind, r.object, r.wchan, r.stack_id, r.ran_ns, r.run_delay_ns, r.interval_ns, r.was_runnable, r.throttled, r.sockets, r.on_path
+	        r.fd, k.name AS fkind, r.object, r.wchan, r.stack_id, r.ran_ns, r.run_delay_ns, r.interval_ns, r.was_runnable, r.throttled, r.sockets, r.on_path, r.timeout_at, r.reclaim
 	 FROM proc_samples_raw r LEFT JOIN comms c USING (comm_id) LEFT JOIN syscall_names n ON n.nr = r.syscall_nr
 	      LEFT JOIN kinds k ON k.kind = r.fkind`,
 	`CREATE OR REPLACE VIEW threads AS

@@ -9,7 +9,7 @@ import (
 
 // readsToo are the earlier versions whyslow also reads, each as a recording
 // of this version (additions says how).
-var readsToo = []int{3, 4, 5, 6}
+var readsToo = []int{3, 4, 5, 6, 7}
 
 // ReadVersions are the schema versions whyslow reads, oldest first: readsToo
 // and SchemaVersion.
@@ -86,6 +86,12 @@ var additions = []addition{
 		{"execs", "service", "''"}, // not read: as a process that named none
 		{"existing", "service", "''"},
 	}},
+	// The sampled capture's looks: a wait's timeout, and its memory
+	// cgroup at its limit.
+	{version: 8, columns: []addedColumn{
+		{"proc_samples_raw", "timeout_at", "0"},  // not read: as a wait without a timeout
+		{"proc_samples_raw", "reclaim", "false"}, // not read: as a cgroup not at its limit
+	}},
 }
 
 // syscallPacked is syscall_packed's fields as a STRUCT literal's, each the
@@ -148,6 +154,7 @@ func olderSQL(version int, db string) older {
 	stored := `"` + strings.ReplaceAll(db, `"`, `""`) + `".main.`
 	kept := map[string]bool{}
 	added := map[string]map[string]string{} // table, column: an older row's value
+	empty := map[string]bool{}              // tables the recording lacks: made empty, in this version's shape
 	for _, a := range additions {
 		if a.version <= version {
 			continue
@@ -159,6 +166,7 @@ func olderSQL(version int, db string) older {
 				none[name] = "NULL"
 			}
 			view(t, none, "(SELECT 1 WHERE false)")
+			empty[t] = true
 		}
 		for _, c := range a.columns {
 			if added[c.table] == nil {
@@ -174,7 +182,7 @@ func olderSQL(version int, db string) older {
 		}
 	}
 	for _, t := range tables {
-		if values := added[t.name]; values != nil {
+		if values := added[t.name]; values != nil && !empty[t.name] {
 			view(t.name, values, stored+t.name)
 		}
 	}

@@ -113,30 +113,31 @@ func SampledTime(s *source.Source) (*Sampled, error) {
 		return nil, fmt.Errorf("reading the samples: %w", err)
 	}
 	defer rows.Close()
+	var looks []sampledLook
+	for rows.Next() {
+		var l sampledLook
+		if err := rows.Scan(&l.pid, &l.tid, &l.comm, &l.state, &l.nr, &l.fkind, &l.object, &l.wchan, &l.stack,
+			&l.ran, &l.delay, &l.interval, &l.runnable, &l.throttled, &l.sockets, &l.path, &l.ts, &l.timeoutAt, &l.reclaim); err != nil {
+			return nil, fmt.Errorf("reading the samples: %w", err)
+		}
+		looks = append(looks, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading the samples: %w", err)
+	}
+	end, _ := strconv.ParseUint(s.Meta["target_end_mono"], 10, 64)
+	timedOut := timedOutLooks(looks, end)
 	byReason := map[event.Reason]float64{}
 	threads := map[uint32]*SampledThread{}
 	weights := map[uint32]float64{} // by thread, the time its looks stand for
 	objects := map[[3]string]float64{}
 	procs := map[uint32]bool{}
-	for rows.Next() {
-		var l struct {
-			pid, tid                           uint32
-			comm, object, wchan                string
-			state                              uint8
-			nr                                 int16
-			fkind                              uint8
-			stack                              int32
-			ran, delay, interval               uint64
-			runnable, throttled, sockets, path bool
-		}
-		if err := rows.Scan(&l.pid, &l.tid, &l.comm, &l.state, &l.nr, &l.fkind, &l.object, &l.wchan, &l.stack,
-			&l.ran, &l.delay, &l.interval, &l.runnable, &l.throttled, &l.sockets, &l.path); err != nil {
-			return nil, fmt.Errorf("reading the samples: %w", err)
-		}
+	for i, l := range looks {
 		out.Looks++
 		procs[l.pid] = true
 		r, cpu := classify.SampleReason(classify.Sample{State: l.state, Syscall: int32(l.nr), Frames: frames[l.stack], Wchan: l.wchan,
-			FileKind: event.FileKind(l.fkind), PollOnSockets: l.sockets, RanNS: l.ran, RunDelayNS: l.delay, IntervalNS: l.interval, WasRunnable: l.runnable, Throttled: l.throttled})
+			FileKind: event.FileKind(l.fkind), PollOnSockets: l.sockets, RanNS: l.ran, RunDelayNS: l.delay, IntervalNS: l.interval, WasRunnable: l.runnable,
+			Throttled: l.throttled, TimedOut: timedOut[i], Reclaim: l.reclaim})
 		th := threads[l.tid]
 		if th == nil {
 			th = &SampledThread{PID: l.pid, TID: l.tid, Comm: l.comm, ByReason: map[event.Reason]float64{}}
@@ -163,12 +164,8 @@ func SampledTime(s *source.Source) (*Sampled, error) {
 			objects[[3]string{l.object, event.FileKind(l.fkind).String(), string(r)}] += 1 - cpu
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("reading the samples: %w", err)
-	}
 	out.Processes = len(procs)
-	start, _ := strconv.ParseInt(s.Meta["target_start_mono"], 10, 64)
-	end, _ := strconv.ParseInt(s.Meta["target_end_mono"], 10, 64)
+	start, _ := strconv.ParseUint(s.Meta["target_start_mono"], 10, 64)
 	switch {
 	case start > 0 && end > start:
 		// The target's own wall time, as a traced run's (a command
@@ -230,6 +227,65 @@ func SampledTime(s *source.Source) (*Sampled, error) {
 		out.Objects = out.Objects[:5]
 	}
 	return out, nil
+}
+
+// sampledLook is one row of sampled_looks.
+type sampledLook struct {
+	pid, tid                           uint32
+	comm, object, wchan                string
+	state                              uint8
+	nr                                 int16
+	fkind                              uint8
+	stack                              int32
+	ran, delay, interval               uint64
+	runnable, throttled, sockets, path bool
+	ts, timeoutAt                      uint64
+	reclaim                            bool
+}
+
+// timedOutLooks says which looks (in time order) were at a wait its own
+// timeout ended: a wait with a timeout (timeout_at, the earliest the
+// timeout could end it) seen to end no earlier than that. A wait is a
+// thread's run of looks that found it had not run since the one before
+// (schedstat unchanged: ran and run delay 0, the same timeout); it ended
+// by the thread's next look that found it had run, or by the target's end
+// (end, CLOCK_MONOTONIC ns; 0 unknown: its last look). A look sees only
+// that a wait is over, not what ended it: a wait that something else ended
+// between the deadline and the next look is counted timed out.
+func timedOutLooks(looks []sampledLook, end uint64) []bool {
+	out := make([]bool, len(looks))
+	byTID := map[uint32][]int{}
+	for i, l := range looks {
+		byTID[l.tid] = append(byTID[l.tid], i)
+	}
+	for _, idx := range byTID {
+		for k := 0; k < len(idx); {
+			first := looks[idx[k]]
+			n := k + 1
+			for n < len(idx) {
+				l := looks[idx[n]]
+				if l.ran != 0 || l.delay != 0 || l.timeoutAt != first.timeoutAt || l.state != first.state || l.nr != first.nr {
+					break
+				}
+				n++
+			}
+			if first.timeoutAt != 0 {
+				over := end
+				if n < len(idx) {
+					over = looks[idx[n]].ts
+				} else if over == 0 {
+					over = looks[idx[n-1]].ts
+				}
+				if first.timeoutAt <= over {
+					for _, i := range idx[k:n] {
+						out[i] = true
+					}
+				}
+			}
+			k = n
+		}
+	}
+	return out
 }
 
 func sampledTarget(meta map[string]string) SampledTarget {

@@ -5,9 +5,10 @@
 -- Every look at a thread, in time order.
 -- Columns: pid, tid, comm, state, syscall_nr, fkind, object, wchan,
 -- stack_id, ran_ns, run_delay_ns, interval_ns, was_runnable, throttled,
--- sockets, on_path.
+-- sockets, on_path, ts, timeout_at, reclaim.
 SELECT r.pid, r.tid, coalesce(c.comm, ''), r.state, r.syscall_nr, r.fkind, coalesce(r.object, ''), coalesce(r.wchan, ''),
-  r.stack_id, r.ran_ns, r.run_delay_ns, r.interval_ns, r.was_runnable, r.throttled, r.sockets, r.on_path
+  r.stack_id, r.ran_ns, r.run_delay_ns, r.interval_ns, r.was_runnable, r.throttled, r.sockets, r.on_path,
+  r.ts, r.timeout_at, r.reclaim
 FROM proc_samples_raw r LEFT JOIN comms c USING (comm_id) ORDER BY r.ts, r.pid, r.tid;
 
 -- name: sampled_stacks
