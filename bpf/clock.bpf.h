@@ -124,19 +124,24 @@ static __always_inline __u64 sleep_began(struct task_struct *t)
 
 /* CLOCK_MONOTONIC less the run queue's clock: both count the same
  * nanoseconds (sched_clock and the clocksource), apart by a constant that
- * NTP's corrections move by microseconds a second. Measured where both are
- * read, it is never below the truth (the run queue's clock may be behind),
- * so the least measure of the last second or two is kept. Racing CPUs may
- * lose a measure; another comes. */
-__u64 rq_offset_least[2] = {};
+ * NTP's corrections move by microseconds a second. Measured at a switch,
+ * where __schedule() has just brought the run queue's clock up to date
+ * (unless a preempting wakeup asked it to skip that: then the measure is too
+ * big), so the least measure of the last second or two is kept: at every
+ * target's switch, which reads the clock anyway, and at most once a tick
+ * on each CPU at other switches. Not at a wakeup: an idle CPU's clock is as
+ * old as its idleness. Racing CPUs may lose a measure; another comes. */
+__s64 rq_offset_least[2] = {};
 __u64 rq_offset_epoch[2] = {};
 #define RQ_EPOCH_SHIFT 30
 
+/* now less rq_clock, which may be the greater (sched_clock began first). */
 static __always_inline void note_rq_offset(__u64 now, __u64 rq_clock)
 {
-	if (!rq_clock || rq_clock > now)
+	if (!rq_clock)
 		return;
-	__u64 off = now - rq_clock, epoch = now >> RQ_EPOCH_SHIFT;
+	__s64 off = (__s64)(now - rq_clock);
+	__u64 epoch = now >> RQ_EPOCH_SHIFT;
 	__u32 i = epoch & 1;
 	if (rq_offset_epoch[i] != epoch) {
 		rq_offset_epoch[i] = epoch;
@@ -146,16 +151,40 @@ static __always_inline void note_rq_offset(__u64 now, __u64 rq_clock)
 	}
 }
 
-/* The run-queue clock's time rq as CLOCK_MONOTONIC, at now (when the
- * offset was last measured, or now's own pair if never). */
-static __always_inline __u64 mono_of_rq(__u64 rq, __u64 now, __u64 rq_now)
+/* The tick at which this CPU last measured the offset (jiffies). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} rq_offset_tick SEC(".maps");
+
+/* At a switch that reads no clock: measures the offset if this CPU has
+ * not in this tick. */
+static __always_inline void measure_rq_offset(void)
 {
-	__u64 epoch = now >> RQ_EPOCH_SHIFT, off = now - rq_now;
+	__u32 zero = 0;
+	__u64 *last = bpf_map_lookup_elem(&rq_offset_tick, &zero);
+	__u64 tick = bpf_jiffies64();
+	if (!last || *last == tick)
+		return;
+	*last = tick;
+	note_rq_offset(bpf_ktime_get_ns(), this_rq_clock());
+}
+
+/* The least offset measured in the last second or two (at now, a
+ * CLOCK_MONOTONIC time) in *off; false if none. */
+static __always_inline bool rq_offset(__u64 now, __s64 *off)
+{
+	__u64 epoch = now >> RQ_EPOCH_SHIFT;
+	bool known = false;
 	for (int i = 0; i < 2; i++) {
-		if ((rq_offset_epoch[i] == epoch || rq_offset_epoch[i] + 1 == epoch) && rq_offset_least[i] < off)
-			off = rq_offset_least[i];
+		if ((rq_offset_epoch[i] == epoch || rq_offset_epoch[i] + 1 == epoch) && (!known || rq_offset_least[i] < *off)) {
+			*off = rq_offset_least[i];
+			known = true;
+		}
 	}
-	return rq + off;
+	return known;
 }
 
 #endif

@@ -90,16 +90,17 @@ static __always_inline __u32 waiting_state(struct task_struct *t)
 	return st ? state_char(false, st) : '?';
 }
 
-/* When sleeping task t's wait began, as CLOCK_MONOTONIC at now (rq_now: the
- * current CPU's run-queue clock), no earlier than capture: a wait begun
- * before it is noted as waiting since capture began, as user space notes a
- * target's. 0: the kernel keeps no stamps. */
-static __always_inline __u64 wait_began(struct task_struct *t, __u64 now, __u64 rq_now)
+/* When sleeping task t's wait began (began, its run-queue clock's time), as
+ * CLOCK_MONOTONIC at now, no earlier than capture: a wait begun before it
+ * is noted as waiting since capture began, as user space notes a
+ * target's. With no offset measured yet (capture has just begun), this
+ * CPU's clock now stands in for it. */
+static __always_inline __u64 wait_began(__u64 began, __u64 now)
 {
-	__u64 began = sleep_began(t);
-	if (!began)
-		return 0;
-	__u64 start = mono_of_rq(began, now, rq_now);
+	__s64 off = 0;
+	if (!rq_offset(now, &off))
+		off = (__s64)(now - this_rq_clock());
+	__u64 start = began + off;
 	if (start < capture_start_ns)
 		start = capture_start_ns;
 	return start < now ? start : now;
@@ -219,16 +220,22 @@ __noinline int waker_socket(struct waker_sock *ws)
  * p trusted), neither a target nor a peer: if its wait was long, it is noted
  * in its history, with who ended it, and how (noted: not whyslow's own
  * wakeups). A wait of under a millisecond is no link of a chain worth its
- * cost here (a ping-pong's thousands a second): it costs four loads. The
- * CPU's run-queue clock may be up to a tick behind, so a wait of up to a
- * tick more may be taken for short. */
+ * cost here (a ping-pong's thousands a second): it costs a few loads, the
+ * run queue's clock standing in for the clock, so a wait of up to a tick
+ * over 1 ms may be taken for short. */
 static __always_inline void wake_recent(struct task_struct *p, __u32 tgid, bool noted)
 {
-	__u64 began = sleep_began(p), rq_now = this_rq_clock();
-	if (!began || rq_now < began + RECENT_JOIN_NS)
+	__u64 began = sleep_began(p);
+	if (!began)
+		return;
+	/* This CPU's run-queue clock: up to a tick behind while a task runs on
+	 * it, as old as its idleness when the idle task is current (an
+	 * interrupt's wakeup): then the clock is read. */
+	__u64 rq_now = bpf_get_current_task_btf()->pid ? this_rq_clock() : 0;
+	if (rq_now && rq_now < began + RECENT_JOIN_NS)
 		return;
 	__u64 now = bpf_ktime_get_ns();
-	__u64 start = wait_began(p, now, rq_now);
+	__u64 start = wait_began(began, now);
 	struct recent *r = bpf_task_storage_get(&recent, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!r || !start)
 		return;
@@ -305,10 +312,10 @@ static __always_inline struct wait_slot *open_peer_wait(struct task_struct *t, _
 	struct task_struct *p = CAST(struct task_struct, t);
 	if (!p->__state || p->on_cpu)
 		return NULL;   /* running, or still on its way off a CPU */
-	__u64 now = bpf_ktime_get_ns();
-	__u64 start = wait_began(t, now, this_rq_clock());
-	if (!start)
+	__u64 began = sleep_began(t);
+	if (!began)
 		return NULL;
+	__u64 start = wait_began(began, bpf_ktime_get_ns());
 	struct wait_slot *slot = bpf_map_lookup_elem(&offcpu_start, &tid);
 	if (!slot) {
 		/* made meanwhile by another CPU if it fails: found all the same */

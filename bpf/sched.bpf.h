@@ -694,6 +694,8 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 	 * offset that dates outside tasks' waits is measured here. */
 	if (follow_peers && now)
 		note_rq_offset(now, this_rq_clock());
+	else if (follow_peers)
+		measure_rq_offset();
 
 	/* A dying task's last switch is no wait: it never runs again. A
 	 * target's slot stays for user space's last read of its on-CPU time. */

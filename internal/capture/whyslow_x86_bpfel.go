@@ -539,6 +539,7 @@ const (
 	whyslowMapOwnStacks               = "own_stacks"
 	whyslowMapRecent                  = "recent"
 	whyslowMapRequests                = "requests"
+	whyslowMapRqOffsetTick            = "rq_offset_tick"
 	whyslowMapSampleScratch           = "sample_scratch"
 	whyslowMapSampledJiffy            = "sampled_jiffy"
 	whyslowMapSeen                    = "seen"
@@ -717,6 +718,7 @@ type whyslowMapSpecs struct {
 	OwnStacks      *ebpf.MapSpec `ebpf:"own_stacks"`
 	Recent         *ebpf.MapSpec `ebpf:"recent"`
 	Requests       *ebpf.MapSpec `ebpf:"requests"`
+	RqOffsetTick   *ebpf.MapSpec `ebpf:"rq_offset_tick"`
 	SampleScratch  *ebpf.MapSpec `ebpf:"sample_scratch"`
 	SampledJiffy   *ebpf.MapSpec `ebpf:"sampled_jiffy"`
 	Seen           *ebpf.MapSpec `ebpf:"seen"`
@@ -827,6 +829,7 @@ type whyslowMaps struct {
 	OwnStacks      *ebpf.Map `ebpf:"own_stacks"`
 	Recent         *ebpf.Map `ebpf:"recent"`
 	Requests       *ebpf.Map `ebpf:"requests"`
+	RqOffsetTick   *ebpf.Map `ebpf:"rq_offset_tick"`
 	SampleScratch  *ebpf.Map `ebpf:"sample_scratch"`
 	SampledJiffy   *ebpf.Map `ebpf:"sampled_jiffy"`
 	Seen           *ebpf.Map `ebpf:"seen"`
@@ -859,6 +862,7 @@ func (m *whyslowMaps) Close() error {
 		m.OwnStacks,
 		m.Recent,
 		m.Requests,
+		m.RqOffsetTick,
 		m.SampleScratch,
 		m.SampledJiffy,
 		m.Seen,
