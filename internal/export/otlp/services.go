@@ -188,6 +188,12 @@ func spanPID(s *tracepb.Span) (uint32, bool) {
 	return 0, false
 }
 
+// SchemaURL is the semantic conventions' version that the attribute names
+// follow (docs/otlp.md, "Attributes"): the newest release before the OTLP
+// protos whyslow links; every name whyslow sends is in its registry, none
+// deprecated. OpenTelemetry's protos pin no version of their own.
+const SchemaURL = "https://opentelemetry.io/schemas/1.44.0"
+
 // byProcess sorts spans into one ResourceSpans per process: a span's is
 // its own process.pid, else its parent span's (a request's queued span is
 // its server's). Spans of no process, and all of them when no service is
@@ -216,7 +222,7 @@ func (t *Traces) byProcess(spans []*tracepb.Span) []*tracepb.ResourceSpans {
 		}
 		g := groups[pid]
 		if g == nil {
-			g = &tracepb.ScopeSpans{Scope: scope}
+			g = &tracepb.ScopeSpans{Scope: scope, SchemaUrl: SchemaURL}
 			groups[pid] = g
 			order = append(order, pid)
 		}
@@ -224,7 +230,7 @@ func (t *Traces) byProcess(spans []*tracepb.Span) []*tracepb.ResourceSpans {
 	}
 	out := make([]*tracepb.ResourceSpans, 0, len(order))
 	for _, pid := range order {
-		out = append(out, &tracepb.ResourceSpans{Resource: t.resource(pid), ScopeSpans: []*tracepb.ScopeSpans{groups[pid]}})
+		out = append(out, &tracepb.ResourceSpans{Resource: t.resource(pid), SchemaUrl: SchemaURL, ScopeSpans: []*tracepb.ScopeSpans{groups[pid]}})
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package otlp
 import (
 	"bytes"
 	"encoding/hex"
+	"os"
 	"strings"
 	"testing"
 
@@ -61,6 +62,15 @@ func TestRequestTraces(t *testing.T) {
 		tr.AddRequest(&r.Requests[i])
 	}
 	d := tr.Data()
+	for _, rs := range d.ResourceSpans {
+		if rs.SchemaUrl != SchemaURL || len(rs.ScopeSpans) == 0 || rs.ScopeSpans[0].SchemaUrl != SchemaURL {
+			t.Errorf("schema URLs %q and %v, want %s on each resource's spans and their scope", rs.SchemaUrl, rs.ScopeSpans, SchemaURL)
+		}
+	}
+	// docs/otlp.md says which version the attributes follow.
+	if doc, err := os.ReadFile("../../../docs/otlp.md"); err != nil || !strings.Contains(string(doc), SchemaURL) {
+		t.Errorf("docs/otlp.md does not give the schema URL %s (%v)", SchemaURL, err)
+	}
 	spans := d.ResourceSpans[0].ScopeSpans[0].Spans
 	byID := map[string]*tracepb.Span{}
 	traces := map[string]bool{}
