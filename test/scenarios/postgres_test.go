@@ -93,7 +93,7 @@ func (p *postgres) holdRow(t *testing.T, hold time.Duration, oneMessage bool) in
 }
 
 func TestPostgresRowLock(t *testing.T) {
-	requireRoot(t)
+	waitsOnly(t)
 	pg := startPostgres(t)
 	setup := pg.psql("CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t VALUES (1, 0)")
 	if out, err := exec.Command(setup[0], setup[1:]...).CombinedOutput(); err != nil {
