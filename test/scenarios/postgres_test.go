@@ -92,8 +92,10 @@ func (p *postgres) holdRow(t *testing.T, hold time.Duration, oneMessage bool) in
 	return pid
 }
 
+// Serial: beside the tests that only wait, its system-wide record gave
+// "ipc" once (2026-11-29).
 func TestPostgresRowLock(t *testing.T) {
-	waitsOnly(t)
+	requireRoot(t)
 	pg := startPostgres(t)
 	setup := pg.psql("CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t VALUES (1, 0)")
 	if out, err := exec.Command(setup[0], setup[1:]...).CombinedOutput(); err != nil {
