@@ -109,12 +109,28 @@ jaeger:
 otelcol:
 	@./scripts/otelcol.sh
 
-# -p 1: tests that change machine-wide state (dirty limits, throttles, loop
-# devices) must not run at the same time as each other. The digest of the BPF
-# sources is checked by a test (internal/capture), with no clang needed.
+# The packages whose tests change machine-wide state (loop devices,
+# throttles, dirty limits, cgroups, sysctls) or count CPU and run-queue time
+# tightly: `make test` runs them one at a time (-p 1), after the others, so
+# that none runs beside another or beside load. In test/scenarios the tests
+# that only wait (waitsOnly) run 3 at a time, after its serial ones.
+SERIAL_PKGS := internal/capture internal/slowdisk internal/procsample test/accuracy test/live test/record test/scenarios
+# Privileged, but changing nothing another test reads and counting no time:
+# test/dist builds and installs the package. It runs with the pure packages.
+PARALLEL_PRIVILEGED_PKGS := test/dist
+MODULE := github.com/whyslow/whyslow
+
+# Every other package 2 at a time (-p 2: they only compute), then the serial
+# ones; both run whatever the first gave, and the target fails if either
+# did. The digest of the BPF sources is checked by a test (internal/capture),
+# with no clang needed.
 test: deps jaeger build check-fmt check-mod
 	$(GO) vet ./...
-	$(GO) test -p 1 -count=1 -timeout 30m ./...
+	@pure=$$($(GO) list ./... | grep -vxF $(foreach p,$(SERIAL_PKGS),-e $(MODULE)/$(p))); \
+	echo "$(GO) test -p 2 -count=1 -timeout 30m <every package but the serial ones>"; \
+	$(GO) test -p 2 -count=1 -timeout 30m $$pure; first=$$?; \
+	echo "$(GO) test -p 1 -parallel 3 -count=1 -timeout 30m $(addprefix ./,$(SERIAL_PKGS))"; \
+	$(GO) test -p 1 -parallel 3 -count=1 -timeout 30m $(addprefix ./,$(SERIAL_PKGS)) || exit 1; exit $$first
 
 # Go's native fuzzing of what reads untrusted bytes, FUZZTIME each (the
 # seed corpora also run in `make test`, as ordinary tests). Damaged

@@ -33,7 +33,7 @@ else:
 `
 
 func TestTimedOutWaitIsSleep(t *testing.T) {
-	requireRoot(t)
+	waitsOnly(t)
 	script := filepath.Join(t.TempDir(), "timed_wait.py") // not select.py: it would shadow the module
 	if err := os.WriteFile(script, []byte(timedOutSelect), 0o644); err != nil {
 		t.Fatal(err)
@@ -79,7 +79,7 @@ while True:
 // resolver that answered, as for TCP: dig's threads wait in epoll_wait on a
 // socket with no connection, and its main thread for their signal.
 func TestSlowDNSOverUDP(t *testing.T) {
-	requireRoot(t)
+	waitsOnly(t)
 	dig, err := exec.LookPath("dig")
 	if err != nil {
 		if os.Getenv("CI") != "" {
@@ -112,7 +112,7 @@ func TestSlowDNSOverUDP(t *testing.T) {
 // seen in the window (the threaded server polls with a timeout and accepts
 // only when a connection is there).
 func TestAttachedIdleServerIsIdle(t *testing.T) {
-	requireRoot(t)
+	waitsOnly(t)
 	server, _ := startSlowServer(t, time.Second)
 	x, log := attachExplained(t, server, 2*time.Second)
 	if x.Verdict.Basis != "threads" {

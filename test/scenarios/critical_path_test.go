@@ -92,7 +92,7 @@ func blamed(x *explanation, pid int, activity string) bool {
 }
 
 func TestPathLockHolders(t *testing.T) {
-	requireRoot(t)
+	waitsOnly(t)
 	py := harness.Python(t)
 	dir := t.TempDir()
 

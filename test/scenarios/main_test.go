@@ -25,6 +25,20 @@ func TestMain(m *testing.M) { harness.Main(m, &bin) }
 
 func requireRoot(t *testing.T) { harness.RequireRoot(t) }
 
+// waitsOnly is requireRoot for a test whose programs only wait (on a
+// server, a lock, a timer) and whose checks hold no CPU or run-queue time
+// tightly: it changes nothing on the machine (no slow disk, cgroup or
+// sysctl), so it may run beside others like it. Go runs such tests after
+// every serial one has ended, -parallel at a time (make test: 3), so that
+// none of them runs beside a test that changes the machine or counts CPU
+// time. A test that makes a slow disk or a cgroup, or asserts CPU or
+// run-queue time, stays serial: it calls requireRoot.
+func waitsOnly(t *testing.T) {
+	t.Helper()
+	requireRoot(t)
+	t.Parallel()
+}
+
 // scenario runs examples/<dir>/run.sh args... and returns stdout and stderr.
 func scenario(t *testing.T, env []string, dir string, args ...string) (string, string) {
 	t.Helper()

@@ -92,6 +92,8 @@ func (p *postgres) holdRow(t *testing.T, hold time.Duration, oneMessage bool) in
 	return pid
 }
 
+// Serial: beside the tests that only wait, its system-wide record gave
+// "ipc" once (2026-11-29).
 func TestPostgresRowLock(t *testing.T) {
 	requireRoot(t)
 	pg := startPostgres(t)

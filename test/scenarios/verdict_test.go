@@ -206,6 +206,7 @@ func TestVerdictWordPop(t *testing.T) {
 }
 
 func TestVerdictMysteryNetwork(t *testing.T) {
+	waitsOnly(t)
 	x, _, _ := underWhyslow(t, "mystery", "network")
 	if x.Verdict.Reason != "network" {
 		t.Fatalf("verdict %q (%s), want network", x.Verdict.Reason, x.Verdict.Summary)

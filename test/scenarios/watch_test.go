@@ -45,6 +45,14 @@ func (l *lockedBuffer) String() string {
 // and waits until it watches. stop ends it (SIGINT) and returns its stderr.
 func startWatch(t *testing.T, args ...string) (dir string, stop func() string) {
 	t.Helper()
+	dir, stop, _ = startWatchLogging(t, args...)
+	return dir, stop
+}
+
+// startWatchLogging is startWatch that also returns what watch has written
+// to stderr so far, for a test that waits for a line of it.
+func startWatchLogging(t *testing.T, args ...string) (dir string, stop, log func() string) {
+	t.Helper()
 	dir = filepath.Join(t.TempDir(), "incidents")
 	cmd := exec.Command(filepath.Join(bin, "whyslow"), append([]string{"watch", "--dir", dir}, args...)...)
 	errb := &lockedBuffer{}
@@ -70,7 +78,7 @@ func startWatch(t *testing.T, args ...string) (dir string, stop func() string) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return dir, stop
+	return dir, stop, errb.String
 }
 
 // incidentsIn lists the incidents written in dir (their names, oldest first),

@@ -21,15 +21,3 @@ func explainRecorded(t *testing.T, path string, pid uint32) *Explanation {
 	}
 	return x
 }
-
-// heldSource is rec's Source holding a connection of its own until the test
-// ends, for tests that call an analysis's steps and read what they made.
-func heldSource(t *testing.T, rec *store.Recording) *Source {
-	t.Helper()
-	s, release, err := NewSource(rec).Hold()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(release)
-	return s
-}

@@ -82,7 +82,7 @@ func TestEmptyTablesShape(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer rec.Close()
-			s := heldSource(t, rec)
+			s := storetest.Held(t, NewSource(rec).Hold)
 			if err := s.TargetWaits([]uint32{1000}, s.Window()); err != nil {
 				t.Fatal(err)
 			}

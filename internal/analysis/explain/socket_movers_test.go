@@ -42,7 +42,7 @@ func TestPollForWorkByThreadsMovingData(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rec.Close()
-	s := heldSource(t, rec)
+	s := storetest.Held(t, NewSource(rec).Hold)
 	if err := s.TargetWaits([]uint32{2000}, s.Window()); err != nil {
 		t.Fatal(err)
 	}

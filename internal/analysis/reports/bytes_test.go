@@ -18,7 +18,7 @@ func TestBytesAgreeWithTheIOView(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rec.Close()
-	s := heldSource(t, rec)
+	s := storetest.Held(t, source.New(rec).Hold)
 	if err := usageCalls(s, source.NoFilter()); err != nil {
 		t.Fatal(err)
 	}

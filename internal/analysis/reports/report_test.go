@@ -50,23 +50,3 @@ func TestStatsOfAnUnknownSyscall(t *testing.T) {
 		t.Errorf("stats: %s, want classes none and read", b)
 	}
 }
-
-// TestModulesDocumented: every statement of sql/*.sql says what it is, and
-// names each parameter it binds and each slot Go fills in its header.
-func TestModulesDocumented(t *testing.T) {
-	for _, e := range modules.Undocumented() {
-		t.Error(e)
-	}
-}
-
-// heldSource is rec's Source holding a connection of its own until the test
-// ends, for tests that call a report's steps and read what they made.
-func heldSource(t *testing.T, rec *store.Recording) *source.Source {
-	t.Helper()
-	s, release, err := source.New(rec).Hold()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(release)
-	return s
-}

@@ -27,7 +27,7 @@ func TestRequestsSplitReadsFromWritesAsSQL(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rec.Close()
-	src := heldSource(t, rec) // made with the is_read and is_write macros
+	src := storetest.Held(t, explain.NewSource(rec).Hold) // made with the is_read and is_write macros
 	conn := connKey{pid: 1, ino: 10}
 	for _, nc := range event.SyscallNames() {
 		name, class := nc[0], nc[1]
@@ -301,16 +301,4 @@ func TestWakeupsAreNoRequests(t *testing.T) {
 	if ancestorOrSelf(map[uint32]uint32{3: 2, 2: 3}, 1, 3) {
 		t.Error("1 found among parents that loop")
 	}
-}
-
-// heldSource is rec's Source holding a connection of its own until the test
-// ends, for tests that read what the common macros say.
-func heldSource(t *testing.T, rec *store.Recording) *explain.Source {
-	t.Helper()
-	s, release, err := explain.NewSource(rec).Hold()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(release)
-	return s
 }

@@ -16,20 +16,7 @@ func heldStory(t *testing.T) *Source {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rec.Close() })
-	s, release, err := New(rec).Hold()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(release)
-	return s
-}
-
-// TestModulesDocumented: every statement of sql/*.sql says what it is, and
-// names each parameter it binds and each slot Go fills in its header.
-func TestModulesDocumented(t *testing.T) {
-	for _, e := range common.Undocumented() {
-		t.Error(e)
-	}
+	return storetest.Held(t, New(rec).Hold)
 }
 
 // TestMacrosSpeakAsGo: the macros that put our vocabulary into SQL say

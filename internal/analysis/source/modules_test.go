@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"testing"
+
+	"github.com/whyslow/whyslow/internal/event"
 )
 
 // TestNameLinesAsRegexp: the header lines found by scanning are the ones
@@ -38,5 +40,81 @@ func TestNameLinesAsRegexp(t *testing.T) {
 				t.Errorf("header %d: %v, the regexp %v", i, got[i], want[i])
 			}
 		}
+	}
+}
+
+// everyRoomsModules are the SQL modules (sql/*.sql) of every analysis
+// package that has them, by package, read from disk as each package embeds
+// them: a new package's are checked without a line here.
+func everyRoomsModules(t *testing.T) map[string]Modules {
+	t.Helper()
+	dirs, err := filepath.Glob("../*/sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]Modules{}
+	for _, d := range dirs {
+		pkg := filepath.Dir(d)
+		out[filepath.Base(pkg)] = LoadModules(os.DirFS(pkg))
+	}
+	for _, want := range []string{"source", "reports", "critpath", "explain", "requests"} {
+		if _, ok := out[want]; !ok {
+			t.Fatalf("no SQL modules found for %s among %v", want, dirs)
+		}
+	}
+	return out
+}
+
+// TestModulesDocumented: every statement of every package's sql/*.sql says
+// what it is, and names each parameter it binds and each slot Go fills in
+// its header.
+func TestModulesDocumented(t *testing.T) {
+	for pkg, m := range everyRoomsModules(t) {
+		for _, e := range m.Undocumented() {
+			t.Errorf("%s: %s", pkg, e)
+		}
+	}
+}
+
+// TestModulesSpeakTheReasons: every reason the modules' SQL compares a wait
+// with, or gives one (io_uring's), is a word of event.Reasons: a word
+// misspelt there would match no wait, silently. The modules of every
+// analysis package: the common macros, reports', critpath's, explain's and
+// requests'.
+func TestModulesSpeakTheReasons(t *testing.T) {
+	known := map[string]bool{}
+	for _, r := range event.Reasons {
+		known[string(r)] = true
+	}
+	compared := regexp.MustCompile(`reason\s*(?:=|<>|IN\s*\()\s*('[^']*'(?:\s*,\s*'[^']*')*)`)
+	word := regexp.MustCompile(`'([^']*)'`)
+	given := regexp.MustCompile(`THEN '([^']*)'`)
+	var all []Statement
+	for _, m := range everyRoomsModules(t) {
+		all = append(all, m.Statements()...)
+	}
+	n := 0
+	for _, st := range all {
+		var words []string
+		for _, m := range compared.FindAllStringSubmatch(st.SQL, -1) {
+			for _, w := range word.FindAllStringSubmatch(m[1], -1) {
+				words = append(words, w[1])
+			}
+		}
+		if st.Name == "target_uring" {
+			for _, m := range given.FindAllStringSubmatch(st.SQL, -1) {
+				words = append(words, m[1])
+			}
+		}
+		for _, w := range words {
+			n++
+			if !known[w] {
+				t.Errorf("%s (%s): %q is no reason", st.Name, st.File, w)
+			}
+		}
+	}
+	t.Logf("%d reason words", n)
+	if n < 10 {
+		t.Errorf("found %d reason words in the modules: the patterns no longer see them", n)
 	}
 }
