@@ -151,27 +151,6 @@ static __always_inline void note_rq_offset(__u64 now, __u64 rq_clock)
 	}
 }
 
-/* The tick at which this CPU last measured the offset (jiffies). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} rq_offset_tick SEC(".maps");
-
-/* At a switch that reads no clock: measures the offset if this CPU has
- * not in this tick. */
-static __always_inline void measure_rq_offset(void)
-{
-	__u32 zero = 0;
-	__u64 *last = bpf_map_lookup_elem(&rq_offset_tick, &zero);
-	__u64 tick = bpf_jiffies64();
-	if (!last || *last == tick)
-		return;
-	*last = tick;
-	note_rq_offset(bpf_ktime_get_ns(), this_rq_clock());
-}
-
 /* The least offset measured in the last second or two (at now, a
  * CLOCK_MONOTONIC time) in *off; false if none. */
 static __always_inline bool rq_offset(__u64 now, __s64 *off)

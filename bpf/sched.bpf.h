@@ -692,10 +692,11 @@ static __always_inline int on_switch(void *ctx, bool preempt, struct task_struct
 	__u64 now = prev_target || prev_peer || other_syncs_open ? bpf_ktime_get_ns() : 0;
 	/* __schedule() has just brought the run queue's clock up to date: the
 	 * offset that dates outside tasks' waits is measured here. */
-	if (follow_peers && now)
+	if (follow_peers && (now || !prev_tid)) {
+		if (!now)
+			now = bpf_ktime_get_ns();
 		note_rq_offset(now, this_rq_clock());
-	else if (follow_peers)
-		measure_rq_offset();
+	}
 
 	/* A dying task's last switch is no wait: it never runs again. A
 	 * target's slot stays for user space's last read of its on-CPU time. */

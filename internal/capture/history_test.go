@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/whyslow/whyslow/internal/event"
+	"github.com/whyslow/whyslow/test/harness"
 )
 
 // holdThenSleep takes a flock, says so, waits for a line on stdin, then
@@ -35,7 +36,7 @@ fcntl.flock(fd, fcntl.LOCK_UN)
 // start within a few ms (the run queue's clock may lag), its end too, and
 // its call. A wait of a process that never met the target is never sent.
 func TestOutsideHistoryDatedByTheKernel(t *testing.T) {
-	py := python(t)
+	py := harness.Python(t)
 	lock := filepath.Join(t.TempDir(), "lock")
 	holder := exec.Command(py, "-c", holdThenSleep, lock)
 	in, err := holder.StdinPipe()
@@ -56,12 +57,22 @@ func TestOutsideHistoryDatedByTheKernel(t *testing.T) {
 	}
 	// A bystander that never meets the target: its sleeps must not be sent.
 	// It outlives the capture: its exit would wake the test, a peer.
-	bystander := exec.Command(py, "-c", "import time\nfor i in range(250): time.sleep(0.02)")
+	// Started before the capture, and running once it says so: a page the
+	// target reads as it starts may be one the bystander is reading, and
+	// the target's read would end the bystander's wait (it would be a peer).
+	bystander := exec.Command(harness.Python(t), "-c", "import time\nprint('ready', flush=True)\nfor i in range(250): time.sleep(0.02)")
+	byOut, err := bystander.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := bystander.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer bystander.Wait()
 	defer bystander.Process.Kill()
+	if by := bufio.NewScanner(byOut); !by.Scan() || by.Text() != "ready" {
+		t.Fatalf("bystander: %q", by.Text())
+	}
 	go func() {
 		time.Sleep(300 * time.Millisecond) // after the capture began
 		fmt.Fprintln(in, "go")

@@ -539,7 +539,6 @@ const (
 	whyslowMapOwnStacks               = "own_stacks"
 	whyslowMapRecent                  = "recent"
 	whyslowMapRequests                = "requests"
-	whyslowMapRqOffsetTick            = "rq_offset_tick"
 	whyslowMapSampleScratch           = "sample_scratch"
 	whyslowMapSampledJiffy            = "sampled_jiffy"
 	whyslowMapSeen                    = "seen"
@@ -718,7 +717,6 @@ type whyslowMapSpecs struct {
 	OwnStacks      *ebpf.MapSpec `ebpf:"own_stacks"`
 	Recent         *ebpf.MapSpec `ebpf:"recent"`
 	Requests       *ebpf.MapSpec `ebpf:"requests"`
-	RqOffsetTick   *ebpf.MapSpec `ebpf:"rq_offset_tick"`
 	SampleScratch  *ebpf.MapSpec `ebpf:"sample_scratch"`
 	SampledJiffy   *ebpf.MapSpec `ebpf:"sampled_jiffy"`
 	Seen           *ebpf.MapSpec `ebpf:"seen"`
@@ -829,7 +827,6 @@ type whyslowMaps struct {
 	OwnStacks      *ebpf.Map `ebpf:"own_stacks"`
 	Recent         *ebpf.Map `ebpf:"recent"`
 	Requests       *ebpf.Map `ebpf:"requests"`
-	RqOffsetTick   *ebpf.Map `ebpf:"rq_offset_tick"`
 	SampleScratch  *ebpf.Map `ebpf:"sample_scratch"`
 	SampledJiffy   *ebpf.Map `ebpf:"sampled_jiffy"`
 	Seen           *ebpf.Map `ebpf:"seen"`
@@ -862,7 +859,6 @@ func (m *whyslowMaps) Close() error {
 		m.OwnStacks,
 		m.Recent,
 		m.Requests,
-		m.RqOffsetTick,
 		m.SampleScratch,
 		m.SampledJiffy,
 		m.Seen,

@@ -468,7 +468,6 @@ const (
 	whyslowRawMapOwnStacks               = "own_stacks"
 	whyslowRawMapRecent                  = "recent"
 	whyslowRawMapRequests                = "requests"
-	whyslowRawMapRqOffsetTick            = "rq_offset_tick"
 	whyslowRawMapSampleScratch           = "sample_scratch"
 	whyslowRawMapSampledJiffy            = "sampled_jiffy"
 	whyslowRawMapSeen                    = "seen"
@@ -647,7 +646,6 @@ type whyslowRawMapSpecs struct {
 	OwnStacks      *ebpf.MapSpec `ebpf:"own_stacks"`
 	Recent         *ebpf.MapSpec `ebpf:"recent"`
 	Requests       *ebpf.MapSpec `ebpf:"requests"`
-	RqOffsetTick   *ebpf.MapSpec `ebpf:"rq_offset_tick"`
 	SampleScratch  *ebpf.MapSpec `ebpf:"sample_scratch"`
 	SampledJiffy   *ebpf.MapSpec `ebpf:"sampled_jiffy"`
 	Seen           *ebpf.MapSpec `ebpf:"seen"`
@@ -758,7 +756,6 @@ type whyslowRawMaps struct {
 	OwnStacks      *ebpf.Map `ebpf:"own_stacks"`
 	Recent         *ebpf.Map `ebpf:"recent"`
 	Requests       *ebpf.Map `ebpf:"requests"`
-	RqOffsetTick   *ebpf.Map `ebpf:"rq_offset_tick"`
 	SampleScratch  *ebpf.Map `ebpf:"sample_scratch"`
 	SampledJiffy   *ebpf.Map `ebpf:"sampled_jiffy"`
 	Seen           *ebpf.Map `ebpf:"seen"`
@@ -791,7 +788,6 @@ func (m *whyslowRawMaps) Close() error {
 		m.OwnStacks,
 		m.Recent,
 		m.Requests,
-		m.RqOffsetTick,
 		m.SampleScratch,
 		m.SampledJiffy,
 		m.Seen,
