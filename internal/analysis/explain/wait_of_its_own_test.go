@@ -124,3 +124,25 @@ func TestPollOnAChildsPipeInAProgramWithSockets(t *testing.T) {
 		t.Errorf("chain %+v: want the parent's ipc wait followed into the child", x.Path.Chain)
 	}
 }
+
+// PostgreSQL's wait for a row lock under load: its first poll ends at
+// deadlock_timeout (1 s, its timer), 40 ms of it queued for a CPU; it is
+// preempted during its deadlock check, and polls again 4 ms later until
+// the holder commits. One wait on the holder: the lock all along. The
+// queueing is no part of the poll's timeout, and a wait for a CPU between
+// two polls is no poll.
+func TestDeadlockCheckUnderLoadIsOneLockWait(t *testing.T) {
+	r := storetest.New(t, "unused", nil)
+	holder := storetest.Thread{PID: 300, TID: 300, Comm: "postgres"}
+	first := timedOut(r, "epoll_wait", 0, 1040)
+	first.Runq = storetest.MS(40)
+	lock := r.Off(client, 1044, 2000, event.ReasonLock, "epoll_wait", holder, 0.01)
+	x := clientFor(t, "deadlock-check-under-load", 2000,
+		first,
+		r.Off(client, 1040.5, 1043.5, event.ReasonRunqueue, "", storetest.Thread{}, 0),
+		lock,
+	)
+	if x.Verdict.Reason != "lock" || x.Path.ByReason["lock"] < 1.9 || x.Path.ByReason["sleep"] > 0 {
+		t.Errorf("verdict %q (%v): the deadlock check's timed-out poll is part of the wait on the holder", x.Verdict.Reason, x.Path.ByReason)
+	}
+}
