@@ -258,6 +258,16 @@ func (w *Writer) append(ev event.Event) error {
 	return nil
 }
 
+// stackAndComm writes the rows of a stack and of a comm that an event's row
+// names, and returns the comm's id: what the off-CPU waits and both kinds
+// of sample need before their own row.
+func (w *Writer) stackAndComm(stackID int32, frames []string, h *event.Header) (uint32, error) {
+	if err := w.stack(stackID, frames); err != nil {
+		return 0, err
+	}
+	return w.headerCommID(h)
+}
+
 // appendSyscall writes a syscall's row, after the row of the second file it
 // moved bytes between (sendfile, splice, copy_file_range), when it had one:
 // a table of its own, as only those three have it (schema.go).
@@ -282,10 +292,7 @@ func (w *Writer) appendSyscall(e *event.Syscall) error {
 // kernel stack, its comm and its waker's.
 func (w *Writer) appendOffCPU(e *event.OffCPU) error {
 	t := &w.t
-	if err := w.stack(e.StackID, e.Stack); err != nil {
-		return err
-	}
-	cid, err := w.headerCommID(&e.Header)
+	cid, err := w.stackAndComm(e.StackID, e.Stack, &e.Header)
 	if err != nil {
 		return err
 	}
@@ -304,10 +311,7 @@ func (w *Writer) appendOffCPU(e *event.OffCPU) error {
 // appendSample writes an on-CPU sample's row after its stack's and comm's.
 func (w *Writer) appendSample(e *event.Sample) error {
 	t := &w.t
-	if err := w.stack(e.StackID, e.Stack); err != nil {
-		return err
-	}
-	cid, err := w.headerCommID(&e.Header)
+	cid, err := w.stackAndComm(e.StackID, e.Stack, &e.Header)
 	if err != nil {
 		return err
 	}
@@ -319,10 +323,7 @@ func (w *Writer) appendSample(e *event.Sample) error {
 // after its stack's and comm's rows.
 func (w *Writer) appendProcSample(e *event.ProcSample) error {
 	t := &w.t
-	if err := w.stack(e.StackID, e.Stack); err != nil {
-		return err
-	}
-	cid, err := w.headerCommID(&e.Header)
+	cid, err := w.stackAndComm(e.StackID, e.Stack, &e.Header)
 	if err != nil {
 		return err
 	}
