@@ -117,7 +117,7 @@ func writeThreads(w io.Writer, threads []explain.ThreadTime) {
 }
 
 // writeFileGroups prints the first 5 groups of files created or removed in
-// bulk, a sentence each: one row per file would hide the pattern.
+// bulk, a sentence each and what the group read and wrote.
 func writeFileGroups(w io.Writer, groups []explain.FileGroup) {
 	if len(groups) == 0 {
 		return
@@ -137,7 +137,7 @@ func writeFileGroups(w io.Writer, groups []explain.FileGroup) {
 	}
 }
 
-// writeFiles prints the 8 files the target waited on longest.
+// writeFiles prints the first 8 files, the longest waited on first.
 func writeFiles(w io.Writer, files []explain.FileUse) {
 	if len(files) == 0 {
 		return
@@ -206,8 +206,8 @@ func writeDeviceNotes(w io.Writer, d explain.DeviceUse) {
 	}
 }
 
-// writeNetwork prints the 8 peers the target waited on longest; bytes a
-// socket's kind does not let us count are said to be unseen, not zero.
+// writeNetwork prints the first 8 peers; bytes the recording did not see
+// (PeerUse.BytesKnown) are said to be unseen, never "0 B".
 func writeNetwork(w io.Writer, peers []explain.PeerUse) {
 	if len(peers) == 0 {
 		return
@@ -227,9 +227,9 @@ func writeNetwork(w io.Writer, peers []explain.PeerUse) {
 	t.Write(w)
 }
 
-// writeAfterExit prints what the kernel still had to write for the target
-// once it exited, when that is enough to matter: a program can end before
-// its data is on disk.
+// writeAfterExit prints what the kernel still wrote for the target once it
+// exited, and what was dirty system-wide, when it wrote any or more than
+// 1 MiB was dirty: a program can end before its data is on disk.
 func writeAfterExit(w io.Writer, a explain.AfterExit) {
 	if a.WrittenBytes == 0 && a.DirtyAtExitBytes <= 1<<20 {
 		return
@@ -245,7 +245,7 @@ func writeAfterExit(w io.Writer, a explain.AfterExit) {
 }
 
 // writeBlame prints the first 5 other processes that cost the target time,
-// a sentence each under its share, and how many more the JSON holds or
+// a sentence each after its share, and how many more the JSON holds or
 // were left out for a share too small to name.
 func writeBlame(w io.Writer, x *explain.Explanation) {
 	if len(x.Blame) > 0 {
