@@ -71,15 +71,7 @@ func runGuarded(args []string) int {
 		return ExitError
 	}
 	tempsW.Close()
-	var tempPaths []string
-	tempsDone := make(chan struct{})
-	go func() {
-		defer close(tempsDone)
-		sc := bufio.NewScanner(temps)
-		for sc.Scan() {
-			tempPaths = append(tempPaths, sc.Text())
-		}
-	}()
+	tempPaths := readLines(temps)
 	done := make(chan error, 1)
 	go func() { done <- child.Wait() }()
 	var waitErr error
@@ -93,17 +85,41 @@ wait:
 		}
 	}
 	temps.Close()
-	<-tempsDone
+	return guardedExit(child, waitErr, stderr.Bytes(), tempPaths(), args)
+}
 
+// readLines reads r's lines until it closes; the function it returns
+// waits for that and gives them.
+func readLines(r io.Reader) func() []string {
+	var lines []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+		}
+	}()
+	return func() []string {
+		<-done
+		return lines
+	}
+}
+
+// guardedExit gives the exit code of a child that ended: its own, with its
+// stderr passed on, unless it crashed. Then what it began to write (the
+// temporary files it named) is removed, and its trace becomes one line
+// that names the damaged recording, exit ExitBadFile.
+func guardedExit(child *exec.Cmd, waitErr error, stderr []byte, tempPaths, args []string) int {
 	var exit *exec.ExitError
 	if waitErr != nil && !errors.As(waitErr, &exit) {
 		fmt.Fprintf(os.Stderr, "whyslow: waiting for the reader: %v\n", waitErr)
 		return ExitError
 	}
 	ws, _ := child.ProcessState.Sys().(syscall.WaitStatus)
-	crash := crashOf(ws, stderr.Bytes())
+	crash := crashOf(ws, stderr)
 	if crash == "" {
-		os.Stderr.Write(stderr.Bytes())
+		os.Stderr.Write(stderr)
 		if ws.Signaled() {
 			return 128 + int(ws.Signal()) // interrupted, or stdout closed: as the shell says
 		}
@@ -114,7 +130,7 @@ wait:
 		os.RemoveAll(p)
 	}
 	if os.Getenv(debugEnv) != "" {
-		os.Stderr.Write(stderr.Bytes())
+		os.Stderr.Write(stderr)
 	}
 	what := "a recording"
 	if rec := recordingArg(args); rec != "" {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/whyslow/whyslow/internal/analysis/explain"
 	"github.com/whyslow/whyslow/internal/analysis/source"
 	"github.com/whyslow/whyslow/internal/recorder"
 )
@@ -54,15 +55,7 @@ func runRun(o runOptions, argv []string) error {
 	if err != nil {
 		return err
 	}
-	if o.htmlPath != "" {
-		if _, err := os.Lstat(o.htmlPath); err == nil {
-			return usageErr("%s already exists: choose another name or remove it", o.htmlPath)
-		}
-		if err := writableDir(o.htmlPath); err != nil {
-			return err
-		}
-	}
-	if err := writableDir(o.jsonPath); err != nil {
+	if err := o.checkOutputs(); err != nil {
 		return err
 	}
 	keep := o.recording != ""
@@ -103,28 +96,9 @@ func runRun(o runOptions, argv []string) error {
 	}
 	src.Use(ready)
 	if choice.sampled {
-		if o.htmlPath != "" {
-			report(fmt.Errorf("--html: the sampled capture has no HTML report yet; its explanation is above"))
-		}
-		if err := sampledTo(src, o.jsonPath); err != nil {
-			report(err)
-		}
-		if err := done(); err != nil {
-			report(err)
-		}
-		if keep {
-			fmt.Fprintf(os.Stderr, "\nrecording kept in %s (whyslow report --help)\n", path)
-		}
-		return childExit(res.ExitCode)
-	}
-	x, err := explainTo(src, uint32(res.TargetPID), o.jsonPath)
-	if err != nil {
-		report(err)
-	}
-	if o.htmlPath != "" {
-		if err := htmlFrom(src, path, uint32(res.TargetPID), x, o.htmlPath); err != nil {
-			report(err)
-		}
+		o.sampledOutputs(src)
+	} else {
+		o.explainOutputs(src, path, uint32(res.TargetPID))
 	}
 	if err := done(); err != nil {
 		report(err)
@@ -133,4 +107,46 @@ func runRun(o runOptions, argv []string) error {
 		fmt.Fprintf(os.Stderr, "\nrecording kept in %s (whyslow report --help)\n", path)
 	}
 	return childExit(res.ExitCode)
+}
+
+// checkOutputs refuses, before the command runs, outputs that could not be
+// written after it: an HTML report that would overwrite a file, or a
+// directory whyslow cannot write in.
+func (o runOptions) checkOutputs() error {
+	if o.htmlPath != "" {
+		if _, err := os.Lstat(o.htmlPath); err == nil {
+			return usageErr("%s already exists: choose another name or remove it", o.htmlPath)
+		}
+		if err := writableDir(o.htmlPath); err != nil {
+			return err
+		}
+	}
+	return writableDir(o.jsonPath)
+}
+
+// sampledOutputs explains a sampled recording, in JSON too when asked.
+// Its errors are reported, not returned: the command's exit code is
+// whyslow's.
+func (o runOptions) sampledOutputs(src *explain.Source) {
+	if o.htmlPath != "" {
+		report(fmt.Errorf("--html: the sampled capture has no HTML report yet; its explanation is above"))
+	}
+	if err := sampledTo(src, o.jsonPath); err != nil {
+		report(err)
+	}
+}
+
+// explainOutputs explains a traced recording of the target pid, in JSON
+// and HTML too when asked. Its errors are reported, not returned: the
+// command's exit code is whyslow's.
+func (o runOptions) explainOutputs(src *explain.Source, path string, pid uint32) {
+	x, err := explainTo(src, pid, o.jsonPath)
+	if err != nil {
+		report(err)
+	}
+	if o.htmlPath != "" {
+		if err := htmlFrom(src, path, pid, x, o.htmlPath); err != nil {
+			report(err)
+		}
+	}
 }

@@ -182,24 +182,16 @@ func (o watchOptions) config() (watch.Options, error) {
 	return w, nil
 }
 
+// runWatch checks that incidents can be written, leaves its pid in the
+// incident directory, and watches until interrupted, serving metrics when
+// --listen asks for them.
 func runWatch(cmd *cobra.Command, o watchOptions) error {
 	w, err := o.config()
 	if err != nil {
 		return err
 	}
-	if err := needPrivileges(); err != nil {
+	if err := o.check(w); err != nil {
 		return err
-	}
-	if err := os.MkdirAll(o.dir, 0o700); err != nil {
-		return withCode(ExitUsage, fmt.Errorf("making the incident directory: %w", err))
-	}
-	if err := writableDir(filepath.Join(o.dir, "x")); err != nil {
-		return err
-	}
-	if len(w.PSI) > 0 {
-		if _, err := os.Stat("/proc/pressure/io"); err != nil {
-			return withCode(ExitNoCapture, fmt.Errorf("--psi: this kernel gives no pressure stall information (/proc/pressure): CONFIG_PSI, or boot with psi=1"))
-		}
 	}
 	// The events kept are most of the heap, and long-lived: Go's default
 	// (collect at twice the live heap) would let the process grow to about
@@ -217,64 +209,17 @@ func runWatch(cmd *cobra.Command, o watchOptions) error {
 
 	ctx, stop := interruptible()
 	defer stop()
-	snap := make(chan struct{}, 1)
-	usr1 := make(chan os.Signal, 1)
-	signal.Notify(usr1, syscall.SIGUSR1)
-	defer signal.Stop(usr1)
-	go func() {
-		for range usr1 {
-			select {
-			case snap <- struct{}{}:
-			default:
-			}
-		}
-	}()
-	w.Snapshot = snap
+	stopUSR1 := snapshotOnUSR1(&w)
+	defer stopUSR1()
 
 	var serveErr chan error
 	if o.listen != "" {
-		col := exporter.New(exporter.Options{GroupBy: exporter.ByCgroup, Groups: 20, Devices: 16, Every: time.Second})
-		incidents := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "whyslow_incidents_total",
-			Help: "Incidents written by whyslow watch, by what triggered them."}, []string{"trigger"})
-		last := prometheus.NewGauge(prometheus.GaugeOpts{Name: "whyslow_last_incident_timestamp_seconds",
-			Help: "When whyslow watch last wrote an incident (Unix time)."})
-		counters := &watch.Counters{}
-		w.Counters = counters
-		dropped := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "whyslow_watch_dropped_events_total",
-			Help: "Events whyslow watch dropped before their window ended, to stay in its --memory budget."},
-			func() float64 { return float64(counters.Dropped.Load()) })
-		triggers := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "whyslow_watch_triggers_total",
-			Help: "Triggers fired, written as incidents or counted in a cooldown."},
-			func() float64 { return float64(counters.Triggers.Load()) })
-		otlpSent := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "whyslow_watch_otlp_sent_total",
-			Help: "Incidents whyslow watch sent to its --otlp endpoint."},
-			func() float64 { return float64(counters.OTLPSent.Load()) })
-		otlpDropped := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "whyslow_watch_otlp_dropped_total",
-			Help: "Incidents whyslow watch did not send to its --otlp endpoint: the queue was full or the endpoint did not take them."},
-			func() float64 { return float64(counters.OTLPDropped.Load()) })
-		srv, ln, err := metricsServer(o.listen, col, incidents, last, dropped, triggers, otlpSent, otlpDropped)
+		var shutdown func()
+		serveErr, shutdown, err = serveWatchMetrics(o.listen, &w)
 		if err != nil {
 			return err
 		}
-		defer ln.Close()
-		serveErr = make(chan error, 1)
-		w.Frame = col.Add
-		w.Incident = func(inc watch.Incident) {
-			if inc.Err == nil {
-				incidents.WithLabelValues(inc.Trigger.Kind).Inc()
-				last.Set(float64(inc.Time.UnixNano()) / 1e9)
-			}
-		}
-		w.Ready = func(info live.Info) {
-			col.SetInfo(info)
-			go func() { serveErr <- srv.Serve(ln) }()
-			fmt.Fprintf(os.Stderr, "whyslow watch: serving http://%s/metrics\n", ln.Addr())
-		}
-		defer func() {
-			shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			srv.Shutdown(shut)
-		}()
+		defer shutdown()
 	}
 	ready := w.Ready
 	w.Ready = func(info live.Info) {
@@ -294,6 +239,96 @@ func runWatch(cmd *cobra.Command, o watchOptions) error {
 		}
 	}
 	return err
+}
+
+// check refuses to start what could not write an incident: no privileges,
+// an incident directory that cannot be made or written, or --psi on a
+// kernel without pressure stall information.
+func (o watchOptions) check(w watch.Options) error {
+	if err := needPrivileges(); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(o.dir, 0o700); err != nil {
+		return withCode(ExitUsage, fmt.Errorf("making the incident directory: %w", err))
+	}
+	if err := writableDir(filepath.Join(o.dir, "x")); err != nil {
+		return err
+	}
+	if len(w.PSI) > 0 {
+		if _, err := os.Stat("/proc/pressure/io"); err != nil {
+			return withCode(ExitNoCapture, fmt.Errorf("--psi: this kernel gives no pressure stall information (/proc/pressure): CONFIG_PSI, or boot with psi=1"))
+		}
+	}
+	return nil
+}
+
+// snapshotOnUSR1 asks watch for a snapshot at each SIGUSR1 (one waiting at
+// most: signals sent while one waits are one snapshot), and returns what
+// stops listening.
+func snapshotOnUSR1(w *watch.Options) (stop func()) {
+	snap := make(chan struct{}, 1)
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	go func() {
+		for range usr1 {
+			select {
+			case snap <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	w.Snapshot = snap
+	return func() { signal.Stop(usr1) }
+}
+
+// serveWatchMetrics serves on listen the live exporter's metrics and watch's
+// own (incidents, triggers, drops, OTLP), once watch is ready: w's Frame,
+// Incident and Ready feed them. It returns the server's error channel and
+// what shuts the server down.
+func serveWatchMetrics(listen string, w *watch.Options) (chan error, func(), error) {
+	col := exporter.New(exporter.Options{GroupBy: exporter.ByCgroup, Groups: 20, Devices: 16, Every: time.Second})
+	incidents := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "whyslow_incidents_total",
+		Help: "Incidents written by whyslow watch, by what triggered them."}, []string{"trigger"})
+	last := prometheus.NewGauge(prometheus.GaugeOpts{Name: "whyslow_last_incident_timestamp_seconds",
+		Help: "When whyslow watch last wrote an incident (Unix time)."})
+	counters := &watch.Counters{}
+	w.Counters = counters
+	dropped := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "whyslow_watch_dropped_events_total",
+		Help: "Events whyslow watch dropped before their window ended, to stay in its --memory budget."},
+		func() float64 { return float64(counters.Dropped.Load()) })
+	triggers := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "whyslow_watch_triggers_total",
+		Help: "Triggers fired, written as incidents or counted in a cooldown."},
+		func() float64 { return float64(counters.Triggers.Load()) })
+	otlpSent := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "whyslow_watch_otlp_sent_total",
+		Help: "Incidents whyslow watch sent to its --otlp endpoint."},
+		func() float64 { return float64(counters.OTLPSent.Load()) })
+	otlpDropped := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "whyslow_watch_otlp_dropped_total",
+		Help: "Incidents whyslow watch did not send to its --otlp endpoint: the queue was full or the endpoint did not take them."},
+		func() float64 { return float64(counters.OTLPDropped.Load()) })
+	srv, ln, err := metricsServer(listen, col, incidents, last, dropped, triggers, otlpSent, otlpDropped)
+	if err != nil {
+		return nil, nil, err
+	}
+	serveErr := make(chan error, 1)
+	w.Frame = col.Add
+	w.Incident = func(inc watch.Incident) {
+		if inc.Err == nil {
+			incidents.WithLabelValues(inc.Trigger.Kind).Inc()
+			last.Set(float64(inc.Time.UnixNano()) / 1e9)
+		}
+	}
+	w.Ready = func(info live.Info) {
+		col.SetInfo(info)
+		go func() { serveErr <- srv.Serve(ln) }()
+		fmt.Fprintf(os.Stderr, "whyslow watch: serving http://%s/metrics\n", ln.Addr())
+	}
+	shutdown := func() {
+		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(shut)
+		ln.Close()
+	}
+	return serveErr, shutdown, nil
 }
 
 // describe lists the triggers in force, for the start line.

@@ -340,24 +340,47 @@ func (b *perfettoBuilder) counters() error {
 	return nil
 }
 
+// write writes the trace, a TracePacket at a time: the clock, the tracks,
+// then the events.
 func (b *perfettoBuilder) write(out io.Writer) error {
-	w := bufio.NewWriterSize(out, 1<<20)
-	first := true
-	packet := func(p msg) {
-		p = p.varint(packetSequenceID, sequenceID)
-		if first {
-			p = p.varint(packetSequenceFlags, seqIncrementalStateCleared)
-			first = false
-		}
-		w.Write(msg(nil).bytes(tracePacket, p))
+	w := &packetWriter{w: bufio.NewWriterSize(out, 1<<20), first: true}
+	b.writeClock(w)
+	b.writeTracks(w)
+	b.writeEvents(w)
+	return w.w.Flush()
+}
+
+// packetWriter writes TracePackets of one sequence; the first says the
+// sequence's incremental state starts cleared.
+type packetWriter struct {
+	w     *bufio.Writer
+	first bool
+}
+
+func (w *packetWriter) packet(p msg) {
+	p = p.varint(packetSequenceID, sequenceID)
+	if w.first {
+		p = p.varint(packetSequenceFlags, seqIncrementalStateCleared)
+		w.first = false
 	}
-	// The clock: timestamps are CLOCK_MONOTONIC; REALTIME maps them to wall time.
+	w.w.Write(msg(nil).bytes(tracePacket, p))
+}
+
+// writeClock writes the clock snapshot first, so that Perfetto can place
+// what follows: timestamps are CLOCK_MONOTONIC; REALTIME maps them to wall
+// time.
+func (b *perfettoBuilder) writeClock(w *packetWriter) {
 	start := b.src.Clock.StartMono
 	snap := msg(nil).bytes(clockSnapshotClocks, msg(nil).varint(clockID, clockMonotonic).varint(clockTimestamp, start))
 	snap = snap.bytes(clockSnapshotClocks, msg(nil).varint(clockID, clockRealtime).varint(clockTimestamp, uint64(int64(start)+b.src.Clock.OffsetNS)))
 	snap = snap.varint(clockSnapshotPrimaryClock, clockMonotonic)
-	packet(msg(nil).varint(packetTimestamp, start).varint(packetTimestampClock, clockMonotonic).bytes(packetClockSnapshot, snap))
+	w.packet(msg(nil).varint(packetTimestamp, start).varint(packetTimestampClock, clockMonotonic).bytes(packetClockSnapshot, snap))
+}
 
+// writeTracks describes every track before an event names it: processes,
+// then threads (with their syscall tracks), then counters, each in a fixed
+// order so that an export is the same bytes every time.
+func (b *perfettoBuilder) writeTracks(w *packetWriter) {
 	pids := make([]uint32, 0, len(b.procs))
 	for pid := range b.procs {
 		pids = append(pids, pid)
@@ -369,7 +392,7 @@ func (b *perfettoBuilder) write(out io.Writer) error {
 		for _, a := range p.cmdline {
 			d = d.str(processCmdline, a)
 		}
-		packet(msg(nil).bytes(packetTrackDescriptor, msg(nil).varint(trackUUID, uuidProcess|uint64(pid)).bytes(trackProcess, d)))
+		w.packet(msg(nil).bytes(packetTrackDescriptor, msg(nil).varint(trackUUID, uuidProcess|uint64(pid)).bytes(trackProcess, d)))
 	}
 	tids := make([]uint32, 0, len(b.threads))
 	for tid := range b.threads {
@@ -379,9 +402,9 @@ func (b *perfettoBuilder) write(out io.Writer) error {
 	for _, tid := range tids {
 		t := b.threads[tid]
 		d := msg(nil).varint(threadPID, uint64(t.pid)).varint(threadTID, uint64(tid)).str(threadName, t.name)
-		packet(msg(nil).bytes(packetTrackDescriptor, msg(nil).varint(trackUUID, uuidThread|uint64(tid)).bytes(trackThread, d)))
+		w.packet(msg(nil).bytes(packetTrackDescriptor, msg(nil).varint(trackUUID, uuidThread|uint64(tid)).bytes(trackThread, d)))
 		if t.syscalls {
-			packet(msg(nil).bytes(packetTrackDescriptor, msg(nil).varint(trackUUID, uuidSyscall|uint64(tid)).
+			w.packet(msg(nil).bytes(packetTrackDescriptor, msg(nil).varint(trackUUID, uuidSyscall|uint64(tid)).
 				varint(trackParentUUID, uuidThread|uint64(tid)).str(trackName, "syscalls")))
 		}
 	}
@@ -390,9 +413,14 @@ func (b *perfettoBuilder) write(out io.Writer) error {
 		if c.unit == "B/s" {
 			cd = msg(nil).varint(counterUnit, unitSizeBytes).str(counterUnitName, c.unit)
 		}
-		packet(msg(nil).bytes(packetTrackDescriptor, msg(nil).varint(trackUUID, c.uuid).str(trackName, c.name).bytes(trackCounter, cd)))
+		w.packet(msg(nil).bytes(packetTrackDescriptor, msg(nil).varint(trackUUID, c.uuid).str(trackName, c.name).bytes(trackCounter, cd)))
 	}
+}
 
+// writeEvents writes the events in time order (then in their order at one
+// time, then as they were added), reusing one buffer for the events and
+// one for their packets rather than allocating for each.
+func (b *perfettoBuilder) writeEvents(w *packetWriter) {
 	sort.Slice(b.events, func(i, j int) bool {
 		x, y := &b.events[i], &b.events[j]
 		if x.ts != y.ts {
@@ -432,7 +460,6 @@ func (b *perfettoBuilder) write(out io.Writer) error {
 			ev = ev.fixed64(eventTerminatingFlowIDs, f)
 		}
 		p = p[:0].varint(packetTimestamp, e.ts).varint(packetTimestampClock, clockMonotonic).bytes(packetTrackEvent, ev)
-		packet(p)
+		w.packet(p)
 	}
-	return w.Flush()
 }

@@ -65,38 +65,14 @@ func (s Sampler) Run(ctx context.Context, ready func(Info), onFrame func(*Frame)
 		return fmt.Errorf("starting capture: %w", err)
 	}
 	defer eng.Close()
-	procRoot, sysRoot := s.ProcRoot, s.SysRoot
-	if procRoot == "" {
-		procRoot = "/proc"
-	}
-	if sysRoot == "" {
-		sysRoot = "/sys"
-	}
-	sys := newSystemReader(procRoot, sysRoot)
-	waits := eng.Waits()
-	if s.Opened != nil {
-		s.Opened(eng.Waits())
-	}
-	now, _ := waits.Now()
-	agg := NewAggregator(now)
-	agg.names.undescribe = eng.Undescribe
-	if s.Undescribe != nil {
-		s.Undescribe(eng.Undescribe)
-	}
-	sys.read(agg.cur) // the first busy counters, to take differences from
+	// The rings are read in batches (every 50 ms when quiet): the events of
+	// an interval are all fed a little after its end, and are waited for.
+	c := s.newCutter(eng, onFrame, min(lateEvents, every/4))
 
 	runCtx, stop := context.WithCancel(context.Background())
 	defer stop()
-	var runErr error
-	runDone := make(chan struct{})
-	go func() {
-		defer close(runDone)
-		sink := agg.Feed
-		if s.Tee != nil {
-			sink = func(b []event.Event) { agg.Feed(b); s.Tee(b) }
-		}
-		runErr = eng.Run(runCtx, sink)
-	}()
+	runDone := make(chan error, 1)
+	go func() { runDone <- eng.Run(runCtx, c.sink(s.Tee)) }()
 	if ready != nil {
 		ready(Info{Flavour: eng.Flavour(), Missing: eng.Missing()})
 	}
@@ -107,29 +83,83 @@ func (s Sampler) Run(ctx context.Context, ready func(Info), onFrame func(*Frame)
 	case <-time.After(every + every/2):
 	case <-ctx.Done():
 	}
-	// The rings are read in batches (every 50 ms when quiet): the events of
-	// an interval are all fed a little after its end, and are waited for.
-	late := min(lateEvents, every/4)
-	cut := func() {
-		now, waiting := waits.Now()
-		agg.Seal(now, waiting)
-		if s.Waiting != nil {
-			s.Waiting(now, waiting)
-		}
-		select {
-		case <-time.After(late):
-		case <-ctx.Done():
-		}
-		f := agg.Finish()
-		sys.read(f)
-		if lost, err := eng.Lost(); err == nil {
-			f.Lost = lost
-		}
-		onFrame(f)
-	}
 	if ctx.Err() == nil {
-		cut()
+		c.cut(ctx)
 	}
+	return c.loop(ctx, every, stop, runDone)
+}
+
+// cutter cuts what the engine feeds its aggregator into frames, adding the
+// system's counters and the engine's losses to each.
+type cutter struct {
+	eng     *capture.Engine
+	waits   *capture.Waits
+	sys     *systemReader
+	agg     *Aggregator
+	late    time.Duration // how long a frame waits for its late events
+	waiting func(now uint64, waiting []*event.OffCPU)
+	onFrame func(*Frame)
+}
+
+// newCutter makes the aggregator, starting now, and hands the engine's
+// readers to the callers that asked for them; it reads the system's busy
+// counters a first time, to take differences from.
+func (s Sampler) newCutter(eng *capture.Engine, onFrame func(*Frame), late time.Duration) *cutter {
+	procRoot, sysRoot := s.ProcRoot, s.SysRoot
+	if procRoot == "" {
+		procRoot = "/proc"
+	}
+	if sysRoot == "" {
+		sysRoot = "/sys"
+	}
+	c := &cutter{eng: eng, sys: newSystemReader(procRoot, sysRoot), waits: eng.Waits(),
+		late: late, waiting: s.Waiting, onFrame: onFrame}
+	if s.Opened != nil {
+		s.Opened(eng.Waits())
+	}
+	now, _ := c.waits.Now()
+	c.agg = NewAggregator(now)
+	c.agg.names.undescribe = eng.Undescribe
+	if s.Undescribe != nil {
+		s.Undescribe(eng.Undescribe)
+	}
+	c.sys.read(c.agg.cur) // the first busy counters, to take differences from
+	return c
+}
+
+// sink is what the engine feeds: the aggregator, then tee when set.
+func (c *cutter) sink(tee capture.Sink) capture.Sink {
+	sink := c.agg.Feed
+	if tee != nil {
+		sink = func(b []event.Event) { c.agg.Feed(b); tee(b) }
+	}
+	return sink
+}
+
+// cut seals the frame at the waits' clock, with the waits in progress,
+// waits for its late events, and hands it over.
+func (c *cutter) cut(ctx context.Context) {
+	now, waiting := c.waits.Now()
+	c.agg.Seal(now, waiting)
+	if c.waiting != nil {
+		c.waiting(now, waiting)
+	}
+	select {
+	case <-time.After(c.late):
+	case <-ctx.Done():
+	}
+	f := c.agg.Finish()
+	c.sys.read(f)
+	if lost, err := c.eng.Lost(); err == nil {
+		f.Lost = lost
+	}
+	c.onFrame(f)
+}
+
+// loop cuts a frame every interval until ctx ends (then stops the engine's
+// reading and returns its error, if any but the cancel) or the reading
+// ends by itself, which is an error: the view would go on empty.
+func (c *cutter) loop(ctx context.Context, every time.Duration, stop func(), runDone <-chan error) error {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	give := time.NewTicker(giveBackEvery)
@@ -145,16 +175,16 @@ func (s Sampler) Run(ctx context.Context, ready func(Info), onFrame func(*Frame)
 			debug.FreeOSMemory()
 		case <-ctx.Done():
 			stop()
-			<-runDone
+			runErr := <-runDone
 			if errors.Is(runErr, context.Canceled) {
 				runErr = nil
 			}
 			return runErr
-		case <-runDone:
+		case runErr := <-runDone:
 			// reading the ring buffers failed: the view would go on empty
 			return fmt.Errorf("reading events: %w", errors.Join(runErr, errors.New("capture stopped")))
 		case <-tick.C:
-			cut()
+			c.cut(ctx)
 		}
 	}
 }

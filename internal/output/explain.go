@@ -13,6 +13,25 @@ import (
 
 // Explanation prints where a target's time went, at most 80 columns wide.
 func Explanation(w io.Writer, x *explain.Explanation) {
+	writeVerdict(w, x)
+	writeWallTime(w, x)
+	writeThreads(w, x.Threads)
+	writeFileGroups(w, x.FileGroups)
+	writeFiles(w, x.Files)
+	writeDevices(w, x.Devices)
+	writeNetwork(w, x.Network)
+	writeAfterExit(w, x.AfterExit)
+	writeBlame(w, x)
+	if x.LostEvents > 0 {
+		_, sources := LostWords(x.Lost)
+		fmt.Fprintf(w, "\nwarning: %d events were lost (%s); totals may be low\n", x.LostEvents, sources)
+	}
+}
+
+// writeVerdict prints the head of the explanation: the target, its verdict
+// in a sentence, the path that led to it and how much of the time the
+// recording covers, so the answer comes before the evidence.
+func writeVerdict(w io.Writer, x *explain.Explanation) {
 	fmt.Fprintf(w, "\nwhyslow: %s (pid %d)", format.Safe(commandLine(x.Target.Command, 44)), x.Target.PID)
 	if x.Target.ExitCode != nil {
 		fmt.Fprintf(w, ", exit %d", *x.Target.ExitCode)
@@ -36,7 +55,11 @@ func Explanation(w io.Writer, x *explain.Explanation) {
 			fmt.Fprintf(w, "  %s\n", line)
 		}
 	}
+}
 
+// writeWallTime prints the ranked reasons behind the verdict, with bars
+// scaled to the largest, and the CPU times the kernel reported beside them.
+func writeWallTime(w io.Writer, x *explain.Explanation) {
 	if x.Verdict.Basis == "threads" {
 		Heading(w, "Where the time went (all threads: the first one mostly waited for work)")
 	} else {
@@ -59,125 +82,172 @@ func Explanation(w io.Writer, x *explain.Explanation) {
 			fmt.Fprintln(w, line)
 		}
 	}
+}
 
-	if len(x.Threads) > 0 {
-		Heading(w, "Threads")
-		t := Table{Cols: []Column{{Title: "tid", Right: true}, {Title: "comm", Max: 16}, {Title: "on-cpu", Right: true},
-			{Title: "off-cpu", Right: true}, {Title: "read", Right: true}, {Title: "written", Right: true}, {Title: "mostly"}}}
-		// The cgroup (a container, a unit) when any shown thread is in one
-		// other than the root: where a limit could have come from.
-		cgroups := false
-		for i, th := range x.Threads {
-			if i < 8 && th.Cgroup != "" && th.Cgroup != "/" {
-				cgroups = true
-			}
+// writeThreads prints the target's first 8 threads.
+func writeThreads(w io.Writer, threads []explain.ThreadTime) {
+	if len(threads) == 0 {
+		return
+	}
+	Heading(w, "Threads")
+	t := Table{Cols: []Column{{Title: "tid", Right: true}, {Title: "comm", Max: 16}, {Title: "on-cpu", Right: true},
+		{Title: "off-cpu", Right: true}, {Title: "read", Right: true}, {Title: "written", Right: true}, {Title: "mostly"}}}
+	// The cgroup (a container, a unit) when any shown thread is in one
+	// other than the root: where a limit could have come from.
+	cgroups := false
+	for i, th := range threads {
+		if i < 8 && th.Cgroup != "" && th.Cgroup != "/" {
+			cgroups = true
 		}
+	}
+	if cgroups {
+		t.Cols = append(t.Cols, Column{Title: "cgroup", Max: 32})
+	}
+	for i, th := range threads {
+		if i == 8 {
+			break
+		}
+		cells := []any{th.TID, th.Comm, format.Seconds(th.OnCPUS), format.Seconds(th.OffCPUS), format.Bytes(th.ReadBytes), format.Bytes(th.WriteBytes), mostly(th)}
 		if cgroups {
-			t.Cols = append(t.Cols, Column{Title: "cgroup", Max: 32})
+			cells = append(cells, th.CgroupName)
 		}
-		for i, th := range x.Threads {
-			if i == 8 {
-				break
-			}
-			cells := []any{th.TID, th.Comm, format.Seconds(th.OnCPUS), format.Seconds(th.OffCPUS), format.Bytes(th.ReadBytes), format.Bytes(th.WriteBytes), mostly(th)}
-			if cgroups {
-				cells = append(cells, th.CgroupName)
-			}
-			t.Row(cells...)
-		}
-		t.Write(w)
+		t.Row(cells...)
 	}
-	if len(x.FileGroups) > 0 {
-		Heading(w, "Files created or removed in bulk")
-		for i, g := range x.FileGroups {
-			if i == 5 {
-				break
-			}
-			for j, line := range wrap(groupSentence(g), 78) {
-				if j > 0 {
-					line = "  " + line
-				}
-				fmt.Fprintln(w, line)
-			}
-			fmt.Fprintf(w, "  read %s, written %s\n", format.Bytes(g.ReadBytes), format.Bytes(g.WriteBytes))
-		}
+	t.Write(w)
+}
+
+// writeFileGroups prints the first 5 groups of files created or removed in
+// bulk, a sentence each and what the group read and wrote.
+func writeFileGroups(w io.Writer, groups []explain.FileGroup) {
+	if len(groups) == 0 {
+		return
 	}
-	if len(x.Files) > 0 {
-		Heading(w, "Files (by time waited)")
-		t := Table{Cols: []Column{{Title: "waited", Right: true}, {Title: "read", Right: true}, {Title: "written", Right: true},
-			{Title: "ops", Right: true}, {Title: "path", Max: 40}}}
-		for i, f := range x.Files {
-			if i == 8 {
-				break
-			}
-			t.Row(format.Seconds(f.WaitS), format.Bytes(f.ReadBytes), format.Bytes(f.WriteBytes), f.Ops, f.Path)
+	Heading(w, "Files created or removed in bulk")
+	for i, g := range groups {
+		if i == 5 {
+			break
 		}
-		t.Write(w)
+		for j, line := range wrap(groupSentence(g), 78) {
+			if j > 0 {
+				line = "  " + line
+			}
+			fmt.Fprintln(w, line)
+		}
+		fmt.Fprintf(w, "  read %s, written %s\n", format.Bytes(g.ReadBytes), format.Bytes(g.WriteBytes))
 	}
-	if len(x.Devices) > 0 {
-		Heading(w, "Devices (all processes, while the target ran)")
-		t := Table{Cols: []Column{{Title: "device"}, {Title: "read", Right: true}, {Title: "written", Right: true},
-			{Title: "requests", Right: true}, {Title: "await", Right: true}, {Title: "in queue", Right: true}, {Title: "by target", Right: true}}}
-		for _, d := range x.Devices {
-			t.Row(d.Name, format.Bytes(d.ReadBytes), format.Bytes(d.WriteBytes), d.Requests, fmt.Sprintf("%.1f ms", d.AwaitMS),
-				fmt.Sprintf("%.1f ms", d.QueueMS), format.Bytes(d.TargetBytes))
-		}
-		t.Write(w)
-		writeIostat(w, x.Devices)
-		for _, d := range x.Devices {
-			if d.StackedBytes > 0 {
-				fmt.Fprintf(w, "%s: %s of it carries a device stacked on it (a loop file, a dm member)\n",
-					format.Safe(d.Name), format.Bytes(d.StackedBytes))
-			}
-			if d.DiscardBytes > 0 || d.ZeroedBytes > 0 {
-				fmt.Fprintf(w, "%s: also discarded %s, zeroed %s\n", format.Safe(d.Name), format.Bytes(d.DiscardBytes), format.Bytes(d.ZeroedBytes))
-			}
-			if d.ThrottleReadBPS > 0 || d.ThrottleWriteBPS > 0 {
-				var lim []string
-				if d.ThrottleReadBPS > 0 {
-					lim = append(lim, format.Bytes(d.ThrottleReadBPS)+"/s read")
-				}
-				if d.ThrottleWriteBPS > 0 {
-					lim = append(lim, format.Bytes(d.ThrottleWriteBPS)+"/s write")
-				}
-				line := fmt.Sprintf("%s: blkio throttle %s", format.Safe(d.Name), strings.Join(lim, ", "))
-				if d.ThrottledS > 0 {
-					line += fmt.Sprintf("; it held the target's I/O %s before the device saw it (not in await)", format.Seconds(d.ThrottledS))
-				}
-				for i, l := range wrap(line, 78) {
-					if i > 0 {
-						l = "  " + l
-					}
-					fmt.Fprintln(w, l)
-				}
-			}
-		}
+}
+
+// writeFiles prints the first 8 files, the longest waited on first.
+func writeFiles(w io.Writer, files []explain.FileUse) {
+	if len(files) == 0 {
+		return
 	}
-	if len(x.Network) > 0 {
-		Heading(w, "Network peers")
-		t := Table{Cols: []Column{{Title: "peer", Max: 40}, {Title: "in", Right: true}, {Title: "out", Right: true}, {Title: "in syscalls", Right: true}}}
-		for i, p := range x.Network {
-			if i == 8 {
-				break
-			}
-			in, out := format.Bytes(p.BytesIn), format.Bytes(p.BytesOut)
-			if !p.BytesKnown {
-				in, out = "not seen", "not seen"
-			}
-			t.Row(p.Peer, in, out, format.Seconds(p.WaitS))
+	Heading(w, "Files (by time waited)")
+	t := Table{Cols: []Column{{Title: "waited", Right: true}, {Title: "read", Right: true}, {Title: "written", Right: true},
+		{Title: "ops", Right: true}, {Title: "path", Max: 40}}}
+	for i, f := range files {
+		if i == 8 {
+			break
 		}
-		t.Write(w)
+		t.Row(format.Seconds(f.WaitS), format.Bytes(f.ReadBytes), format.Bytes(f.WriteBytes), f.Ops, f.Path)
 	}
-	if a := x.AfterExit; a.WrittenBytes > 0 || a.DirtyAtExitBytes > 1<<20 {
-		Heading(w, "After exit")
-		fmt.Fprintf(w, "dirty or under writeback system-wide at exit: %s\n", format.Bytes(a.DirtyAtExitBytes))
-		if a.WrittenBytes > 0 {
-			fmt.Fprintf(w, "the kernel was still writing the target's data: %s over %s after exit\n", format.Bytes(a.WrittenBytes), format.Seconds(a.WritingS))
-			for _, f := range a.Files {
-				fmt.Fprintf(w, "  %s\n", format.Safe(TrimLeft(f, 76)))
+	t.Write(w)
+}
+
+// writeDevices prints the block devices' table, as iostat would, and under
+// it what the table cannot show: stacked devices, discards and throttles.
+func writeDevices(w io.Writer, devices []explain.DeviceUse) {
+	if len(devices) == 0 {
+		return
+	}
+	Heading(w, "Devices (all processes, while the target ran)")
+	t := Table{Cols: []Column{{Title: "device"}, {Title: "read", Right: true}, {Title: "written", Right: true},
+		{Title: "requests", Right: true}, {Title: "await", Right: true}, {Title: "in queue", Right: true}, {Title: "by target", Right: true}}}
+	for _, d := range devices {
+		t.Row(d.Name, format.Bytes(d.ReadBytes), format.Bytes(d.WriteBytes), d.Requests, fmt.Sprintf("%.1f ms", d.AwaitMS),
+			fmt.Sprintf("%.1f ms", d.QueueMS), format.Bytes(d.TargetBytes))
+	}
+	t.Write(w)
+	writeIostat(w, devices)
+	for _, d := range devices {
+		writeDeviceNotes(w, d)
+	}
+}
+
+// writeDeviceNotes prints one device's lines under the table: the bytes it
+// carries for a device stacked on it, its discards, and its blkio throttle
+// with the time the throttle held the target (which await does not count).
+func writeDeviceNotes(w io.Writer, d explain.DeviceUse) {
+	if d.StackedBytes > 0 {
+		fmt.Fprintf(w, "%s: %s of it carries a device stacked on it (a loop file, a dm member)\n",
+			format.Safe(d.Name), format.Bytes(d.StackedBytes))
+	}
+	if d.DiscardBytes > 0 || d.ZeroedBytes > 0 {
+		fmt.Fprintf(w, "%s: also discarded %s, zeroed %s\n", format.Safe(d.Name), format.Bytes(d.DiscardBytes), format.Bytes(d.ZeroedBytes))
+	}
+	if d.ThrottleReadBPS > 0 || d.ThrottleWriteBPS > 0 {
+		var lim []string
+		if d.ThrottleReadBPS > 0 {
+			lim = append(lim, format.Bytes(d.ThrottleReadBPS)+"/s read")
+		}
+		if d.ThrottleWriteBPS > 0 {
+			lim = append(lim, format.Bytes(d.ThrottleWriteBPS)+"/s write")
+		}
+		line := fmt.Sprintf("%s: blkio throttle %s", format.Safe(d.Name), strings.Join(lim, ", "))
+		if d.ThrottledS > 0 {
+			line += fmt.Sprintf("; it held the target's I/O %s before the device saw it (not in await)", format.Seconds(d.ThrottledS))
+		}
+		for i, l := range wrap(line, 78) {
+			if i > 0 {
+				l = "  " + l
 			}
+			fmt.Fprintln(w, l)
 		}
 	}
+}
+
+// writeNetwork prints the first 8 peers; bytes the recording did not see
+// (PeerUse.BytesKnown) are said to be unseen, never "0 B".
+func writeNetwork(w io.Writer, peers []explain.PeerUse) {
+	if len(peers) == 0 {
+		return
+	}
+	Heading(w, "Network peers")
+	t := Table{Cols: []Column{{Title: "peer", Max: 40}, {Title: "in", Right: true}, {Title: "out", Right: true}, {Title: "in syscalls", Right: true}}}
+	for i, p := range peers {
+		if i == 8 {
+			break
+		}
+		in, out := format.Bytes(p.BytesIn), format.Bytes(p.BytesOut)
+		if !p.BytesKnown {
+			in, out = "not seen", "not seen"
+		}
+		t.Row(p.Peer, in, out, format.Seconds(p.WaitS))
+	}
+	t.Write(w)
+}
+
+// writeAfterExit prints what the kernel still wrote for the target once it
+// exited, and what was dirty system-wide, when it wrote any or more than
+// 1 MiB was dirty: a program can end before its data is on disk.
+func writeAfterExit(w io.Writer, a explain.AfterExit) {
+	if a.WrittenBytes == 0 && a.DirtyAtExitBytes <= 1<<20 {
+		return
+	}
+	Heading(w, "After exit")
+	fmt.Fprintf(w, "dirty or under writeback system-wide at exit: %s\n", format.Bytes(a.DirtyAtExitBytes))
+	if a.WrittenBytes > 0 {
+		fmt.Fprintf(w, "the kernel was still writing the target's data: %s over %s after exit\n", format.Bytes(a.WrittenBytes), format.Seconds(a.WritingS))
+		for _, f := range a.Files {
+			fmt.Fprintf(w, "  %s\n", format.Safe(TrimLeft(f, 76)))
+		}
+	}
+}
+
+// writeBlame prints the first 5 other processes that cost the target time,
+// a sentence each after its share, and how many more the JSON holds or
+// were left out for a share too small to name.
+func writeBlame(w io.Writer, x *explain.Explanation) {
 	if len(x.Blame) > 0 {
 		Heading(w, "Who else")
 		for i, b := range x.Blame {
@@ -198,10 +268,6 @@ func Explanation(w io.Writer, x *explain.Explanation) {
 	}
 	if x.BlameOmitted > 0 {
 		fmt.Fprintf(w, "  (%d more under %s each, left out)\n", x.BlameOmitted, format.Pct(explain.MinBlameShare))
-	}
-	if x.LostEvents > 0 {
-		_, sources := LostWords(x.Lost)
-		fmt.Fprintf(w, "\nwarning: %d events were lost (%s); totals may be low\n", x.LostEvents, sources)
 	}
 }
 

@@ -102,62 +102,9 @@ func detailWords(d *explain.VerdictDetail) string {
 	case explain.DetailSpread:
 		return spreadWords(d.Spread)
 	case explain.DetailWrote:
-		s := who
-		switch {
-		case d.Tree != nil:
-			// "wrote 145.3 MiB to 2412 files under /srv/doc (the most, 8.0 MiB, to /srv/doc/all.html)"
-			s += fmt.Sprintf(" wrote %s to %d files under %s", format.Bytes(d.Tree.WriteBytes), d.Tree.Files, format.Safe(d.Tree.Dir))
-			if d.Path != "" && d.PathBytes > 0 {
-				s += fmt.Sprintf(" (the most, %s, to %s)", format.Bytes(d.PathBytes), format.Safe(d.Path))
-			}
-		case d.Path != "":
-			if d.PathBytes > 0 {
-				s += " wrote " + format.Bytes(d.PathBytes)
-			}
-			s += " to " + format.Safe(d.Path)
-			// The thread's total apart, when it differs as shown.
-			if d.Bytes > 0 && d.PathBytes > 0 && format.Bytes(d.Bytes) != format.Bytes(d.PathBytes) {
-				s += fmt.Sprintf(" (%s written in all)", format.Bytes(d.Bytes))
-			}
-		case d.Group != nil:
-			g := d.Group
-			if g.WriteBytes > 0 {
-				s += " wrote " + format.Bytes(g.WriteBytes)
-			}
-			s += fmt.Sprintf(" to %d files %s", g.Files, format.Safe(g.Pattern))
-			if g.Deleted > 0 {
-				s += fmt.Sprintf(" (%d deleted before exit)", g.Deleted)
-			}
-		}
-		if d.Blame != nil {
-			s += "; other processes' part: " + blameSentence(*d.Blame)
-		}
-		return s + ioLimitWords(d.IOLimit, false)
+		return wroteWords(who, d)
 	case explain.DetailRead:
-		s := who
-		if m := d.Metadata; m != nil {
-			// "waited on the filesystem's metadata (directories, inodes), not file data:
-			// getdents64 (4222 waits, 204.9 ms), ...; 34.0 MiB of it read from disk"
-			var calls []string
-			for _, c := range m.Calls {
-				calls = append(calls, fmt.Sprintf("%s (%d waits, %s)", format.Safe(c.Syscall), c.Waits, format.Seconds(c.S)))
-			}
-			s += " waited on the filesystem's metadata (directories, inodes), not file data: " + strings.Join(calls, ", ")
-			if m.Bytes > 0 {
-				s += fmt.Sprintf("; %s of it read from disk", format.Bytes(m.Bytes))
-			}
-			return s
-		}
-		if d.Bytes > 0 {
-			s += " read " + format.Bytes(d.Bytes)
-		}
-		if d.Path != "" {
-			s += ", most waited on " + format.Safe(d.Path)
-			if d.PathBytes > 0 && format.Bytes(d.PathBytes) != format.Bytes(d.Bytes) {
-				s += fmt.Sprintf(" (%s of it)", format.Bytes(d.PathBytes))
-			}
-		}
-		return s + evictedWords(d.Evicted) + ioLimitWords(d.IOLimit, true)
+		return readWords(who, d)
 	case explain.DetailWaited:
 		s := who
 		if d.Object != "" {
@@ -184,6 +131,73 @@ func detailWords(d *explain.VerdictDetail) string {
 		return who
 	}
 	return who
+}
+
+// wroteWords says what a verdict's writer wrote (who, already worded):
+// a tree of files, one file, or a group of files alike, and the part other
+// processes had and the I/O limit it ran under.
+func wroteWords(who string, d *explain.VerdictDetail) string {
+	s := who
+	switch {
+	case d.Tree != nil:
+		// "wrote 145.3 MiB to 2412 files under /srv/doc (the most, 8.0 MiB, to /srv/doc/all.html)"
+		s += fmt.Sprintf(" wrote %s to %d files under %s", format.Bytes(d.Tree.WriteBytes), d.Tree.Files, format.Safe(d.Tree.Dir))
+		if d.Path != "" && d.PathBytes > 0 {
+			s += fmt.Sprintf(" (the most, %s, to %s)", format.Bytes(d.PathBytes), format.Safe(d.Path))
+		}
+	case d.Path != "":
+		if d.PathBytes > 0 {
+			s += " wrote " + format.Bytes(d.PathBytes)
+		}
+		s += " to " + format.Safe(d.Path)
+		// The thread's total apart, when it differs as shown.
+		if d.Bytes > 0 && d.PathBytes > 0 && format.Bytes(d.Bytes) != format.Bytes(d.PathBytes) {
+			s += fmt.Sprintf(" (%s written in all)", format.Bytes(d.Bytes))
+		}
+	case d.Group != nil:
+		g := d.Group
+		if g.WriteBytes > 0 {
+			s += " wrote " + format.Bytes(g.WriteBytes)
+		}
+		s += fmt.Sprintf(" to %d files %s", g.Files, format.Safe(g.Pattern))
+		if g.Deleted > 0 {
+			s += fmt.Sprintf(" (%d deleted before exit)", g.Deleted)
+		}
+	}
+	if d.Blame != nil {
+		s += "; other processes' part: " + blameSentence(*d.Blame)
+	}
+	return s + ioLimitWords(d.IOLimit, false)
+}
+
+// readWords says what a verdict's reader read (who, already worded): the
+// filesystem's metadata when that is what it waited on, else its bytes and
+// the file it waited on most, what was evicted and the I/O limit.
+func readWords(who string, d *explain.VerdictDetail) string {
+	s := who
+	if m := d.Metadata; m != nil {
+		// "waited on the filesystem's metadata (directories, inodes), not file data:
+		// getdents64 (4222 waits, 204.9 ms), ...; 34.0 MiB of it read from disk"
+		var calls []string
+		for _, c := range m.Calls {
+			calls = append(calls, fmt.Sprintf("%s (%d waits, %s)", format.Safe(c.Syscall), c.Waits, format.Seconds(c.S)))
+		}
+		s += " waited on the filesystem's metadata (directories, inodes), not file data: " + strings.Join(calls, ", ")
+		if m.Bytes > 0 {
+			s += fmt.Sprintf("; %s of it read from disk", format.Bytes(m.Bytes))
+		}
+		return s
+	}
+	if d.Bytes > 0 {
+		s += " read " + format.Bytes(d.Bytes)
+	}
+	if d.Path != "" {
+		s += ", most waited on " + format.Safe(d.Path)
+		if d.PathBytes > 0 && format.Bytes(d.PathBytes) != format.Bytes(d.Bytes) {
+			s += fmt.Sprintf(" (%s of it)", format.Bytes(d.PathBytes))
+		}
+	}
+	return s + evictedWords(d.Evicted) + ioLimitWords(d.IOLimit, true)
 }
 
 // ioLimitWords: "; in blkio cgroup /batch, limited to 8.0 MiB/s of reads

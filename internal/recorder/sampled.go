@@ -41,120 +41,178 @@ func RecordSampled(ctx context.Context, cfg Config, hz int) (*Result, error) {
 	if cfg.Created != nil {
 		cfg.Created(w.DB())
 	}
-	abandon := func(err error) (*Result, error) {
-		w.Close(nil)
-		os.Remove(cfg.Path)
-		os.Remove(cfg.Path + ".wal")
-		return nil, err
-	}
-	res := &Result{Started: time.Now(), ExitCode: -1, Lost: map[string]uint64{}}
-	var gated *target.Gated
-	if len(cfg.Command) > 0 {
-		if gated, err = target.Start(cfg.Command); err != nil {
-			return abandon(err)
-		}
-		res.TargetPID = gated.PID()
-	} else {
-		res.TargetPID = cfg.PID
-	}
+	r := &sampledRun{cfg: cfg, w: w, res: &Result{Started: time.Now(), ExitCode: -1, Lost: map[string]uint64{}}}
 	if hz <= 0 {
 		hz = procsample.DefaultHz
 	}
-	sampler, err := procsample.New(procsample.Options{PID: res.TargetPID, Hz: hz,
+	if err := r.start(hz); err != nil {
+		return r.abandon(err)
+	}
+	r.watchTarget(ctx)
+	// A process we did not start has spent CPU time before we came: only
+	// what it spends from now on is the recording's.
+	var user0, sys0 time.Duration
+	if r.gated == nil {
+		user0, sys0, _ = target.ProcCPUTime(cfg.PID)
+	}
+	runErr := r.sample(ctx)
+	user, system := r.awaitTarget(user0, sys0)
+	return r.finish(runErr, user, system)
+}
+
+// sampledRun is one sampled recording as it goes through its stages: start,
+// watch the target, sample, await the target, finish.
+type sampledRun struct {
+	cfg     Config
+	w       *store.Writer
+	res     *Result
+	gated   *target.Gated // the command we started; nil for a process given by -p
+	sampler *procsample.Sampler
+	// targetDone is closed when the target has exited.
+	targetDone chan struct{}
+}
+
+// abandon removes a recording that failed before it began: there is
+// nothing in it worth keeping.
+func (r *sampledRun) abandon(err error) (*Result, error) {
+	r.w.Close(nil)
+	os.Remove(r.cfg.Path)
+	os.Remove(r.cfg.Path + ".wal")
+	return nil, err
+}
+
+// start starts the command, held at its exec, or takes the process given,
+// and begins the recording. A command it started is killed again when the
+// recording cannot begin, so that nothing outlives a failed start.
+func (r *sampledRun) start(hz int) error {
+	if len(r.cfg.Command) > 0 {
+		gated, err := target.Start(r.cfg.Command)
+		if err != nil {
+			return err
+		}
+		r.gated = gated
+		r.res.TargetPID = gated.PID()
+	} else {
+		r.res.TargetPID = r.cfg.PID
+	}
+	err := r.begin(hz)
+	if err != nil && r.gated != nil {
+		r.gated.Cmd.Process.Kill()
+		r.gated.Wait()
+	}
+	return err
+}
+
+// begin makes the sampler, writes the meta a recording starts with, and
+// lets a command we started go past its exec: its first instruction comes
+// after target_start_mono.
+func (r *sampledRun) begin(hz int) error {
+	sampler, err := procsample.New(procsample.Options{PID: r.res.TargetPID, Hz: hz,
 		Notify: func(line string) { fmt.Fprintln(os.Stderr, "whyslow: "+line) }})
 	if err != nil {
-		if gated != nil {
-			gated.Cmd.Process.Kill()
-			gated.Wait()
-		}
-		return abandon(err)
+		return err
 	}
-	meta := startMeta(cfg, "", "", res.Started)
+	r.sampler = sampler
+	meta := startMeta(r.cfg, "", "", r.res.Started)
 	meta["capture"] = CaptureSampled
 	meta["hz"] = fmt.Sprint(hz)
 	meta["level"] = "sampled"
-	if err := w.SetMeta(meta); err != nil {
-		if gated != nil {
-			gated.Cmd.Process.Kill()
-			gated.Wait()
-		}
-		return abandon(err)
+	if err := r.w.SetMeta(meta); err != nil {
+		return err
 	}
+	r.w.SetMeta(map[string]string{"target_start_mono": fmt.Sprint(monoOf(time.Now()))})
+	if r.gated != nil {
+		return r.gated.Open()
+	}
+	return nil
+}
 
-	targetDone := make(chan struct{})
-	w.SetMeta(map[string]string{"target_start_mono": fmt.Sprint(monoOf(time.Now()))})
-	if gated != nil {
-		if err := gated.Open(); err != nil {
-			gated.Cmd.Process.Kill()
-			gated.Wait()
-			return abandon(err)
-		}
+// watchTarget closes targetDone when the target exits, and until then
+// forwards to a command we started the signals the user sent us.
+func (r *sampledRun) watchTarget(ctx context.Context) {
+	r.targetDone = make(chan struct{})
+	if r.gated == nil {
 		go func() {
-			res.ExitCode, _ = gated.Wait()
-			close(targetDone)
+			waitExit(ctx, r.cfg.PID)
+			close(r.targetDone)
 		}()
-		go func() {
-			for {
-				select {
-				case sig := <-cfg.Forward:
-					gated.Cmd.Process.Signal(sig)
-				case <-targetDone:
-					return
-				}
+		return
+	}
+	go func() {
+		r.res.ExitCode, _ = r.gated.Wait()
+		close(r.targetDone)
+	}()
+	go func() {
+		for {
+			select {
+			case sig := <-r.cfg.Forward:
+				r.gated.Cmd.Process.Signal(sig)
+			case <-r.targetDone:
+				return
 			}
-		}()
-	} else {
-		go func() {
-			waitExit(ctx, cfg.PID)
-			close(targetDone)
-		}()
-	}
-	var user0, sys0 time.Duration
-	if gated == nil {
-		user0, sys0, _ = target.ProcCPUTime(cfg.PID)
-	}
+		}
+	}()
+}
+
+// sample runs the sampler until the target exits, the duration is over,
+// the user stops us or the store fails, and returns the sampler's error.
+func (r *sampledRun) sample(ctx context.Context) error {
 	sctx, stop := context.WithCancel(context.Background())
 	sampled := make(chan error, 1)
-	go func() { sampled <- sampler.Run(sctx, w.Write) }()
-	if cfg.Ready != nil {
-		close(cfg.Ready)
+	go func() { sampled <- r.sampler.Run(sctx, r.w.Write) }()
+	if r.cfg.Ready != nil {
+		close(r.cfg.Ready)
 	}
-	if cfg.Announce != nil {
-		cfg.Announce()
+	if r.cfg.Announce != nil {
+		r.cfg.Announce()
 	}
 	var deadline <-chan time.Time
-	if cfg.Duration > 0 {
-		deadline = time.After(cfg.Duration)
+	if r.cfg.Duration > 0 {
+		deadline = time.After(r.cfg.Duration)
 	}
 	select {
-	case <-targetDone:
-		res.TargetEnd = time.Now()
+	case <-r.targetDone:
+		r.res.TargetEnd = time.Now()
 	case <-deadline:
 	case <-ctx.Done():
-	case <-w.Failed():
-		fmt.Fprintf(os.Stderr, "whyslow: recording stopped: %v\n", w.Err())
+	case <-r.w.Failed():
+		fmt.Fprintf(os.Stderr, "whyslow: recording stopped: %v\n", r.w.Err())
 	}
 	stop()
-	runErr := <-sampled
-	var user, system time.Duration
-	if gated != nil {
-		select {
-		case <-targetDone:
-		default:
-			if cfg.LeaveRunning {
-				res.StillRunning = true
-			} else {
-				<-targetDone // as time(1) does; Ctrl-C reached the command too
-				res.TargetEnd = time.Now()
-			}
+	return <-sampled
+}
+
+// awaitTarget waits for a command we started to end, unless it is to be
+// left running, and returns the CPU time the target spent while recorded.
+func (r *sampledRun) awaitTarget(user0, sys0 time.Duration) (user, system time.Duration) {
+	if r.gated == nil {
+		if u, s, ok := target.ProcCPUTime(r.cfg.PID); ok {
+			user, system = u-user0, s-sys0
 		}
-		if !res.StillRunning {
-			user, system = gated.CPUTime()
-		}
-	} else if u, s, ok := target.ProcCPUTime(cfg.PID); ok {
-		user, system = u-user0, s-sys0
+		return user, system
 	}
-	st := sampler.Stats()
+	select {
+	case <-r.targetDone:
+	default:
+		if r.cfg.LeaveRunning {
+			r.res.StillRunning = true
+		} else {
+			<-r.targetDone // as time(1) does; Ctrl-C reached the command too
+			r.res.TargetEnd = time.Now()
+		}
+	}
+	if !r.res.StillRunning {
+		user, system = r.gated.CPUTime()
+	}
+	return user, system
+}
+
+// finish writes the meta a recording ends with (the sampler's counts, the
+// target's end and CPU time) and closes the store, or keeps it open when
+// the caller reads it next.
+func (r *sampledRun) finish(runErr error, user, system time.Duration) (*Result, error) {
+	res, w := r.res, r.w
+	st := r.sampler.Stats()
 	res.Rows = w.Rows()
 	end := time.Now()
 	endMeta := map[string]string{
@@ -180,8 +238,8 @@ func RecordSampled(ctx context.Context, cfg Config, hz int) (*Result, error) {
 		w.Close(nil)
 		return res, err
 	}
-	if cfg.KeepOpen {
-		rec, err := w.Finish(res.Lost, cfg.Temporary)
+	if r.cfg.KeepOpen {
+		rec, err := w.Finish(res.Lost, r.cfg.Temporary)
 		res.Recording = rec
 		if err != nil {
 			return res, err

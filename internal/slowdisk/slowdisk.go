@@ -89,50 +89,80 @@ func Create(o Options) (d *Disk, err error) {
 	if o.ImageDir == "" {
 		o.ImageDir = "/var/tmp"
 	}
+	if err := d.attach(o); err != nil {
+		return d, err
+	}
+	if err := d.mount(); err != nil {
+		return d, err
+	}
+	if err := d.limit(o); err != nil {
+		return d, err
+	}
+	return d, nil
+}
+
+// attach makes the image file, puts a loop device on it and an ext4 on
+// that. Each thing made is saved in the state file before the next is
+// made, so that Close (or Clean, after a crash) undoes what was done.
+func (d *Disk) attach(o Options) error {
+	st := d.st
 	img, err := os.CreateTemp(o.ImageDir, "whyslow-slowdisk-*.img")
 	if err != nil {
-		return d, err
+		return err
 	}
 	st.Image = img.Name()
 	if err := st.save(); err != nil {
-		return d, err
+		return err
 	}
 	if err := img.Truncate(o.Size); err != nil {
 		img.Close()
-		return d, err
+		return err
 	}
 	img.Close()
 	out, err := run("losetup", "--find", "--show", st.Image)
 	if err != nil {
-		return d, err
+		return err
 	}
 	st.Loop = out
 	d.Device = out
 	if err := st.save(); err != nil {
-		return d, err
+		return err
 	}
-	if _, err := run("mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", st.Loop); err != nil {
-		return d, err
-	}
+	_, err = run("mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", st.Loop)
+	return err
+}
+
+// mount mounts the loop device on a new directory anyone may write in (as
+// /tmp: sticky), saved in the state file first.
+func (d *Disk) mount() error {
+	st := d.st
 	mnt, err := os.MkdirTemp("", "whyslow-slowdisk-")
 	if err != nil {
-		return d, err
+		return err
 	}
 	st.Mount = mnt
 	d.Dir = mnt
 	if err := st.save(); err != nil {
-		return d, err
+		return err
 	}
 	if _, err := run("mount", st.Loop, mnt); err != nil {
 		st.Mount = ""
 		os.Remove(mnt)
 		st.save()
-		return d, err
+		return err
 	}
 	os.Chmod(mnt, 0o1777)
+	return nil
+}
+
+// limit throttles the loop device in blkio (by its device number) and sets
+// the dirty limits the options ask for, each saved in the state file before
+// it is set, so that Close puts it back.
+func (d *Disk) limit(o Options) error {
+	st := d.st
 	devnum, err := os.ReadFile(filepath.Join("/sys/class/block", filepath.Base(st.Loop), "dev"))
 	if err != nil {
-		return d, err
+		return err
 	}
 	st.DevNum = strings.TrimSpace(string(devnum))
 	d.DevNum = st.DevNum
@@ -151,10 +181,10 @@ func Create(o Options) (d *Disk, err error) {
 		}
 		st.Throttle = append(st.Throttle, file)
 		if err := st.save(); err != nil {
-			return d, err
+			return err
 		}
 		if err := os.WriteFile(filepath.Join(blkio, file), []byte(fmt.Sprintf("%s %d", st.DevNum, v)), 0o644); err != nil {
-			return d, fmt.Errorf("throttling %s: %w", file, err)
+			return fmt.Errorf("throttling %s: %w", file, err)
 		}
 	}
 	sysctls := map[string]uint64{"vm/dirty_bytes": o.DirtyBytes, "vm/dirty_background_bytes": o.DirtyBackground}
@@ -163,10 +193,10 @@ func Create(o Options) (d *Disk, err error) {
 			continue
 		}
 		if err := st.setSysctl(name, fmt.Sprint(v)); err != nil {
-			return d, err
+			return err
 		}
 	}
-	return d, nil
+	return nil
 }
 
 // setSysctl saves what a dirty limit and its ratio twin were, then writes it.

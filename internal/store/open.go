@@ -73,54 +73,94 @@ func OpenWritingTo(path, dir string) (*Recording, error) {
 	return open(path, dir)
 }
 
-func open(path, dir string) (rec *Recording, err error) {
-	if err := checkPath(path); err != nil {
+// open checks that path is a file DuckDB may be given, opens it locked down
+// (queries may write under dir alone; "" nowhere), and checks that it is a
+// recording this whyslow reads; it closes what it opened when not.
+func open(path, dir string) (*Recording, error) {
+	if err := checkFile(path); err != nil {
 		return nil, err
+	}
+	r, reasons, err := connect(path, dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.checkOurs(path, reasons); err != nil {
+		r.close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// checkFile refuses what is not a regular file beginning as a DuckDB
+// database, before DuckDB is given it.
+func checkFile(path string) error {
+	if err := checkPath(path); err != nil {
+		return err
 	}
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, fileErr(err)
+		return fileErr(err)
 	}
 	if st.IsDir() {
-		return nil, fmt.Errorf("%s is a directory: %w", path, ErrNotRecording)
+		return fmt.Errorf("%s is a directory: %w", path, ErrNotRecording)
 	}
 	if !st.Mode().IsRegular() {
 		// A FIFO or a device would be read forever, or from a stranger.
-		return nil, fmt.Errorf("%s is not a regular file: %w", path, ErrNotRecording)
+		return fmt.Errorf("%s is not a regular file: %w", path, ErrNotRecording)
 	}
-	if err := checkMagic(path); err != nil {
-		return nil, err
-	}
-	// Read-only: analyses and `whyslow sql` must never change what was
-	// recorded. DuckDB still replays the WAL of a recording cut short, in memory.
-	// No external access: a query runs as root, and must not read or write
-	// any other file (COPY ... TO, read_csv, ATTACH, extensions). DuckDB
-	// still lets queries read and write its temporary directory (REC.tmp by
-	// default, beside the recording: anyone's files), so it gets an empty one
-	// of its own, removed when the recording closes. Export may also write
-	// under one directory (allowed_directories).
+	return checkMagic(path)
+}
+
+// connect opens the database read-only, each of its connections locked
+// down, with a temporary directory of its own that the Recording removes
+// when it closes. reasons derives the waits' reasons as connections open;
+// its error is the caller's to check.
+//
+// Read-only: analyses and `whyslow sql` must never change what was
+// recorded. DuckDB still replays the WAL of a recording cut short, in memory.
+// No external access: a query runs as root, and must not read or write
+// any other file (COPY ... TO, read_csv, ATTACH, extensions). DuckDB
+// still lets queries read and write its temporary directory (REC.tmp by
+// default, beside the recording: anyone's files), so it gets an empty one
+// of its own, removed when the recording closes. Export may also write
+// under one directory (allowed_directories).
+func connect(path, dir string) (*Recording, *readerDerived, error) {
 	tmp, err := os.MkdirTemp("", "whyslow-duckdb-")
 	if err != nil {
-		return nil, fmt.Errorf("opening recording: %w", err)
+		return nil, nil, fmt.Errorf("opening recording: %w", err)
 	}
 	NoteTemp(tmp)
-	defer func() {
-		if err != nil {
-			os.RemoveAll(tmp)
-		}
-	}()
+	dsn := path + "?access_mode=read_only"
+	reasons := &readerDerived{}
+	connector, err := duckdb.NewConnector(dsn, lockDown(tmp, dir, reasons))
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, nil, unreadable(path, err)
+	}
+	db := sql.OpenDB(connector)
+	r := &Recording{DB: db, close: func() error {
+		err := db.Close()
+		os.RemoveAll(tmp)
+		return err
+	}}
+	return r, reasons, nil
+}
+
+// lockDown returns what each new connection runs first: the settings that
+// give DuckDB the temporary directory tmp and no other file but those under
+// dir, then reasons' derivation.
+//
+// The settings are the database's: the first connection makes and locks
+// them; a later one (a query run while another's rows are read) cannot
+// set them again, and finds them made.
+func lockDown(tmp, dir string, reasons *readerDerived) func(driver.ExecerContext) error {
 	quote := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" } // no other escapes in DuckDB's SQL
 	settings := "SET temp_directory = " + quote(tmp) + "; "
 	if dir != "" {
 		settings += "SET allowed_directories = [" + quote(dir) + "]; "
 	}
 	settings += "SET enable_external_access = false; SET lock_configuration = true"
-	dsn := path + "?access_mode=read_only"
-	// The settings are the database's: the first connection makes and locks
-	// them; a later one (a query run while another's rows are read) cannot
-	// set them again, and finds them made.
-	reasons := &readerDerived{}
-	init := func(ex driver.ExecerContext) error {
+	return func(ex driver.ExecerContext) error {
 		_, err := ex.ExecContext(context.Background(), settings, nil)
 		if err == nil {
 			reasons.onConnect(ex)
@@ -139,47 +179,38 @@ func open(path, dir string) (rec *Recording, err error) {
 		}
 		return err
 	}
-	connector, err := duckdb.NewConnector(dsn, init)
-	if err != nil {
-		return nil, unreadable(path, err)
-	}
-	db := sql.OpenDB(connector)
-	r := &Recording{DB: db, close: func() error {
-		err := db.Close()
-		os.RemoveAll(tmp)
-		return err
-	}}
+}
+
+// checkOurs reads the meta and checks that the database is a whyslow
+// recording of a version this whyslow reads, with its views, and that the
+// waits' reasons could be derived from it.
+func (r *Recording) checkOurs(path string, reasons *readerDerived) error {
 	if err := r.readMeta(); err != nil {
-		db.Close()
 		var de *duckdb.Error
 		if errors.As(err, &de) && (de.Type == duckdb.ErrorTypeCatalog || de.Type == duckdb.ErrorTypeBinder) {
-			return nil, fmt.Errorf("%s: %w", path, ErrNotRecording) // no meta table, or not ours
+			return fmt.Errorf("%s: %w", path, ErrNotRecording) // no meta table, or not ours
 		}
-		return nil, unreadable(path, err)
+		return unreadable(path, err)
 	}
 	meta := r.Meta
 	if meta["format"] != "whyslow-recording" {
-		db.Close()
-		return nil, fmt.Errorf("%s: %w", path, ErrNotRecording)
+		return fmt.Errorf("%s: %w", path, ErrNotRecording)
 	}
 	if v, _ := strconv.Atoi(meta["schema_version"]); v != SchemaVersion && !slices.Contains(readsToo, v) {
-		db.Close()
-		return nil, fmt.Errorf("%s: %w: it is a version %s recording, this whyslow reads versions %d to %d (docs/trace-format.md, Versions): open it with the whyslow that made it (its meta.whyslow_version: %s)",
+		return fmt.Errorf("%s: %w: it is a version %s recording, this whyslow reads versions %d to %d (docs/trace-format.md, Versions): open it with the whyslow that made it (its meta.whyslow_version: %s)",
 			path, ErrNotRecording, format.Safe(meta["schema_version"]), readsToo[0], SchemaVersion, format.Safe(meta["whyslow_version"]))
 	}
 	// A recording cut short keeps its views: they were committed first. Its
 	// own: an older version's are made again, temporary (versions.go).
 	var n int
-	if db.QueryRow("SELECT count(*) FROM duckdb_views() WHERE view_name = 'io' AND NOT temporary").Scan(&n); n == 0 {
-		db.Close()
-		return nil, fmt.Errorf("%s: %w", path, ErrNotRecording)
+	if r.DB.QueryRow("SELECT count(*) FROM duckdb_views() WHERE view_name = 'io' AND NOT temporary").Scan(&n); n == 0 {
+		return fmt.Errorf("%s: %w", path, ErrNotRecording)
 	}
 	// The waits' reasons could not be derived: a damaged table.
 	if reasons.err != nil {
-		db.Close()
-		return nil, unreadable(path, reasons.err)
+		return unreadable(path, reasons.err)
 	}
-	return r, nil
+	return nil
 }
 
 // unreadable is DuckDB's refusal to open path as one line: its reason's

@@ -185,19 +185,7 @@ func (w *Writer) append(ev event.Event) error {
 	t := &w.t
 	switch e := ev.(type) {
 	case *event.Syscall:
-		cid, err := w.headerCommID(&e.Header)
-		if err != nil {
-			return err
-		}
-		if e.FD2 >= 0 || e.File2 != (event.FileRef{}) {
-			err := t.secondFiles.row().u64(e.Time).u32(e.TID).i32(e.FD2).u32(e.File2.Dev).u64(e.File2.Ino).u32(e.File2.Gen).end()
-			if err != nil {
-				return err
-			}
-		}
-		return t.syscalls.row().u64(e.Time).u64(e.Dur).u32(e.PID).u32(e.TID).u32(cid).u16(uint16(e.Nr)).
-			i32(e.FD).i64(e.Ret).u64(e.Req).bool(e.Blocked).u32(e.File.Dev).u64(e.File.Ino).u32(e.File.Gen).u8(uint8(e.File.Kind)).
-			u32(e.Flags).end()
+		return w.appendSyscall(e)
 	case *event.SyscallTotals:
 		c, name, bytes := event.SyscallClass(e.Nr), event.SyscallName(int32(e.Nr)), e.Bytes
 		if !event.SyscallMovesBytes(name) {
@@ -220,23 +208,7 @@ func (w *Writer) append(ev event.Event) error {
 		return t.memoryLimits.row().u64(e.Time).u32(e.PID).u32(e.TID).str(e.Phase).str(e.Cgroup).str(e.Version).
 			u64(e.LimitBytes).u64(e.HighBytes).u64(e.RefaultBytes).end()
 	case *event.OffCPU:
-		if err := w.stack(e.StackID, e.Stack); err != nil {
-			return err
-		}
-		cid, err := w.headerCommID(&e.Header)
-		if err != nil {
-			return err
-		}
-		wid, err := w.namedCommID(e.WakerTID, e.WakerComm)
-		if err != nil {
-			return err
-		}
-		waits, first, longest := runOf(e)
-		return t.offcpuRaw.row().u64(e.Time).u64(e.Time - e.Off).u64(e.Off).u64(e.Runq).u32(e.PID).u32(e.TID).u32(cid).u8(e.State).
-			i32(e.StackID).i16(syscallNr(e.Syscall)).u32(e.WakerPID).u32(e.WakerTID).u32(wid).
-			bool(e.Outside).u8(uint8(e.WakerSide)).u32(e.WakerFile.Dev).u64(e.WakerFile.Ino).u32(e.WakerFile.Gen).
-			u8(uint8(e.FileKind)).u8(uint8(e.WakerFile.Kind)).i16(wakerNr(e.WakerSyscall)).
-			u32(waits).u64(first).u64(longest).bool(e.Quota).end()
+		return w.appendOffCPU(e)
 	case *event.Block:
 		cid, err := w.namedCommID(e.TID, e.Comm)
 		if err != nil {
@@ -262,36 +234,16 @@ func (w *Writer) append(ev event.Event) error {
 		return t.execs.row().u64(e.Time).u32(e.PID).u32(e.TID).str(w.comm(&e.Header)).u32(e.PPID).str(e.Filename).
 			strs(e.Args).str(e.Cgroup).str(e.Service).end()
 	case *event.Sample:
-		if err := w.stack(e.StackID, e.Stack); err != nil {
-			return err
-		}
-		cid, err := w.headerCommID(&e.Header)
-		if err != nil {
-			return err
-		}
-		return t.samples.row().u64(e.Time).u32(e.PID).u32(e.TID).u32(cid).bool(e.User).i16(syscallNr(e.Syscall)).i32(e.FD).
-			u32(e.File.Dev).u64(e.File.Ino).u32(e.File.Gen).u8(uint8(e.File.Kind)).str(e.Path).i32(e.StackID).end()
+		return w.appendSample(e)
 	case *event.ProcSample:
-		if err := w.stack(e.StackID, e.Stack); err != nil {
-			return err
-		}
-		cid, err := w.headerCommID(&e.Header)
-		if err != nil {
-			return err
-		}
-		return t.procSamples.row().u64(e.Time).u32(e.PID).u32(e.TID).u32(cid).u8(e.State).i16(syscallNr(e.Syscall)).i32(e.FD).
-			u8(uint8(e.FileKind)).str(e.Object).str(e.Wchan).i32(e.StackID).u64(e.RanNS).u64(e.RunDelayNS).u64(e.IntervalNS).bool(e.WasRunnable).
-			bool(e.Throttled).bool(e.PollOnSockets).bool(e.OnPath).u64(e.TimeoutAt).bool(e.Reclaim).end()
+		return w.appendProcSample(e)
 	case *event.Payload:
 		return t.payloads.row().u64(e.Time).u32(e.PID).u32(e.TID).u32(e.Conn.Dev).u64(e.Conn.Ino).u32(e.Conn.Gen).blob(e.Data).u64(e.Arrived).end()
 	case *event.Existing:
 		return t.existing.row().u64(e.Time).u32(e.PID).u32(e.TID).str(w.comm(&e.Header)).u32(e.PPID).str(string(e.State)).
 			strs(e.Args).str(e.Cgroup).str(e.Service).end()
 	case *event.Exit:
-		if err := t.taskIO.taskIO(&e.Header, w.comm(&e.Header), "exit", e.IO); err != nil {
-			return err
-		}
-		return t.exits.row().u64(e.Time).u32(e.PID).u32(e.TID).str(w.comm(&e.Header)).i32(e.Code).bool(e.GroupDead).end()
+		return w.appendExit(e)
 	case *event.SockBytes:
 		return t.tcpBytes.row().u64(e.Time).u32(e.Sock.Dev).u64(e.Sock.Ino).u32(e.Sock.Gen).u64(e.Received).u64(e.Sent).end()
 	case *event.IOSnapshot:
@@ -304,6 +256,89 @@ func (w *Writer) append(ev event.Event) error {
 			i32(e.FD).u32(e.File.Dev).u64(e.File.Ino).u32(e.File.Gen).u8(uint8(e.File.Kind)).end()
 	}
 	return nil
+}
+
+// stackAndComm writes the rows of a stack and of a comm that an event's row
+// names, and returns the comm's id: what the off-CPU waits and both kinds
+// of sample need before their own row.
+func (w *Writer) stackAndComm(stackID int32, frames []string, h *event.Header) (uint32, error) {
+	if err := w.stack(stackID, frames); err != nil {
+		return 0, err
+	}
+	return w.headerCommID(h)
+}
+
+// appendSyscall writes a syscall's row, after the row of the second file it
+// moved bytes between (sendfile, splice, copy_file_range), when it had one:
+// a table of its own, as only those three have it (schema.go).
+func (w *Writer) appendSyscall(e *event.Syscall) error {
+	t := &w.t
+	cid, err := w.headerCommID(&e.Header)
+	if err != nil {
+		return err
+	}
+	if e.FD2 >= 0 || e.File2 != (event.FileRef{}) {
+		err := t.secondFiles.row().u64(e.Time).u32(e.TID).i32(e.FD2).u32(e.File2.Dev).u64(e.File2.Ino).u32(e.File2.Gen).end()
+		if err != nil {
+			return err
+		}
+	}
+	return t.syscalls.row().u64(e.Time).u64(e.Dur).u32(e.PID).u32(e.TID).u32(cid).u16(uint16(e.Nr)).
+		i32(e.FD).i64(e.Ret).u64(e.Req).bool(e.Blocked).u32(e.File.Dev).u64(e.File.Ino).u32(e.File.Gen).u8(uint8(e.File.Kind)).
+		u32(e.Flags).end()
+}
+
+// appendOffCPU writes an off-CPU wait's row after the rows it names: its
+// kernel stack, its comm and its waker's.
+func (w *Writer) appendOffCPU(e *event.OffCPU) error {
+	t := &w.t
+	cid, err := w.stackAndComm(e.StackID, e.Stack, &e.Header)
+	if err != nil {
+		return err
+	}
+	wid, err := w.namedCommID(e.WakerTID, e.WakerComm)
+	if err != nil {
+		return err
+	}
+	waits, first, longest := runOf(e)
+	return t.offcpuRaw.row().u64(e.Time).u64(e.Time - e.Off).u64(e.Off).u64(e.Runq).u32(e.PID).u32(e.TID).u32(cid).u8(e.State).
+		i32(e.StackID).i16(syscallNr(e.Syscall)).u32(e.WakerPID).u32(e.WakerTID).u32(wid).
+		bool(e.Outside).u8(uint8(e.WakerSide)).u32(e.WakerFile.Dev).u64(e.WakerFile.Ino).u32(e.WakerFile.Gen).
+		u8(uint8(e.FileKind)).u8(uint8(e.WakerFile.Kind)).i16(wakerNr(e.WakerSyscall)).
+		u32(waits).u64(first).u64(longest).bool(e.Quota).end()
+}
+
+// appendSample writes an on-CPU sample's row after its stack's and comm's.
+func (w *Writer) appendSample(e *event.Sample) error {
+	t := &w.t
+	cid, err := w.stackAndComm(e.StackID, e.Stack, &e.Header)
+	if err != nil {
+		return err
+	}
+	return t.samples.row().u64(e.Time).u32(e.PID).u32(e.TID).u32(cid).bool(e.User).i16(syscallNr(e.Syscall)).i32(e.FD).
+		u32(e.File.Dev).u64(e.File.Ino).u32(e.File.Gen).u8(uint8(e.File.Kind)).str(e.Path).i32(e.StackID).end()
+}
+
+// appendProcSample writes a look in /proc at a thread (the sampled capture)
+// after its stack's and comm's rows.
+func (w *Writer) appendProcSample(e *event.ProcSample) error {
+	t := &w.t
+	cid, err := w.stackAndComm(e.StackID, e.Stack, &e.Header)
+	if err != nil {
+		return err
+	}
+	return t.procSamples.row().u64(e.Time).u32(e.PID).u32(e.TID).u32(cid).u8(e.State).i16(syscallNr(e.Syscall)).i32(e.FD).
+		u8(uint8(e.FileKind)).str(e.Object).str(e.Wchan).i32(e.StackID).u64(e.RanNS).u64(e.RunDelayNS).u64(e.IntervalNS).bool(e.WasRunnable).
+		bool(e.Throttled).bool(e.PollOnSockets).bool(e.OnPath).u64(e.TimeoutAt).bool(e.Reclaim).end()
+}
+
+// appendExit writes a task's last I/O counters, then its exit's row.
+func (w *Writer) appendExit(e *event.Exit) error {
+	t := &w.t
+	if err := t.taskIO.taskIO(&e.Header, w.comm(&e.Header), "exit", e.IO); err != nil {
+		return err
+	}
+	return t.exits.row().u64(e.Time).u32(e.PID).u32(e.TID).str(w.comm(&e.Header)).i32(e.Code).bool(e.GroupDead).end()
 }
 
 // stack writes a kernel stack the first time its id is met.

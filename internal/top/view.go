@@ -133,6 +133,40 @@ func Render(f *live.Frame, st State, width, height int, now time.Time) string {
 		b.WriteString(s)
 		b.WriteByte('\n')
 	}
+	line(titleLine(st, height, now))
+	line(systemLine(f))
+	if st.Help {
+		for _, l := range helpLines() {
+			line(l)
+		}
+		return b.String()
+	}
+
+	rs, devs, files := fit(f, st, width, height)
+	line("")
+	cols := visible(width)
+	line(header(cols, width))
+	for i := range rs {
+		line(cells(&rs[i], cols, width))
+	}
+	if len(devs) > 1 {
+		line("")
+		for _, l := range devs {
+			line(l)
+		}
+	}
+	if len(files) > 1 {
+		line("")
+		for _, l := range files {
+			line(l)
+		}
+	}
+	return b.String()
+}
+
+// titleLine names the view and every setting that changes what it shows,
+// so that a screen read later says how it was made.
+func titleLine(st State, height int, now time.Time) string {
 	title := fmt.Sprintf("whyslow top  %s  every %s  sort %s", now.Format("15:04:05"), st.Every, columns[st.Sort].title)
 	if st.Name != "" {
 		title += "  name~" + format.Safe(st.Name)
@@ -152,18 +186,17 @@ func Render(f *live.Frame, st State, width, height int, now time.Time) string {
 	if height > 0 {
 		title += "  (h: help)"
 	}
-	line(title)
-	line(systemLine(f))
-	if st.Help {
-		for _, l := range helpLines() {
-			line(l)
-		}
-		return b.String()
-	}
+	return title
+}
 
-	devs := deviceLines(f)
-	files := fileLines(f, width)
-	rs := rows(f, st)
+// fit returns the rows, device lines and file lines (each a header first)
+// that fit in height lines: the devices and files get at most a quarter
+// of the screen each (and 5 and 6 lines), the rows the rest. Without a
+// height (batch output) it keeps st.Limit rows and ten files.
+func fit(f *live.Frame, st State, width, height int) (rs []row, devs, files []string) {
+	devs = deviceLines(f)
+	files = fileLines(f, width)
+	rs = rows(f, st)
 	limit := st.Limit
 	if height <= 0 && len(files) > 11 {
 		files = files[:11] // header and ten files
@@ -190,25 +223,7 @@ func Render(f *live.Frame, st State, width, height int, now time.Time) string {
 	if len(rs) > limit {
 		rs = rs[:limit]
 	}
-	line("")
-	cols := visible(width)
-	line(header(cols, width))
-	for i := range rs {
-		line(cells(&rs[i], cols, width))
-	}
-	if len(devs) > 1 {
-		line("")
-		for _, l := range devs {
-			line(l)
-		}
-	}
-	if len(files) > 1 {
-		line("")
-		for _, l := range files {
-			line(l)
-		}
-	}
-	return b.String()
+	return rs, devs, files
 }
 
 func systemLine(f *live.Frame) string {

@@ -108,6 +108,41 @@ func SampledTime(s *source.Source) (*Sampled, error) {
 	if err := s.QueryRow(sqlOf("sampled_ticks")).Scan(&ticks, &out.Samples, &first, &last); err != nil {
 		return nil, fmt.Errorf("counting the samples: %w", err)
 	}
+	looks, err := sampledLooks(s)
+	if err != nil {
+		return nil, err
+	}
+	end, _ := strconv.ParseUint(s.Meta["target_end_mono"], 10, 64)
+	t := tallyLooks(looks, frames, timedOutLooks(looks, end), out.Hz)
+	out.Looks = len(looks)
+	out.Processes = len(t.procs)
+	start, _ := strconv.ParseUint(s.Meta["target_start_mono"], 10, 64)
+	switch {
+	case start > 0 && end > start:
+		// The target's own wall time, as a traced run's (a command
+		// shorter than a tick is not a tick long).
+		out.WallS = float64(end-start) / 1e9
+	case out.Samples > 0 && out.Hz > 0:
+		// The wall time the ticks stand for: from the first to the last,
+		// and one interval for the last.
+		out.WallS = float64(last-first)/1e9 + 1/float64(out.Hz)
+	}
+	n := float64(out.Samples)
+	out.Shares = sampledShares(t.byReason, n, out.WallS)
+	if len(out.Shares) > 0 {
+		top := out.Shares[0]
+		out.Verdict.Reason, out.Verdict.Share, out.Verdict.Error, out.Verdict.Kind = top.Reason, top.Share, top.Error, "mixed"
+		if top.Share >= 0.5 {
+			out.Verdict.Kind = "top"
+		}
+	}
+	out.Threads = sampledThreads(t)
+	out.Objects = sampledObjects(t.objects, n)
+	return out, nil
+}
+
+// sampledLooks reads every look at the target's threads, in time order.
+func sampledLooks(s *source.Source) ([]sampledLook, error) {
 	rows, err := s.Query(sqlOf("sampled_looks"))
 	if err != nil {
 		return nil, fmt.Errorf("reading the samples: %w", err)
@@ -125,108 +160,121 @@ func SampledTime(s *source.Source) (*Sampled, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("reading the samples: %w", err)
 	}
-	end, _ := strconv.ParseUint(s.Meta["target_end_mono"], 10, 64)
-	timedOut := timedOutLooks(looks, end)
-	byReason := map[event.Reason]float64{}
-	threads := map[uint32]*SampledThread{}
-	weights := map[uint32]float64{} // by thread, the time its looks stand for
-	objects := map[[3]string]float64{}
-	procs := map[uint32]bool{}
+	return looks, nil
+}
+
+// sampledTally is what the looks add up to, before it is turned into
+// shares: the wall time's samples by reason and object (from the looks on
+// the path the wall time is charged to), each thread's own time by reason.
+type sampledTally struct {
+	byReason map[event.Reason]float64
+	threads  map[uint32]*SampledThread
+	weights  map[uint32]float64 // by thread, the time its looks stand for
+	objects  map[[3]string]float64
+	procs    map[uint32]bool
+}
+
+// tallyLooks classifies each look (timedOut says which were at a wait its
+// own timeout ended) and adds it up by thread and, on the charged path,
+// by reason and object.
+func tallyLooks(looks []sampledLook, frames map[int32][]string, timedOut []bool, hz int) sampledTally {
+	t := sampledTally{byReason: map[event.Reason]float64{}, threads: map[uint32]*SampledThread{},
+		weights: map[uint32]float64{}, objects: map[[3]string]float64{}, procs: map[uint32]bool{}}
 	for i, l := range looks {
-		out.Looks++
-		procs[l.pid] = true
+		t.procs[l.pid] = true
 		r, cpu := classify.SampleReason(classify.Sample{State: l.state, Syscall: int32(l.nr), Frames: frames[l.stack], Wchan: l.wchan,
 			FileKind: event.FileKind(l.fkind), PollOnSockets: l.sockets, RanNS: l.ran, RunDelayNS: l.delay, IntervalNS: l.interval, WasRunnable: l.runnable,
 			Throttled: l.throttled, TimedOut: timedOut[i], Reclaim: l.reclaim})
-		th := threads[l.tid]
+		th := t.threads[l.tid]
 		if th == nil {
 			th = &SampledThread{PID: l.pid, TID: l.tid, Comm: l.comm, ByReason: map[event.Reason]float64{}}
-			threads[l.tid] = th
+			t.threads[l.tid] = th
 		}
 		// A look stands for the time since the thread's last one: a thread
 		// asleep for a while is looked at less often than every tick
 		// (procsample's backOff), and its look then stands for its whole
 		// interval, the same wait all along.
 		w := float64(l.interval)
-		if w == 0 && out.Hz > 0 {
-			w = 1e9 / float64(out.Hz)
+		if w == 0 && hz > 0 {
+			w = 1e9 / float64(hz)
 		}
 		th.Samples++
-		weights[l.tid] += w
+		t.weights[l.tid] += w
 		th.ByReason[event.ReasonCPU] += cpu * w
 		th.ByReason[r] += (1 - cpu) * w
 		if !l.path {
 			continue
 		}
-		byReason[event.ReasonCPU] += cpu
-		byReason[r] += 1 - cpu
+		t.byReason[event.ReasonCPU] += cpu
+		t.byReason[r] += 1 - cpu
 		if l.object != "" && cpu < 1 {
-			objects[[3]string{l.object, event.FileKind(l.fkind).String(), string(r)}] += 1 - cpu
+			t.objects[[3]string{l.object, event.FileKind(l.fkind).String(), string(r)}] += 1 - cpu
 		}
 	}
-	out.Processes = len(procs)
-	start, _ := strconv.ParseUint(s.Meta["target_start_mono"], 10, 64)
-	switch {
-	case start > 0 && end > start:
-		// The target's own wall time, as a traced run's (a command
-		// shorter than a tick is not a tick long).
-		out.WallS = float64(end-start) / 1e9
-	case out.Samples > 0 && out.Hz > 0:
-		// The wall time the ticks stand for: from the first to the last,
-		// and one interval for the last.
-		out.WallS = float64(last-first)/1e9 + 1/float64(out.Hz)
-	}
-	n := float64(out.Samples)
+	return t
+}
+
+// sampledShares turns the samples by reason (of n) into shares of the
+// wall time, each with its error, largest first.
+func sampledShares(byReason map[event.Reason]float64, n, wallS float64) []SampledShare {
+	var shares []SampledShare
 	for r, k := range byReason {
 		if k <= 0 {
 			continue
 		}
 		p := k / n
-		out.Shares = append(out.Shares, SampledShare{Reason: r, Samples: k, Share: p, Error: binomialError(p, n), S: p * out.WallS})
+		shares = append(shares, SampledShare{Reason: r, Samples: k, Share: p, Error: binomialError(p, n), S: p * wallS})
 	}
-	sort.Slice(out.Shares, func(i, j int) bool {
-		if out.Shares[i].Share != out.Shares[j].Share {
-			return out.Shares[i].Share > out.Shares[j].Share
+	sort.Slice(shares, func(i, j int) bool {
+		if shares[i].Share != shares[j].Share {
+			return shares[i].Share > shares[j].Share
 		}
-		return out.Shares[i].Reason < out.Shares[j].Reason
+		return shares[i].Reason < shares[j].Reason
 	})
-	if len(out.Shares) > 0 {
-		top := out.Shares[0]
-		out.Verdict.Reason, out.Verdict.Share, out.Verdict.Error, out.Verdict.Kind = top.Reason, top.Share, top.Error, "mixed"
-		if top.Share >= 0.5 {
-			out.Verdict.Kind = "top"
-		}
-	}
-	for _, th := range threads {
+	return shares
+}
+
+// sampledThreads gives each thread's time by reason as a share of the time
+// its own looks stand for, in pid and tid order.
+func sampledThreads(t sampledTally) []SampledThread {
+	var out []SampledThread
+	for _, th := range t.threads {
 		for r, k := range th.ByReason {
 			if k <= 0 {
 				delete(th.ByReason, r)
 				continue
 			}
-			th.ByReason[r] = k / weights[th.TID]
+			th.ByReason[r] = k / t.weights[th.TID]
 		}
-		out.Threads = append(out.Threads, *th)
+		out = append(out, *th)
 	}
-	sort.Slice(out.Threads, func(i, j int) bool {
-		a, b := out.Threads[i], out.Threads[j]
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
 		if a.PID != b.PID {
 			return a.PID < b.PID
 		}
 		return a.TID < b.TID
 	})
+	return out
+}
+
+// sampledObjects gives the 5 objects the charged waits were most on, with
+// their share of the n samples.
+func sampledObjects(objects map[[3]string]float64, n float64) []SampledObject {
+	var out []SampledObject
 	for k, v := range objects {
-		out.Objects = append(out.Objects, SampledObject{Object: k[0], Kind: k[1], Reason: event.Reason(k[2]), Share: v / n})
+		out = append(out, SampledObject{Object: k[0], Kind: k[1], Reason: event.Reason(k[2]), Share: v / n})
 	}
-	sort.Slice(out.Objects, func(i, j int) bool {
-		if out.Objects[i].Share != out.Objects[j].Share {
-			return out.Objects[i].Share > out.Objects[j].Share
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Share != out[j].Share {
+			return out[i].Share > out[j].Share
 		}
-		return out.Objects[i].Object < out.Objects[j].Object
+		return out[i].Object < out[j].Object
 	})
-	if len(out.Objects) > 5 {
-		out.Objects = out.Objects[:5]
+	if len(out) > 5 {
+		out = out[:5]
 	}
-	return out, nil
+	return out
 }
 
 // sampledLook is one row of sampled_looks.
